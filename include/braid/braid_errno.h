@@ -1,0 +1,34 @@
+/* braid_errno.h: braid's provider error numbers (prov_errno) and their strings. */
+#ifndef BRAID_ERRNO_H
+#define BRAID_ERRNO_H
+
+/*
+ * One X-macro table: name, value, message. The value goes into
+ * fi_cq_err_entry.prov_errno; fi_cq_strerror() gives the message.
+ * Values are frozen once released: append, never renumber.
+ */
+#define BRAID_PROV_ERRNO_TABLE(X) \
+	X(BRAID_PERR_OK,		0, "success") \
+	X(BRAID_PERR_TRUNC,		1, "message larger than the posted receive buffer; the excess was discarded") \
+	X(BRAID_PERR_CANCELED,		2, "operation canceled by fi_cancel") \
+	X(BRAID_PERR_WIRE_SEND,		3, "the wire could not transmit the packet") \
+	X(BRAID_PERR_PEER_UNREACHABLE,	4, "the peer stopped answering within the configured time") \
+	X(BRAID_PERR_PEER_RESTARTED,	5, "the peer restarted (new incarnation); operations of the old one were failed") \
+	X(BRAID_PERR_BAD_ADDR,		6, "destination fi_addr is not in the address vector") \
+	X(BRAID_PERR_REMOTE_ACCESS,	7, "remote access error: bad key, bounds or permission") \
+	X(BRAID_PERR_SHUTDOWN,		8, "endpoint closed with the operation pending")
+
+enum braid_prov_errno {
+#define BRAID_X_ENUM(name, value, msg) name = value,
+	BRAID_PROV_ERRNO_TABLE(BRAID_X_ENUM)
+#undef BRAID_X_ENUM
+	BRAID_PERR_MAX
+};
+
+/**
+ * braid_prov_strerror() - the message for a braid prov_errno.
+ * Return: a static string; "unknown braid error" for values not in the table.
+ */
+const char *braid_prov_strerror(int prov_errno);
+
+#endif /* BRAID_ERRNO_H */

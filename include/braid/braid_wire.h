@@ -1,0 +1,129 @@
+/* braid_wire.h: the burst interface between the transport and a wire (udp, dpdk, sim). */
+#ifndef BRAID_WIRE_H
+#define BRAID_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <netinet/in.h>
+
+/*
+ * A wire moves bursts of datagrams between IPv4/UDP-style addresses. Each
+ * wire endpoint has one "home" address (what fi_getname reports: the
+ * destination other peers send to) and @paths transmit paths. On the UDP
+ * wire a path is a socket bound to its own source port: the port is the
+ * entropy that ECMP hashes, so different paths can take different routes.
+ * The engine above never knows which wire it runs on.
+ */
+
+#define BRAID_WIRE_MAX_PATHS	256
+#define BRAID_WIRE_IOV_MAX	16
+
+/* braid_pkt.flags, set by rx_burst */
+#define BRAID_PKT_TRUNC		(1u << 0)	/* datagram longer than the buffers */
+#define BRAID_PKT_ECN_CE	(1u << 1)	/* arrived with ECN congestion experienced */
+
+/**
+ * struct braid_pkt - one datagram in a burst.
+ *
+ * For tx_burst the caller fills @iov/@iovcnt (the bytes to send, gathered),
+ * @addr (destination) and @path (0 .. paths-1). For rx_burst the caller
+ * fills @iov/@iovcnt with the space to scatter into; the wire fills @len,
+ * @addr (the sender's address as seen on the wire: its source port is the
+ * sender's path entropy, not its home port), @path (the local path/queue
+ * it arrived on) and @flags.
+ */
+struct braid_pkt {
+	/** @iov: gather (tx) or scatter (rx) list. */
+	struct iovec *iov;
+	/** @iovcnt: entries in @iov, at most BRAID_WIRE_IOV_MAX. */
+	int iovcnt;
+	/** @path: tx: the path to send on; rx: the local path it arrived on. */
+	uint32_t path;
+	/** @len: rx: full datagram length (may exceed the buffers: see TRUNC). */
+	size_t len;
+	/** @flags: rx: BRAID_PKT_* bits. */
+	uint32_t flags;
+	/** @status: tx: 0 sent, or a negative FI_E* if the wire refused it. */
+	int status;
+	/** @addr: tx: destination; rx: source. */
+	struct sockaddr_in addr;
+};
+
+struct braid_wire;
+
+/**
+ * struct braid_wire_params - what a wire is opened with.
+ */
+struct braid_wire_params {
+	/** @addr: home address to bind; port 0 picks a free one, INADDR_ANY is allowed. */
+	struct sockaddr_in addr;
+	/** @paths: number of transmit paths (1 .. BRAID_WIRE_MAX_PATHS). */
+	int paths;
+	/** @sockbuf: socket buffer bytes to ask for (0: system default). */
+	int sockbuf;
+};
+
+/**
+ * struct braid_wire_ops - one wire implementation.
+ */
+struct braid_wire_ops {
+	/** @name: as selected by FI_BRAID_WIRE ("udp", "sim", "dpdk"). */
+	const char *name;
+	/**
+	 * @open: create a wire endpoint. Return 0 and *@wire, or a negative
+	 * FI_E* (-FI_EADDRINUSE when the home port is taken, -FI_EINVAL for bad
+	 * params). The caller must eventually call @close.
+	 */
+	int (*open)(const struct braid_wire_params *params, struct braid_wire **wire);
+	/** @close: release everything the wire holds. */
+	void (*close)(struct braid_wire *wire);
+	/**
+	 * @tx_burst: transmit up to @n packets in order. Return how many were
+	 * handled (sent, or refused with pkts[i].status set); fewer than @n
+	 * means the wire is full for now (retry later); never negative.
+	 */
+	int (*tx_burst)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
+	/**
+	 * @rx_burst: receive up to @n packets into the callers' buffers. Return
+	 * how many arrived (0 when none is waiting); never blocks, never negative.
+	 */
+	int (*rx_burst)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
+	/** @wait_fd: a file descriptor readable when rx_burst has work, or -1. */
+	int (*wait_fd)(struct braid_wire *wire);
+};
+
+/**
+ * struct braid_wire - the part of every wire endpoint the caller may read.
+ * Implementations embed it first in their own struct.
+ */
+struct braid_wire {
+	/** @ops: the implementation. */
+	const struct braid_wire_ops *ops;
+	/** @name: the home address (port filled in after bind). */
+	struct sockaddr_in name;
+	/** @mtu: the largest datagram payload the wire carries (bytes, after IP/UDP headers). */
+	size_t mtu;
+	/** @paths: number of transmit paths. */
+	int paths;
+	/** @tx_errors: packets the wire refused. */
+	uint64_t tx_errors;
+	/** @rx_packets, @tx_packets: datagrams moved. */
+	uint64_t rx_packets, tx_packets;
+};
+
+/**
+ * braid_wire_find() - look up a wire implementation by name.
+ * Return: the ops, or NULL if no wire of that name is built in.
+ */
+const struct braid_wire_ops *braid_wire_find(const char *name);
+
+/**
+ * braid_wire_if_mtu() - the datagram payload limit for a local IPv4 address:
+ * the interface MTU less IPv4 and UDP headers, capped at 65507. For
+ * INADDR_ANY, the smallest over the interfaces that are up.
+ * Return: bytes, or 1472 when the interface cannot be found.
+ */
+size_t braid_wire_if_mtu(struct in_addr addr);
+
+#endif /* BRAID_WIRE_H */

@@ -1,0 +1,381 @@
+/* braid.h: the libfabric glue's shared definitions; the transport lives in core/. */
+#ifndef BRAID_H
+#define BRAID_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "braid/braid_list.h"
+#include "braid/braid_map.h"
+#include "braid/braid_pool.h"
+#include "braid/braid_wire.h"
+#include "braid/braid_errno.h"
+#include "braid_hdr.h"
+
+#define BRAID_PROV_NAME		"braid"
+#define BRAID_MAJOR		0
+#define BRAID_MINOR		1
+#define BRAID_FI_VERSION	FI_VERSION(1, 17)
+#define BRAID_MIN_API		FI_VERSION(1, 5)
+#define BRAID_IOV_LIMIT		8
+#define BRAID_DGRAM_HDR		sizeof(struct braid_dgram_hdr)
+#define BRAID_CQ_DATA_SIZE	8
+#define BRAID_MAX_BATCH		32
+
+extern struct fi_provider braid_prov;
+
+#define BRAID_WARN(subsys, ...) FI_WARN(&braid_prov, subsys, __VA_ARGS__)
+#define BRAID_INFO(subsys, ...) FI_INFO(&braid_prov, subsys, __VA_ARGS__)
+#define BRAID_DBG(subsys, ...) FI_DBG(&braid_prov, subsys, __VA_ARGS__)
+
+/**
+ * struct braid_config - every FI_BRAID_* setting, read once at fi_prov_ini
+ * (braid_init.c defines them with their defaults).
+ */
+struct braid_config {
+	/** @wire: wire implementation name ("udp"). */
+	char *wire;
+	/** @iface: restrict fi_info to this interface name, or NULL. */
+	char *iface;
+	/** @paths: transmit paths (UDP source ports) per endpoint. */
+	int paths;
+	/** @tx_size, @rx_size: queue depths advertised and allocated. */
+	size_t tx_size, rx_size;
+	/** @cq_size: default CQ depth when fi_cq_attr.size is 0. */
+	size_t cq_size;
+	/** @eq_size: default EQ depth when fi_eq_attr.size is 0. */
+	size_t eq_size;
+	/** @sockbuf: socket buffer bytes per socket (0: system default). */
+	int sockbuf;
+};
+
+extern struct braid_config braid_cfg;
+
+/* braid_attr.c */
+extern const struct fi_info braid_dgram_info_template;
+int braid_getinfo(uint32_t version, const char *node, const char *service,
+		  uint64_t flags, const struct fi_info *hints, struct fi_info **info);
+int braid_check_info(const struct fi_info *info);
+
+/* braid_nosys.c: -FI_ENOSYS for every call braid does not implement. */
+extern struct fi_ops_msg braid_nosys_msg_ops;
+extern struct fi_ops_tagged braid_nosys_tagged_ops;
+extern struct fi_ops_rma braid_nosys_rma_ops;
+extern struct fi_ops_atomic braid_nosys_atomic_ops;
+extern struct fi_ops_collective braid_nosys_collective_ops;
+int braid_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int braid_nosys_control(struct fid *fid, int command, void *arg);
+int braid_nosys_ops_open(struct fid *fid, const char *name, uint64_t flags,
+			 void **ops, void *context);
+int braid_nosys_tostr(const struct fid *fid, char *buf, size_t len);
+int braid_nosys_ops_set(struct fid *fid, const char *name, uint64_t flags,
+			void *ops, void *context);
+
+/* ---- objects ---- */
+
+struct braid_fabric {
+	/** @fabric_fid: what the application holds; first. */
+	struct fid_fabric fabric_fid;
+	/** @ref: open domains and EQs. */
+	atomic_int ref;
+	/** @name: the fabric name it was opened with. */
+	char *name;
+};
+
+struct braid_domain {
+	struct fid_domain domain_fid;
+	struct braid_fabric *fabric;
+	/** @ref: endpoints, AVs, CQs, counters and MRs open on it. */
+	atomic_int ref;
+	/** @lock: serialises every data-path call (FI_THREAD_SAFE). */
+	pthread_mutex_t lock;
+	/** @info: a copy of the fi_info it was opened with. */
+	struct fi_info *info;
+	/** @mr_keys: key -> struct braid_mr. */
+	struct braid_map mr_keys;
+	/** @mr_next_key: next key when the provider chooses (FI_MR_PROV_KEY). */
+	uint64_t mr_next_key;
+	/** @eq: bound EQ for asynchronous events, or NULL. */
+	struct braid_eq *eq;
+};
+
+struct braid_wait;
+
+/**
+ * struct braid_wait - a wait object: an epoll set holding the receive file
+ * descriptors of the endpoints bound to the owner, plus an eventfd that
+ * fi_*_signal and other threads' completions write.
+ */
+struct braid_wait {
+	/** @epfd: the epoll fd (what FI_GETWAIT returns). */
+	int epfd;
+	/** @evfd: the eventfd for signals. */
+	int evfd;
+	/** @waiters: threads blocked in a wait call. */
+	atomic_int waiters;
+};
+
+int braid_wait_construct(struct braid_wait *wait);
+void braid_wait_destruct(struct braid_wait *wait);
+int braid_wait_add_fd(struct braid_wait *wait, int fd);
+/* Watch (@armed) or ignore an fd already in the set, without removing it. */
+void braid_wait_arm_fd(struct braid_wait *wait, int fd, bool armed);
+void braid_wait_del_fd(struct braid_wait *wait, int fd);
+void braid_wait_signal(struct braid_wait *wait);
+/* Block up to @timeout_ms (-1 forever) for activity; 0 or -FI_EINTR. */
+int braid_wait_block(struct braid_wait *wait, int timeout_ms);
+
+struct braid_ep;
+
+/**
+ * struct braid_epset - the endpoints a CQ or counter drives on progress.
+ * A bind may add one endpoint twice (tx and rx): @refs counts that.
+ */
+struct braid_epset {
+	struct braid_ep **eps;
+	int *refs;
+	int n, cap;
+};
+
+int braid_epset_add(struct braid_epset *set, struct braid_ep *ep);
+void braid_epset_remove(struct braid_epset *set, struct braid_ep *ep);
+void braid_epset_destruct(struct braid_epset *set);
+
+/* One completion as braid stores it, whatever the CQ format. */
+struct braid_cq_slot {
+	struct fi_cq_tagged_entry entry;
+	fi_addr_t src;
+};
+
+struct braid_cq_err {
+	struct braid_dlist node;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+};
+
+struct braid_cq {
+	struct fid_cq cq_fid;
+	struct braid_domain *domain;
+	atomic_int ref;
+	enum fi_cq_format format;
+	size_t entry_size;
+	enum fi_wait_obj wait_obj;
+	/** @slots: ring of @size successful completions. */
+	struct braid_cq_slot *slots;
+	size_t size, head, count;
+	/** @errs: pending error completions (bounded by @size as well). */
+	struct braid_dlist errs;
+	size_t err_count;
+	/** @reserved: slots promised to sends queued by FI_MORE. */
+	size_t reserved;
+	/** @err_last: the error entry handed out by the last readerr (kept for err_data). */
+	struct braid_cq_err *err_last;
+	struct braid_epset eps;
+	struct braid_wait wait;
+	bool has_wait;
+	atomic_int signaled;
+};
+
+struct braid_cntr {
+	struct fid_cntr cntr_fid;
+	struct braid_domain *domain;
+	atomic_int ref;
+	atomic_uint_fast64_t value, err;
+	struct braid_epset eps;
+	struct braid_wait wait;
+	bool has_wait;
+	enum fi_wait_obj wait_obj;
+};
+
+struct braid_eq_entry {
+	struct braid_dlist node;
+	uint32_t event;
+	uint64_t flags;
+	size_t len;
+	bool is_err;
+	/* followed by len bytes of event data */
+	uint8_t data[];
+};
+
+struct braid_eq {
+	struct fid_eq eq_fid;
+	struct braid_fabric *fabric;
+	atomic_int ref;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct braid_dlist entries;
+	size_t count, size;
+	enum fi_wait_obj wait_obj;
+	/** @evfd: FI_WAIT_FD: an eventfd readable while entries are queued. */
+	int evfd;
+	bool has_wait;
+};
+
+struct braid_av {
+	struct fid_av av_fid;
+	struct braid_domain *domain;
+	atomic_int ref;
+	enum fi_av_type type;
+	uint64_t flags;
+	/** @addrs: entry i is fi_addr i; @valid marks live entries. */
+	struct sockaddr_in *addrs;
+	uint8_t *valid;
+	size_t count, cap;
+	/** @rev: (ip << 16 | port) -> fi_addr + 1, for FI_SOURCE. */
+	struct braid_map rev;
+	struct braid_eq *eq;
+	pthread_mutex_t lock;
+};
+
+struct braid_mr {
+	struct fid_mr mr_fid;
+	struct braid_domain *domain;
+	struct iovec iov[BRAID_IOV_LIMIT];
+	size_t iov_count;
+	uint64_t access, flags;
+	uint64_t key;
+	struct braid_cntr *cntr;
+};
+
+/* A posted receive. */
+struct braid_rx_entry {
+	struct braid_dlist node;
+	struct iovec iov[BRAID_IOV_LIMIT + 1];	/* [0] is the header */
+	size_t iov_count;			/* user iovs */
+	size_t capacity;
+	void *context;
+	uint64_t flags;
+	struct braid_dgram_hdr hdr;
+};
+
+/* A send held back by FI_MORE, waiting for the batch to go. */
+struct braid_tx_pending {
+	struct iovec iov[BRAID_IOV_LIMIT + 1];
+	int iovcnt;
+	size_t len;
+	void *context;
+	uint64_t flags;
+	void *buf;
+	/** @comp: a CQ slot is reserved for this send's completion. */
+	bool comp;
+	struct braid_dgram_hdr hdr;
+	struct sockaddr_in dest;
+};
+
+struct braid_ep_stats {
+	uint64_t drops[BRAID_DROP_MAX];
+	uint64_t rx_trunc;
+	uint64_t tx_pkts, rx_pkts;
+};
+
+struct braid_ep {
+	struct fid_ep ep_fid;
+	struct braid_domain *domain;
+	struct fi_info *info;
+	bool enabled;
+	struct braid_av *av;
+	struct braid_cq *tx_cq, *rx_cq;
+	bool tx_selective, rx_selective;
+	struct braid_cntr *send_cntr, *recv_cntr;
+	struct braid_eq *eq;
+	uint64_t tx_op_flags, rx_op_flags;
+	/** @wire: the wire endpoint (opened at fi_endpoint, re-opened by setname). */
+	struct braid_wire *wire;
+	const struct braid_wire_ops *wire_ops;
+	struct sockaddr_in bind_addr;
+	size_t max_msg_size;
+	uint32_t next_path;
+	/** @rx_pool, @rx_posted: posted receives, FIFO. */
+	struct braid_pool rx_pool;
+	struct braid_dlist rx_posted;
+	/** @tx_pending: sends queued by FI_MORE. */
+	struct braid_tx_pending tx_pending[BRAID_MAX_BATCH];
+	int tx_npending;
+	/** @tx_inflight: sends accepted but not yet completed (tx queue bound). */
+	size_t tx_inflight;
+	struct braid_ep_stats stats;
+	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
+	size_t pending_comps;
+};
+
+/* braid_domain.c */
+static inline void braid_domain_lock(struct braid_domain *d) { pthread_mutex_lock(&d->lock); }
+static inline void braid_domain_unlock(struct braid_domain *d) { pthread_mutex_unlock(&d->lock); }
+
+/* braid_fabric.c */
+int braid_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+/* braid_domain.c */
+int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		      struct fid_domain **domain, void *context);
+/* braid_eq.c */
+int braid_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		  struct fid_eq **eq, void *context);
+int braid_eq_report(struct braid_eq *eq, uint32_t event, const void *buf, size_t len,
+		    uint64_t flags, bool is_err);
+/* braid_av.c */
+int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		  struct fid_av **av, void *context);
+int braid_av_lookup_addr(struct braid_av *av, fi_addr_t fi_addr, struct sockaddr_in *sin);
+fi_addr_t braid_av_reverse(struct braid_av *av, struct in_addr ip, uint16_t port);
+/* braid_cq.c */
+int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		  struct fid_cq **cq, void *context);
+bool braid_cq_has_room(struct braid_cq *cq);
+int braid_cq_write(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
+		   void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
+int braid_cq_write_err(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
+		       void *buf, uint64_t data, uint64_t tag, size_t olen, int err,
+		       int prov_errno, fi_addr_t src);
+/* braid_cntr.c */
+int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		    struct fid_cntr **cntr, void *context);
+void braid_cntr_inc(struct braid_cntr *cntr);
+void braid_cntr_inc_err(struct braid_cntr *cntr);
+/* braid_mr.c */
+int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+		 uint64_t offset, uint64_t requested_key, uint64_t flags,
+		 struct fid_mr **mr, void *context);
+int braid_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		  uint64_t access, uint64_t offset, uint64_t requested_key,
+		  uint64_t flags, struct fid_mr **mr, void *context);
+int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		     uint64_t flags, struct fid_mr **mr);
+/* braid_ep.c */
+int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
+		  struct fid_ep **ep, void *context);
+/* braid_dgram.c: the DGRAM data path */
+extern struct fi_ops_msg braid_dgram_msg_ops;
+void braid_ep_progress(struct braid_ep *ep);
+int braid_dgram_cancel_locked(struct braid_ep *ep, void *context);
+void braid_dgram_flush_locked(struct braid_ep *ep);
+void braid_ep_rx_arm(struct braid_ep *ep, bool armed);
+
+/* Progress every endpoint in @set (the caller holds the domain lock). */
+void braid_epset_progress_locked(struct braid_epset *set);
+
+/* Interface enumeration shared by getinfo and the wire (braid_attr.c). */
+struct braid_iface {
+	char name[64];
+	struct in_addr addr;
+	struct in_addr mask;
+	bool loopback;
+	size_t mtu_payload;
+};
+int braid_iface_list(struct braid_iface **list, size_t *count);
+
+#endif /* BRAID_H */

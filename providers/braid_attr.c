@@ -1,0 +1,529 @@
+/* braid_attr.c: the fi_info braid offers, and fi_getinfo's matching of hints, node and service. */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "braid.h"
+
+#define BRAID_DGRAM_TX_CAPS	(FI_MSG | FI_SEND)
+#define BRAID_DGRAM_RX_CAPS	(FI_MSG | FI_RECV | FI_SOURCE)
+#define BRAID_DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define BRAID_DGRAM_CAPS	(BRAID_DGRAM_TX_CAPS | BRAID_DGRAM_RX_CAPS | BRAID_DOMAIN_CAPS)
+#define BRAID_TX_OP_FLAGS	(FI_INJECT | FI_COMPLETION | FI_INJECT_COMPLETE | \
+				 FI_TRANSMIT_COMPLETE)
+#define BRAID_RX_OP_FLAGS	(FI_COMPLETION)
+
+static struct fi_tx_attr dgram_tx_attr = {
+	.caps = BRAID_DGRAM_TX_CAPS,
+	.op_flags = 0,
+	.msg_order = FI_ORDER_NONE,
+	.comp_order = FI_ORDER_NONE,
+	.iov_limit = BRAID_IOV_LIMIT,
+	.rma_iov_limit = 0,
+};
+
+static struct fi_rx_attr dgram_rx_attr = {
+	.caps = BRAID_DGRAM_RX_CAPS,
+	.op_flags = 0,
+	.msg_order = FI_ORDER_NONE,
+	.comp_order = FI_ORDER_NONE,
+	.total_buffered_recv = 0,
+	.iov_limit = BRAID_IOV_LIMIT,
+};
+
+static struct fi_ep_attr dgram_ep_attr = {
+	.type = FI_EP_DGRAM,
+	.protocol = FI_PROTO_UNSPEC,
+	.protocol_version = BRAID_PROTO_VERSION,
+	.msg_prefix_size = 0,
+	.max_order_raw_size = 0,
+	.max_order_war_size = 0,
+	.max_order_waw_size = 0,
+	.mem_tag_format = 0,
+	.tx_ctx_cnt = 1,
+	.rx_ctx_cnt = 1,
+};
+
+static struct fi_domain_attr dgram_domain_attr = {
+	.caps = BRAID_DOMAIN_CAPS,
+	.threading = FI_THREAD_SAFE,
+	.control_progress = FI_PROGRESS_MANUAL,
+	.data_progress = FI_PROGRESS_MANUAL,
+	.resource_mgmt = FI_RM_ENABLED,
+	.av_type = FI_AV_UNSPEC,
+	.mr_mode = 0,
+	.mr_key_size = sizeof(uint64_t),
+	.cq_data_size = BRAID_CQ_DATA_SIZE,
+	.cq_cnt = 256,
+	.ep_cnt = 256,
+	.tx_ctx_cnt = 256,
+	.rx_ctx_cnt = 256,
+	.max_ep_tx_ctx = 1,
+	.max_ep_rx_ctx = 1,
+	.max_ep_stx_ctx = 0,
+	.max_ep_srx_ctx = 0,
+	.cntr_cnt = 256,
+	.mr_iov_limit = BRAID_IOV_LIMIT,
+	.mr_cnt = 65536,
+};
+
+static struct fi_fabric_attr dgram_fabric_attr = {
+	.prov_version = FI_VERSION(BRAID_MAJOR, BRAID_MINOR),
+};
+
+const struct fi_info braid_dgram_info_template = {
+	.caps = BRAID_DGRAM_CAPS,
+	.mode = 0,
+	.addr_format = FI_SOCKADDR_IN,
+	.tx_attr = &dgram_tx_attr,
+	.rx_attr = &dgram_rx_attr,
+	.ep_attr = &dgram_ep_attr,
+	.domain_attr = &dgram_domain_attr,
+	.fabric_attr = &dgram_fabric_attr,
+};
+
+/* ---- interfaces ---- */
+
+static int iface_cmp(const void *a, const void *b)
+{
+	const struct braid_iface *x = a, *y = b;
+
+	/* fastest first: real interfaces before loopback (fi_getinfo(3)) */
+	if (x->loopback != y->loopback)
+		return x->loopback ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+int braid_iface_list(struct braid_iface **list, size_t *count)
+{
+	struct ifaddrs *ifa_list, *ifa;
+	struct braid_iface *out = NULL, *tmp;
+	size_t n = 0;
+
+	if (getifaddrs(&ifa_list))
+		return -FI_ENODATA;
+	for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ifa->ifa_addr;
+
+		if (!sin || sin->sin_family != AF_INET || !(ifa->ifa_flags & IFF_UP))
+			continue;
+		if (braid_cfg.iface && strcmp(braid_cfg.iface, ifa->ifa_name))
+			continue;
+		tmp = realloc(out, (n + 1) * sizeof(*out));
+		if (!tmp) {
+			free(out);
+			freeifaddrs(ifa_list);
+			return -FI_ENOMEM;
+		}
+		out = tmp;
+		memset(&out[n], 0, sizeof(out[n]));
+		snprintf(out[n].name, sizeof(out[n].name), "%s", ifa->ifa_name);
+		out[n].addr = sin->sin_addr;
+		out[n].mask = ifa->ifa_netmask ?
+			((struct sockaddr_in *)ifa->ifa_netmask)->sin_addr :
+			(struct in_addr){ htonl(0xffffffff) };
+		out[n].loopback = !!(ifa->ifa_flags & IFF_LOOPBACK);
+		out[n].mtu_payload = braid_wire_if_mtu(sin->sin_addr);
+		n++;
+	}
+	freeifaddrs(ifa_list);
+	if (n)
+		qsort(out, n, sizeof(*out), iface_cmp);
+	*list = out;
+	*count = n;
+	return 0;
+}
+
+static void iface_fabric_name(const struct braid_iface *ifc, char *buf, size_t len)
+{
+	uint32_t mask = ntohl(ifc->mask.s_addr);
+	struct in_addr net = { ifc->addr.s_addr & ifc->mask.s_addr };
+	char ip[INET_ADDRSTRLEN];
+	int bits = 0;
+
+	while (mask & 0x80000000u) {
+		bits++;
+		mask <<= 1;
+	}
+	inet_ntop(AF_INET, &net, ip, sizeof(ip));
+	snprintf(buf, len, "%s/%d", ip, bits);
+}
+
+/* ---- address resolution ---- */
+
+/* "fi_sockaddr_in://1.2.3.4:5678" (FI_ADDR_STR), as fi_getinfo(3) allows for node. */
+static int parse_addr_str(const char *str, struct sockaddr_in *sin)
+{
+	const char *prefix = "fi_sockaddr_in://";
+	char host[INET_ADDRSTRLEN + 1];
+	const char *colon;
+	unsigned long port = 0;
+	char *end;
+	size_t hlen;
+
+	if (strncmp(str, prefix, strlen(prefix)))
+		return -FI_EINVAL;
+	str += strlen(prefix);
+	colon = strrchr(str, ':');
+	hlen = colon ? (size_t)(colon - str) : strlen(str);
+	if (hlen >= sizeof(host))
+		return -FI_EINVAL;
+	memcpy(host, str, hlen);
+	host[hlen] = '\0';
+	if (colon) {
+		port = strtoul(colon + 1, &end, 10);
+		if (*end || port > 65535)
+			return -FI_EINVAL;
+	}
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+		return -FI_EINVAL;
+	return 0;
+}
+
+static int resolve(const char *node, const char *service, bool passive,
+		   struct sockaddr_in *sin)
+{
+	struct addrinfo hints = { 0 }, *res;
+	int ret;
+
+	if (node && !strncmp(node, "fi_", 3)) {
+		if (service)
+			return -FI_EINVAL;
+		return parse_addr_str(node, sin);
+	}
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_DGRAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	ret = getaddrinfo(node, service, &hints, &res);
+	if (ret) {
+		BRAID_INFO(FI_LOG_CORE, "cannot resolve %s:%s: %s\n", node ? node : "",
+			   service ? service : "", gai_strerror(ret));
+		return -FI_ENODATA;
+	}
+	memcpy(sin, res->ai_addr, sizeof(*sin));
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* The local address the kernel would use to reach @dest. */
+static int route_source(const struct sockaddr_in *dest, struct in_addr *src)
+{
+	struct sockaddr_in probe = *dest, local;
+	socklen_t len = sizeof(local);
+	int fd, ret = 0;
+
+	if (!probe.sin_port)
+		probe.sin_port = htons(9);	/* connect() on UDP needs a port; nothing is sent */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -FI_ENODATA;
+	if (connect(fd, (struct sockaddr *)&probe, sizeof(probe)) ||
+	    getsockname(fd, (struct sockaddr *)&local, &len))
+		ret = -FI_ENODATA;
+	else
+		*src = local.sin_addr;
+	close(fd);
+	return ret;
+}
+
+/* ---- hint matching ---- */
+
+static bool order_ok(uint64_t want, uint64_t have)
+{
+	return (want & ~have) == 0;
+}
+
+static bool tx_attr_ok(const struct fi_tx_attr *h, size_t max_msg)
+{
+	if (!h)
+		return true;
+	if (h->caps & ~(BRAID_DGRAM_TX_CAPS | BRAID_DOMAIN_CAPS))
+		return false;
+	if (h->op_flags & ~BRAID_TX_OP_FLAGS)
+		return false;
+	if (!order_ok(h->msg_order, dgram_tx_attr.msg_order) ||
+	    (h->comp_order & ~FI_ORDER_NONE))
+		return false;
+	if (h->inject_size > max_msg || h->size > braid_cfg.tx_size ||
+	    h->iov_limit > BRAID_IOV_LIMIT || h->rma_iov_limit > 0)
+		return false;
+	return true;
+}
+
+static bool rx_attr_ok(const struct fi_rx_attr *h)
+{
+	if (!h)
+		return true;
+	if (h->caps & ~(BRAID_DGRAM_RX_CAPS | BRAID_DOMAIN_CAPS))
+		return false;
+	if (h->op_flags & ~BRAID_RX_OP_FLAGS)
+		return false;
+	if (!order_ok(h->msg_order, dgram_rx_attr.msg_order) ||
+	    (h->comp_order & ~FI_ORDER_NONE))
+		return false;
+	if (h->total_buffered_recv > 0 || h->size > braid_cfg.rx_size ||
+	    h->iov_limit > BRAID_IOV_LIMIT)
+		return false;
+	return true;
+}
+
+static bool progress_ok(enum fi_progress p)
+{
+	return p == FI_PROGRESS_UNSPEC || p == FI_PROGRESS_MANUAL;
+}
+
+static bool domain_attr_ok(const struct fi_domain_attr *h, const char *ifname)
+{
+	if (!h)
+		return true;
+	if (h->name && strcmp(h->name, ifname))
+		return false;
+	if (!progress_ok(h->control_progress) || !progress_ok(h->data_progress))
+		return false;
+	if (h->caps & ~BRAID_DOMAIN_CAPS)
+		return false;
+	if (h->cq_data_size > BRAID_CQ_DATA_SIZE || h->mr_key_size > sizeof(uint64_t))
+		return false;
+	if (h->max_ep_tx_ctx > 1 || h->max_ep_rx_ctx > 1 || h->max_ep_stx_ctx > 0 ||
+	    h->max_ep_srx_ctx > 0)
+		return false;
+	if (h->auth_key || h->auth_key_size)
+		return false;
+	if (h->mr_iov_limit > BRAID_IOV_LIMIT)
+		return false;
+	return true;
+}
+
+static bool ep_attr_ok(const struct fi_ep_attr *h, size_t max_msg)
+{
+	if (!h)
+		return true;
+	if (h->type != FI_EP_UNSPEC && h->type != FI_EP_DGRAM)
+		return false;
+	if (h->protocol != FI_PROTO_UNSPEC)
+		return false;
+	if (h->protocol_version > BRAID_PROTO_VERSION)
+		return false;
+	if (h->max_msg_size > max_msg)
+		return false;
+	if (h->tx_ctx_cnt > 1 || h->rx_ctx_cnt > 1)
+		return false;
+	if (h->mem_tag_format || h->max_order_raw_size || h->max_order_war_size ||
+	    h->max_order_waw_size)
+		return false;
+	if (h->auth_key || h->auth_key_size)
+		return false;
+	return true;
+}
+
+/* Checks that do not depend on the interface. */
+static bool hints_ok(const struct fi_info *hints)
+{
+	if (!hints)
+		return true;
+	if (hints->caps & ~BRAID_DGRAM_CAPS)
+		return false;
+	switch (hints->addr_format) {
+	case FI_FORMAT_UNSPEC:
+	case FI_SOCKADDR:
+	case FI_SOCKADDR_IN:
+		break;
+	default:
+		return false;
+	}
+	if (hints->src_addr && (hints->src_addrlen < sizeof(struct sockaddr_in) ||
+	    ((struct sockaddr *)hints->src_addr)->sa_family != AF_INET))
+		return false;
+	if (hints->dest_addr && (hints->dest_addrlen < sizeof(struct sockaddr_in) ||
+	    ((struct sockaddr *)hints->dest_addr)->sa_family != AF_INET))
+		return false;
+	if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
+	    hints->ep_attr->type != FI_EP_DGRAM)
+		return false;
+	if (!rx_attr_ok(hints->rx_attr))
+		return false;
+	return true;
+}
+
+static bool iface_ok(const struct fi_info *hints, const struct braid_iface *ifc,
+		     const char *fabric_name)
+{
+	size_t max_msg = ifc->mtu_payload - BRAID_DGRAM_HDR;
+
+	if (!hints)
+		return true;
+	if (hints->fabric_attr && hints->fabric_attr->name &&
+	    strcmp(hints->fabric_attr->name, fabric_name))
+		return false;
+	return domain_attr_ok(hints->domain_attr, ifc->name) &&
+	       ep_attr_ok(hints->ep_attr, max_msg) &&
+	       tx_attr_ok(hints->tx_attr, max_msg);
+}
+
+static void *dup_sin(const struct sockaddr_in *sin)
+{
+	struct sockaddr_in *p = malloc(sizeof(*p));
+
+	if (p)
+		*p = *sin;
+	return p;
+}
+
+static struct fi_info *info_build(const struct fi_info *hints, const struct braid_iface *ifc,
+				  const char *fabric_name, const struct sockaddr_in *src,
+				  const struct sockaddr_in *dest)
+{
+	struct fi_info *info = fi_dupinfo(&braid_dgram_info_template);
+	size_t max_msg = ifc->mtu_payload - BRAID_DGRAM_HDR;
+	uint64_t caps;
+
+	if (!info)
+		return NULL;
+	info->fabric_attr->name = strdup(fabric_name);
+	info->domain_attr->name = strdup(ifc->name);
+	if (!info->fabric_attr->name || !info->domain_attr->name)
+		goto err;
+	info->ep_attr->max_msg_size = max_msg;
+	info->tx_attr->inject_size = max_msg;
+	info->tx_attr->size = braid_cfg.tx_size;
+	info->rx_attr->size = braid_cfg.rx_size;
+
+	info->src_addr = dup_sin(src);
+	if (!info->src_addr)
+		goto err;
+	info->src_addrlen = sizeof(*src);
+	if (dest) {
+		info->dest_addr = dup_sin(dest);
+		if (!info->dest_addr)
+			goto err;
+		info->dest_addrlen = sizeof(*dest);
+	}
+	if (!hints)
+		return info;
+
+	/* Echo what was asked where braid supports it (fi_getinfo(3)). */
+	caps = hints->caps ? hints->caps : BRAID_DGRAM_CAPS;
+	info->caps = caps;
+	info->tx_attr->caps = caps & (BRAID_DGRAM_TX_CAPS | BRAID_DOMAIN_CAPS);
+	info->rx_attr->caps = caps & (BRAID_DGRAM_RX_CAPS | BRAID_DOMAIN_CAPS);
+	info->domain_attr->caps = caps & BRAID_DOMAIN_CAPS;
+	if (hints->addr_format == FI_SOCKADDR)
+		info->addr_format = FI_SOCKADDR;
+	if (hints->tx_attr && hints->tx_attr->op_flags)
+		info->tx_attr->op_flags = hints->tx_attr->op_flags;
+	if (hints->rx_attr && hints->rx_attr->op_flags)
+		info->rx_attr->op_flags = hints->rx_attr->op_flags;
+	if (hints->domain_attr) {
+		const struct fi_domain_attr *h = hints->domain_attr;
+
+		if (h->threading)
+			info->domain_attr->threading = h->threading;
+		if (h->resource_mgmt)
+			info->domain_attr->resource_mgmt = h->resource_mgmt;
+		if (h->av_type)
+			info->domain_attr->av_type = h->av_type;
+	}
+	return info;
+err:
+	fi_freeinfo(info);
+	return NULL;
+}
+
+int braid_getinfo(uint32_t version, const char *node, const char *service,
+		  uint64_t flags, const struct fi_info *hints, struct fi_info **info)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET }, dest;
+	struct fi_info *head = NULL, **tail = &head, *cur;
+	bool have_dest = false, src_fixed = false;
+	struct braid_iface *ifs = NULL;
+	size_t nifs = 0, i;
+	int ret;
+
+	*info = NULL;
+	if (version < BRAID_MIN_API)
+		return -FI_ENODATA;
+	if (!hints_ok(hints))
+		return -FI_ENODATA;
+
+	/* node/service: the source when FI_SOURCE is set (or only a service is
+	 * given), else the destination (fi_getinfo(3)). */
+	if (node || service) {
+		if ((flags & FI_SOURCE) || !node) {
+			ret = resolve(node, service, true, &src);
+			if (ret)
+				return ret == -FI_EINVAL ? -FI_ENODATA : ret;
+			src_fixed = node != NULL;
+		} else {
+			ret = resolve(node, service, false, &dest);
+			if (ret)
+				return ret == -FI_EINVAL ? -FI_ENODATA : ret;
+			have_dest = true;
+		}
+	}
+	if (hints && hints->src_addr && !(node && (flags & FI_SOURCE)) && !(service && !node)) {
+		memcpy(&src, hints->src_addr, sizeof(src));
+		src_fixed = src.sin_addr.s_addr != htonl(INADDR_ANY);
+	}
+	if (hints && hints->dest_addr && !have_dest) {
+		memcpy(&dest, hints->dest_addr, sizeof(dest));
+		have_dest = true;
+	}
+	if (have_dest && !src_fixed) {
+		if (route_source(&dest, &src.sin_addr))
+			return -FI_ENODATA;
+		src_fixed = true;
+	}
+
+	ret = braid_iface_list(&ifs, &nifs);
+	if (ret)
+		return ret;
+	for (i = 0; i < nifs; i++) {
+		struct sockaddr_in if_src = src;
+		char fabric_name[64];
+
+		if (src_fixed && ifs[i].addr.s_addr != src.sin_addr.s_addr)
+			continue;
+		if (ifs[i].mtu_payload <= BRAID_DGRAM_HDR)
+			continue;
+		iface_fabric_name(&ifs[i], fabric_name, sizeof(fabric_name));
+		if (!iface_ok(hints, &ifs[i], fabric_name))
+			continue;
+		if_src.sin_addr = ifs[i].addr;
+		cur = info_build(hints, &ifs[i], fabric_name, &if_src, have_dest ? &dest : NULL);
+		if (!cur) {
+			fi_freeinfo(head);
+			free(ifs);
+			return -FI_ENOMEM;
+		}
+		*tail = cur;
+		tail = &cur->next;
+	}
+	free(ifs);
+	if (!head)
+		return -FI_ENODATA;
+	*info = head;
+	return 0;
+}
+
+/* Check an fi_info handed to fi_domain/fi_endpoint: is it one braid can serve? */
+int braid_check_info(const struct fi_info *info)
+{
+	if (!info || !info->ep_attr || !info->domain_attr)
+		return -FI_EINVAL;
+	if (info->ep_attr->type != FI_EP_DGRAM)
+		return -FI_EINVAL;
+	if (info->caps & ~BRAID_DGRAM_CAPS)
+		return -FI_ENODATA;
+	if (!rx_attr_ok(info->rx_attr))
+		return -FI_EINVAL;
+	return 0;
+}

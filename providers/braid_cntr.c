@@ -1,0 +1,225 @@
+/* braid_cntr.c: completion counters (fi_cntr(3)): success and error counts, blocking waits. */
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "braid.h"
+
+static void cntr_wake(struct braid_cntr *cntr)
+{
+	if (cntr->has_wait && cntr->wait_obj != FI_WAIT_YIELD &&
+	    atomic_load(&cntr->wait.waiters))
+		braid_wait_signal(&cntr->wait);
+}
+
+void braid_cntr_inc(struct braid_cntr *cntr)
+{
+	atomic_fetch_add(&cntr->value, 1);
+	cntr_wake(cntr);
+}
+
+void braid_cntr_inc_err(struct braid_cntr *cntr)
+{
+	atomic_fetch_add(&cntr->err, 1);
+	cntr_wake(cntr);
+}
+
+static void cntr_progress(struct braid_cntr *cntr)
+{
+	braid_domain_lock(cntr->domain);
+	braid_epset_progress_locked(&cntr->eps);
+	braid_domain_unlock(cntr->domain);
+}
+
+static uint64_t cntr_read(struct fid_cntr *cntr_fid)
+{
+	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
+
+	cntr_progress(cntr);
+	return atomic_load(&cntr->value);
+}
+
+static uint64_t cntr_readerr(struct fid_cntr *cntr_fid)
+{
+	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
+
+	cntr_progress(cntr);
+	return atomic_load(&cntr->err);
+}
+
+static int cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
+
+	atomic_fetch_add(&cntr->value, value);
+	cntr_wake(cntr);
+	return 0;
+}
+
+static int cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
+
+	atomic_store(&cntr->value, value);
+	cntr_wake(cntr);
+	return 0;
+}
+
+static int cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
+
+	atomic_fetch_add(&cntr->err, value);
+	cntr_wake(cntr);
+	return 0;
+}
+
+static int cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
+
+	atomic_store(&cntr->err, value);
+	cntr_wake(cntr);
+	return 0;
+}
+
+static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
+{
+	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
+	uint64_t err0 = atomic_load(&cntr->err);
+	struct timespec start, now;
+	int left = timeout;
+
+	if (!cntr->has_wait)
+		return -FI_EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		cntr_progress(cntr);
+		if (atomic_load(&cntr->value) >= threshold)
+			return 0;
+		if (atomic_load(&cntr->err) != err0)
+			return -FI_EAVAIL;
+		if (timeout >= 0) {
+			long ms;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			ms = (now.tv_sec - start.tv_sec) * 1000 +
+			     (now.tv_nsec - start.tv_nsec) / 1000000;
+			if (ms >= timeout)
+				return -FI_ETIMEDOUT;
+			left = (int)(timeout - ms);
+		}
+		if (cntr->wait_obj == FI_WAIT_YIELD)
+			sched_yield();
+		else if (braid_wait_block(&cntr->wait, left) == -FI_EINTR)
+			return -FI_EINTR;
+	}
+}
+
+static int cntr_close(struct fid *fid)
+{
+	struct braid_cntr *cntr = braid_container_of(fid, struct braid_cntr, cntr_fid.fid);
+
+	if (atomic_load(&cntr->ref))
+		return -FI_EBUSY;
+	if (cntr->has_wait && cntr->wait_obj != FI_WAIT_YIELD)
+		braid_wait_destruct(&cntr->wait);
+	braid_epset_destruct(&cntr->eps);
+	atomic_fetch_sub(&cntr->domain->ref, 1);
+	free(cntr);
+	return 0;
+}
+
+static int cntr_control(struct fid *fid, int command, void *arg)
+{
+	struct braid_cntr *cntr = braid_container_of(fid, struct braid_cntr, cntr_fid.fid);
+
+	switch (command) {
+	case FI_GETWAIT:
+		if (!arg)
+			return -FI_EINVAL;
+		if (cntr->wait_obj != FI_WAIT_FD)
+			return -FI_ENODATA;
+		*(int *)arg = cntr->wait.epfd;
+		return 0;
+	case FI_GETWAITOBJ:
+		if (!arg)
+			return -FI_EINVAL;
+		*(enum fi_wait_obj *)arg = cntr->wait_obj;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static struct fi_ops cntr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = cntr_close,
+	.bind = braid_nosys_bind,
+	.control = cntr_control,
+	.ops_open = braid_nosys_ops_open,
+	.tostr = braid_nosys_tostr,
+	.ops_set = braid_nosys_ops_set,
+};
+
+static struct fi_ops_cntr cntr_ops = {
+	.size = sizeof(struct fi_ops_cntr),
+	.read = cntr_read,
+	.readerr = cntr_readerr,
+	.add = cntr_add,
+	.set = cntr_set,
+	.wait = cntr_wait,
+	.adderr = cntr_adderr,
+	.seterr = cntr_seterr,
+};
+
+int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		    struct fid_cntr **cntr_out, void *context)
+{
+	struct braid_domain *dom;
+	struct braid_cntr *cntr;
+	int ret;
+
+	if (!domain || !attr || !cntr_out)
+		return -FI_EINVAL;
+	if (attr->events != FI_CNTR_EVENTS_COMP)
+		return -FI_EINVAL;
+	if (attr->flags)
+		return -FI_EBADFLAGS;
+	switch (attr->wait_obj) {
+	case FI_WAIT_NONE:
+	case FI_WAIT_UNSPEC:
+	case FI_WAIT_FD:
+	case FI_WAIT_YIELD:
+		break;
+	case FI_WAIT_SET:
+	case FI_WAIT_MUTEX_COND:
+		return -FI_ENOSYS;
+	default:
+		return -FI_EINVAL;
+	}
+	dom = braid_container_of(domain, struct braid_domain, domain_fid);
+	cntr = calloc(1, sizeof(*cntr));
+	if (!cntr)
+		return -FI_ENOMEM;
+	cntr->wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_FD : attr->wait_obj;
+	cntr->has_wait = cntr->wait_obj != FI_WAIT_NONE;
+	if (cntr->has_wait && cntr->wait_obj != FI_WAIT_YIELD) {
+		ret = braid_wait_construct(&cntr->wait);
+		if (ret) {
+			free(cntr);
+			return ret;
+		}
+	}
+	cntr->domain = dom;
+	atomic_init(&cntr->ref, 0);
+	atomic_init(&cntr->value, 0);
+	atomic_init(&cntr->err, 0);
+	atomic_fetch_add(&dom->ref, 1);
+	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
+	cntr->cntr_fid.fid.context = context;
+	cntr->cntr_fid.fid.ops = &cntr_fi_ops;
+	cntr->cntr_fid.ops = &cntr_ops;
+	*cntr_out = &cntr->cntr_fid;
+	return 0;
+}

@@ -1,0 +1,378 @@
+/* braid_cq.c: completion queues (fi_cq(3)): every format, error entries, readfrom, blocking reads. */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "braid.h"
+
+static size_t cq_entry_size(enum fi_cq_format format)
+{
+	switch (format) {
+	case FI_CQ_FORMAT_CONTEXT:
+		return sizeof(struct fi_cq_entry);
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(struct fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED:
+		return sizeof(struct fi_cq_tagged_entry);
+	default:
+		return 0;
+	}
+}
+
+bool braid_cq_has_room(struct braid_cq *cq)
+{
+	return cq->count + cq->err_count + cq->reserved < cq->size;
+}
+
+static void cq_wake(struct braid_cq *cq)
+{
+	if (cq->has_wait && atomic_load(&cq->wait.waiters))
+		braid_wait_signal(&cq->wait);
+}
+
+int braid_cq_write(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
+		   void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
+{
+	struct braid_cq_slot *slot;
+
+	if (cq->count + cq->err_count >= cq->size)
+		return -FI_EAGAIN;
+	slot = &cq->slots[(cq->head + cq->count) % cq->size];
+	slot->entry.op_context = context;
+	slot->entry.flags = flags;
+	slot->entry.len = len;
+	slot->entry.buf = buf;
+	slot->entry.data = data;
+	slot->entry.tag = tag;
+	slot->src = src;
+	cq->count++;
+	cq_wake(cq);
+	return 0;
+}
+
+int braid_cq_write_err(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
+		       void *buf, uint64_t data, uint64_t tag, size_t olen, int err,
+		       int prov_errno, fi_addr_t src)
+{
+	struct braid_cq_err *e;
+
+	if (cq->count + cq->err_count >= cq->size)
+		return -FI_EAGAIN;
+	e = calloc(1, sizeof(*e));	/* errors are rare: not on the fast path */
+	if (!e)
+		return -FI_ENOMEM;
+	e->err.op_context = context;
+	e->err.flags = flags;
+	e->err.len = len;
+	e->err.buf = buf;
+	e->err.data = data;
+	e->err.tag = tag;
+	e->err.olen = olen;
+	e->err.err = err;
+	e->err.prov_errno = prov_errno;
+	e->src = src;
+	braid_dlist_insert_tail(&e->node, &cq->errs);
+	cq->err_count++;
+	cq_wake(cq);
+	return 0;
+}
+
+static void cq_copy_out(struct braid_cq *cq, const struct braid_cq_slot *slot, void *dst)
+{
+	switch (cq->format) {
+	case FI_CQ_FORMAT_CONTEXT: {
+		struct fi_cq_entry *e = dst;
+
+		e->op_context = slot->entry.op_context;
+		break;
+	}
+	case FI_CQ_FORMAT_MSG: {
+		struct fi_cq_msg_entry *e = dst;
+
+		e->op_context = slot->entry.op_context;
+		e->flags = slot->entry.flags;
+		e->len = slot->entry.len;
+		break;
+	}
+	case FI_CQ_FORMAT_DATA: {
+		struct fi_cq_data_entry *e = dst;
+
+		e->op_context = slot->entry.op_context;
+		e->flags = slot->entry.flags;
+		e->len = slot->entry.len;
+		e->buf = slot->entry.buf;
+		e->data = slot->entry.data;
+		break;
+	}
+	default:
+		memcpy(dst, &slot->entry, sizeof(slot->entry));
+		break;
+	}
+}
+
+/* Take up to @count entries (caller holds the domain lock). */
+static ssize_t cq_read_locked(struct braid_cq *cq, void *buf, size_t count, fi_addr_t *src)
+{
+	size_t n = 0;
+
+	braid_epset_progress_locked(&cq->eps);
+	if (cq->err_count)
+		return -FI_EAVAIL;
+	while (n < count && cq->count) {
+		const struct braid_cq_slot *slot = &cq->slots[cq->head];
+
+		cq_copy_out(cq, slot, (uint8_t *)buf + n * cq->entry_size);
+		if (src)
+			src[n] = slot->src;
+		cq->head = (cq->head + 1) % cq->size;
+		cq->count--;
+		n++;
+	}
+	return n ? (ssize_t)n : -FI_EAGAIN;
+}
+
+static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_addr_t *src)
+{
+	struct braid_cq *cq = braid_container_of(cq_fid, struct braid_cq, cq_fid);
+	ssize_t ret;
+
+	if (!buf && count)
+		return -FI_EINVAL;
+	braid_domain_lock(cq->domain);
+	ret = cq_read_locked(cq, buf, count, src);
+	braid_domain_unlock(cq->domain);
+	return ret;
+}
+
+static ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+{
+	return cq_readfrom(cq_fid, buf, count, NULL);
+}
+
+static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct braid_cq *cq = braid_container_of(cq_fid, struct braid_cq, cq_fid);
+	struct braid_dlist *node;
+	struct braid_cq_err *e;
+	void *user_data;
+
+	if (!buf)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	braid_domain_lock(cq->domain);
+	node = braid_dlist_pop_head(&cq->errs);
+	if (!node) {
+		braid_domain_unlock(cq->domain);
+		return -FI_EAGAIN;
+	}
+	cq->err_count--;
+	braid_domain_unlock(cq->domain);
+	e = braid_container_of(node, struct braid_cq_err, node);
+	/* fi_cq(3), API >= 1.5: err_data/err_data_size are the caller's; braid has no err_data */
+	user_data = buf->err_data;
+	*buf = e->err;
+	buf->err_data = user_data;
+	buf->err_data_size = 0;
+	free(e);
+	return 1;
+}
+
+static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+			    fi_addr_t *src, const void *cond, int timeout)
+{
+	struct braid_cq *cq = braid_container_of(cq_fid, struct braid_cq, cq_fid);
+	struct timespec start, now;
+	ssize_t ret;
+	int left = timeout;
+
+	if (!cq->has_wait)
+		return -FI_EINVAL;
+	if (!buf && count)
+		return -FI_EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		braid_domain_lock(cq->domain);
+		ret = cq_read_locked(cq, buf, count, src);
+		braid_domain_unlock(cq->domain);
+		if (ret != -FI_EAGAIN)
+			return ret;
+		if (atomic_exchange(&cq->signaled, 0))
+			return -FI_EAGAIN;
+		if (timeout >= 0) {
+			long ms;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			ms = (now.tv_sec - start.tv_sec) * 1000 +
+			     (now.tv_nsec - start.tv_nsec) / 1000000;
+			if (ms >= timeout)
+				return -FI_EAGAIN;
+			left = (int)(timeout - ms);
+		}
+		if (cq->wait_obj == FI_WAIT_YIELD) {
+			sched_yield();
+			continue;
+		}
+		ret = braid_wait_block(&cq->wait, left);
+		if (ret == -FI_EINTR)
+			return -FI_EINTR;
+	}
+}
+
+static ssize_t cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+			const void *cond, int timeout)
+{
+	return cq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+}
+
+static int cq_signal(struct fid_cq *cq_fid)
+{
+	struct braid_cq *cq = braid_container_of(cq_fid, struct braid_cq, cq_fid);
+
+	atomic_store(&cq->signaled, 1);
+	if (cq->has_wait && cq->wait_obj != FI_WAIT_YIELD)
+		braid_wait_signal(&cq->wait);
+	return 0;
+}
+
+static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
+			       char *buf, size_t len)
+{
+	const char *msg = braid_prov_strerror(prov_errno);
+
+	if (buf && len) {
+		strncpy(buf, msg, len - 1);
+		buf[len - 1] = '\0';
+		return buf;
+	}
+	return msg;
+}
+
+static int cq_close(struct fid *fid)
+{
+	struct braid_cq *cq = braid_container_of(fid, struct braid_cq, cq_fid.fid);
+	struct braid_dlist *node;
+
+	if (atomic_load(&cq->ref))
+		return -FI_EBUSY;
+	while ((node = braid_dlist_pop_head(&cq->errs)))
+		free(braid_container_of(node, struct braid_cq_err, node));
+	if (cq->has_wait && cq->wait_obj != FI_WAIT_YIELD)
+		braid_wait_destruct(&cq->wait);
+	braid_epset_destruct(&cq->eps);
+	atomic_fetch_sub(&cq->domain->ref, 1);
+	free(cq->slots);
+	free(cq);
+	return 0;
+}
+
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	struct braid_cq *cq = braid_container_of(fid, struct braid_cq, cq_fid.fid);
+
+	switch (command) {
+	case FI_GETWAIT:
+		if (!arg)
+			return -FI_EINVAL;
+		if (cq->wait_obj != FI_WAIT_FD)
+			return -FI_ENODATA;
+		*(int *)arg = cq->wait.epfd;
+		return 0;
+	case FI_GETWAITOBJ:
+		if (!arg)
+			return -FI_EINVAL;
+		*(enum fi_wait_obj *)arg = cq->wait_obj;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static struct fi_ops cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = cq_close,
+	.bind = braid_nosys_bind,
+	.control = cq_control,
+	.ops_open = braid_nosys_ops_open,
+	.tostr = braid_nosys_tostr,
+	.ops_set = braid_nosys_ops_set,
+};
+
+static struct fi_ops_cq cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = cq_read,
+	.readfrom = cq_readfrom,
+	.readerr = cq_readerr,
+	.sread = cq_sread,
+	.sreadfrom = cq_sreadfrom,
+	.signal = cq_signal,
+	.strerror = cq_strerror,
+};
+
+int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		  struct fid_cq **cq_out, void *context)
+{
+	struct braid_domain *dom;
+	struct braid_cq *cq;
+	enum fi_cq_format format;
+	int ret;
+
+	if (!domain || !attr || !cq_out)
+		return -FI_EINVAL;
+	dom = braid_container_of(domain, struct braid_domain, domain_fid);
+	format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
+	if (!cq_entry_size(format))
+		return -FI_EINVAL;
+	if (attr->flags & ~(uint64_t)FI_AFFINITY)
+		return -FI_EBADFLAGS;
+	switch (attr->wait_obj) {
+	case FI_WAIT_NONE:
+	case FI_WAIT_UNSPEC:
+	case FI_WAIT_FD:
+	case FI_WAIT_YIELD:
+		break;
+	case FI_WAIT_SET:
+	case FI_WAIT_MUTEX_COND:
+		return -FI_ENOSYS;
+	default:
+		return -FI_EINVAL;
+	}
+	if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD)
+		return -FI_EINVAL;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -FI_ENOMEM;
+	cq->size = attr->size ? attr->size : braid_cfg.cq_size;
+	cq->slots = calloc(cq->size, sizeof(*cq->slots));
+	if (!cq->slots) {
+		free(cq);
+		return -FI_ENOMEM;
+	}
+	cq->format = format;
+	cq->entry_size = cq_entry_size(format);
+	cq->wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_FD : attr->wait_obj;
+	cq->has_wait = cq->wait_obj != FI_WAIT_NONE;
+	if (cq->has_wait && cq->wait_obj != FI_WAIT_YIELD) {
+		ret = braid_wait_construct(&cq->wait);
+		if (ret) {
+			free(cq->slots);
+			free(cq);
+			return ret;
+		}
+	}
+	braid_dlist_init(&cq->errs);
+	cq->domain = dom;
+	atomic_init(&cq->ref, 0);
+	atomic_init(&cq->signaled, 0);
+	atomic_fetch_add(&dom->ref, 1);
+	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
+	cq->cq_fid.fid.context = context;
+	cq->cq_fid.fid.ops = &cq_fi_ops;
+	cq->cq_fid.ops = &cq_ops;
+	*cq_out = &cq->cq_fid;
+	return 0;
+}

@@ -1,0 +1,388 @@
+/* braid_dgram.c: the FI_EP_DGRAM data path: posted receives filled straight from the wire, sends sprayed over the paths. */
+#include <string.h>
+
+#include "braid.h"
+
+#define DGRAM_RX_FLAGS	(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA)
+#define DGRAM_TX_FLAGS	(FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA | \
+			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE)
+
+static inline struct braid_ep *dgram_ep(struct fid_ep *ep_fid)
+{
+	return braid_container_of(ep_fid, struct braid_ep, ep_fid);
+}
+
+/* ---- receive ---- */
+
+static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			       void *context, uint64_t flags)
+{
+	struct braid_rx_entry *rx;
+	bool was_empty;
+	size_t i;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (count > BRAID_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	if (flags & ~DGRAM_RX_FLAGS)
+		return -FI_EBADFLAGS;
+	for (i = 0; i < count; i++) {
+		if (!iov[i].iov_base && iov[i].iov_len)
+			return -FI_EINVAL;
+	}
+	braid_domain_lock(ep->domain);
+	rx = braid_pool_alloc(&ep->rx_pool);
+	if (!rx) {
+		braid_domain_unlock(ep->domain);
+		return -FI_EAGAIN;
+	}
+	rx->iov[0].iov_base = &rx->hdr;
+	rx->iov[0].iov_len = sizeof(rx->hdr);
+	rx->capacity = 0;
+	for (i = 0; i < count; i++) {
+		rx->iov[i + 1] = iov[i];
+		rx->capacity += iov[i].iov_len;
+	}
+	rx->iov_count = count;
+	rx->context = context;
+	rx->flags = flags;
+	was_empty = braid_dlist_empty(&ep->rx_posted);
+	braid_dlist_insert_tail(&rx->node, &ep->rx_posted);
+	if (was_empty)
+		braid_ep_rx_arm(ep, true);
+	braid_domain_unlock(ep->domain);
+	return 0;
+}
+
+static ssize_t dgram_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
+			  fi_addr_t src_addr, void *context)
+{
+	struct braid_ep *ep = dgram_ep(ep_fid);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return dgram_post_recv(ep, &iov, 1, context, ep->rx_op_flags & DGRAM_RX_FLAGS);
+}
+
+static ssize_t dgram_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
+			   size_t count, fi_addr_t src_addr, void *context)
+{
+	struct braid_ep *ep = dgram_ep(ep_fid);
+
+	return dgram_post_recv(ep, iov, count, context, ep->rx_op_flags & DGRAM_RX_FLAGS);
+}
+
+static ssize_t dgram_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return dgram_post_recv(dgram_ep(ep_fid), msg->msg_iov, msg->iov_count,
+			       msg->context, flags);
+}
+
+/* Deliver one packet that landed in @rx (already unlinked from rx_posted). */
+static void dgram_rx_complete(struct braid_ep *ep, struct braid_rx_entry *rx,
+			      const struct braid_pkt *pkt, const struct braid_dgram_view *v)
+{
+	size_t payload = pkt->len - v->hdr_len;
+	uint64_t flags = FI_RECV | FI_MSG | (v->has_data ? FI_REMOTE_CQ_DATA : 0);
+	bool comp = ep->rx_cq && (!ep->rx_selective || (rx->flags & FI_COMPLETION));
+	void *buf = rx->iov_count ? rx->iov[1].iov_base : NULL;
+	fi_addr_t src = FI_ADDR_NOTAVAIL;
+
+	if ((ep->info->caps & FI_SOURCE) && ep->av)
+		src = braid_av_reverse(ep->av, pkt->addr.sin_addr, v->src_port);
+	ep->stats.rx_pkts++;
+	if (payload > rx->capacity) {
+		ep->stats.rx_trunc++;
+		/* fi_msg(3): truncation is an error completion carrying olen */
+		if (ep->rx_cq)
+			braid_cq_write_err(ep->rx_cq, rx->context, flags, rx->capacity, buf,
+					   v->cq_data, 0, payload - rx->capacity, FI_ETRUNC,
+					   BRAID_PERR_TRUNC, src);
+		if (ep->recv_cntr)
+			braid_cntr_inc_err(ep->recv_cntr);
+		return;
+	}
+	if (comp)
+		braid_cq_write(ep->rx_cq, rx->context, flags, payload, buf, v->cq_data, 0, src);
+	if (ep->recv_cntr)
+		braid_cntr_inc(ep->recv_cntr);
+}
+
+static void dgram_progress_rx(struct braid_ep *ep)
+{
+	struct braid_rx_entry *rxs[BRAID_MAX_BATCH];
+	struct braid_pkt pkts[BRAID_MAX_BATCH];
+	struct braid_dgram_view view;
+	struct braid_dlist *it;
+	int n, got, i, ret;
+	size_t room;
+
+	while (!braid_dlist_empty(&ep->rx_posted)) {
+		room = BRAID_MAX_BATCH;
+		if (ep->rx_cq) {
+			struct braid_cq *cq = ep->rx_cq;
+			size_t used = cq->count + cq->err_count + cq->reserved;
+
+			room = used < cq->size ? cq->size - used : 0;
+			if (room > BRAID_MAX_BATCH)
+				room = BRAID_MAX_BATCH;
+		}
+		n = 0;
+		braid_dlist_foreach(&ep->rx_posted, it) {
+			if ((size_t)n >= room)
+				break;
+			rxs[n] = braid_container_of(it, struct braid_rx_entry, node);
+			pkts[n].iov = rxs[n]->iov;
+			pkts[n].iovcnt = (int)rxs[n]->iov_count + 1;
+			n++;
+		}
+		if (!n)
+			return;
+		got = ep->wire->ops->rx_burst(ep->wire, pkts, n);
+		for (i = 0; i < got; i++) {
+			ret = braid_dgram_hdr_decode(&rxs[i]->hdr, pkts[i].len, &view);
+			if (ret) {
+				/* protocol.md §2.3: drop and count; the receive stays posted */
+				ep->stats.drops[-ret - 1]++;
+				continue;
+			}
+			braid_dlist_remove(&rxs[i]->node);
+			dgram_rx_complete(ep, rxs[i], &pkts[i], &view);
+			braid_pool_release(&ep->rx_pool, rxs[i]);
+		}
+		if (got < n)
+			break;
+	}
+	if (braid_dlist_empty(&ep->rx_posted))
+		braid_ep_rx_arm(ep, false);
+}
+
+/* ---- transmit ---- */
+
+static void dgram_tx_done(struct braid_ep *ep, struct braid_tx_pending *tx, int status)
+{
+	bool comp = !(tx->flags & FI_INJECT) && ep->tx_cq &&
+		    (!ep->tx_selective || (tx->flags & FI_COMPLETION));
+	uint64_t flags = FI_SEND | FI_MSG;
+
+	if (status) {
+		if (ep->tx_cq && !(tx->flags & FI_INJECT))
+			braid_cq_write_err(ep->tx_cq, tx->context, flags, tx->len, tx->buf, 0, 0,
+					   0, -status, BRAID_PERR_WIRE_SEND, FI_ADDR_NOTAVAIL);
+		if (ep->send_cntr)
+			braid_cntr_inc_err(ep->send_cntr);
+		return;
+	}
+	ep->stats.tx_pkts++;
+	if (comp)
+		braid_cq_write(ep->tx_cq, tx->context, flags, tx->len, tx->buf, 0, 0,
+			       FI_ADDR_NOTAVAIL);
+	if (ep->send_cntr)
+		braid_cntr_inc(ep->send_cntr);
+}
+
+void braid_dgram_flush_locked(struct braid_ep *ep)
+{
+	struct braid_pkt pkts[BRAID_MAX_BATCH];
+	int i, n = ep->tx_npending, sent;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++) {
+		struct braid_tx_pending *tx = &ep->tx_pending[i];
+
+		tx->iov[0].iov_base = &tx->hdr;
+		pkts[i].iov = tx->iov;
+		pkts[i].iovcnt = tx->iovcnt;
+		pkts[i].addr = tx->dest;
+		pkts[i].path = ep->next_path++ % (uint32_t)ep->wire->paths;
+		pkts[i].status = 0;
+	}
+	sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
+	for (i = 0; i < sent; i++) {
+		if (ep->tx_pending[i].comp) {
+			ep->tx_cq->reserved--;
+			ep->pending_comps--;
+		}
+		dgram_tx_done(ep, &ep->tx_pending[i], pkts[i].status);
+	}
+	if (sent < n)
+		memmove(ep->tx_pending, ep->tx_pending + sent,
+			(size_t)(n - sent) * sizeof(ep->tx_pending[0]));
+	ep->tx_npending = n - sent;
+}
+
+static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, size_t count,
+				 fi_addr_t dest, void *context, uint64_t data, uint64_t flags)
+{
+	struct braid_tx_pending *tx;
+	struct sockaddr_in sin;
+	bool comp;
+	size_t i, len = 0;
+	ssize_t ret = 0;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (count > BRAID_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	if (flags & ~DGRAM_TX_FLAGS)
+		return -FI_EBADFLAGS;
+	for (i = 0; i < count; i++) {
+		if (!iov[i].iov_base && iov[i].iov_len)
+			return -FI_EINVAL;
+		len += iov[i].iov_len;
+	}
+	if (len > ep->max_msg_size)
+		return -FI_EMSGSIZE;
+	if ((flags & FI_INJECT) && len > ep->info->tx_attr->inject_size)
+		return -FI_EMSGSIZE;
+	if (braid_av_lookup_addr(ep->av, dest, &sin))
+		return -FI_EINVAL;
+
+	comp = !(flags & FI_INJECT) && ep->tx_cq &&
+	       (!ep->tx_selective || (flags & FI_COMPLETION));
+	braid_domain_lock(ep->domain);
+	if (ep->tx_npending == BRAID_MAX_BATCH)
+		braid_dgram_flush_locked(ep);
+	if (ep->tx_npending == BRAID_MAX_BATCH ||
+	    (comp && !braid_cq_has_room(ep->tx_cq))) {
+		/* make room: completions drain only when the app reads the CQ */
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	tx = &ep->tx_pending[ep->tx_npending];
+	braid_dgram_hdr_write(&tx->hdr, ntohs(ep->wire->name.sin_port),
+			      !!(flags & FI_REMOTE_CQ_DATA), data);
+	tx->iov[0].iov_len = sizeof(tx->hdr);
+	for (i = 0; i < count; i++)
+		tx->iov[i + 1] = iov[i];
+	tx->iovcnt = (int)count + 1;
+	tx->len = len;
+	tx->context = context;
+	tx->flags = flags;
+	tx->buf = count ? iov[0].iov_base : NULL;
+	tx->dest = sin;
+	tx->comp = comp;
+	ep->tx_npending++;
+	if (comp) {
+		ep->tx_cq->reserved++;
+		ep->pending_comps++;
+	}
+	/* FI_MORE: hold it for one sendmmsg with what follows (inject data must go now) */
+	if ((flags & FI_MORE) && !(flags & FI_INJECT))
+		goto out;
+	braid_dgram_flush_locked(ep);
+	if (ep->tx_npending) {
+		/* the wire is full: the newest send is withdrawn, older ones stay queued */
+		ep->tx_npending--;
+		if (comp) {
+			ep->tx_cq->reserved--;
+			ep->pending_comps--;
+		}
+		ret = -FI_EAGAIN;
+	}
+out:
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+static ssize_t dgram_send(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
+			  fi_addr_t dest_addr, void *context)
+{
+	struct braid_ep *ep = dgram_ep(ep_fid);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return dgram_send_common(ep, &iov, 1, dest_addr, context, 0,
+				 ep->tx_op_flags & DGRAM_TX_FLAGS);
+}
+
+static ssize_t dgram_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
+			   size_t count, fi_addr_t dest_addr, void *context)
+{
+	struct braid_ep *ep = dgram_ep(ep_fid);
+
+	return dgram_send_common(ep, iov, count, dest_addr, context, 0,
+				 ep->tx_op_flags & DGRAM_TX_FLAGS);
+}
+
+static ssize_t dgram_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return dgram_send_common(dgram_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr,
+				 msg->context, msg->data, flags);
+}
+
+static ssize_t dgram_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    fi_addr_t dest_addr)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return dgram_send_common(dgram_ep(ep_fid), &iov, 1, dest_addr, NULL, 0, FI_INJECT);
+}
+
+static ssize_t dgram_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
+			      uint64_t data, fi_addr_t dest_addr, void *context)
+{
+	struct braid_ep *ep = dgram_ep(ep_fid);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return dgram_send_common(ep, &iov, 1, dest_addr, context, data,
+				 (ep->tx_op_flags & DGRAM_TX_FLAGS) | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t dgram_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
+				uint64_t data, fi_addr_t dest_addr)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return dgram_send_common(dgram_ep(ep_fid), &iov, 1, dest_addr, NULL, data,
+				 FI_INJECT | FI_REMOTE_CQ_DATA);
+}
+
+struct fi_ops_msg braid_dgram_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = dgram_recv,
+	.recvv = dgram_recvv,
+	.recvmsg = dgram_recvmsg,
+	.send = dgram_send,
+	.sendv = dgram_sendv,
+	.sendmsg = dgram_sendmsg,
+	.inject = dgram_inject,
+	.senddata = dgram_senddata,
+	.injectdata = dgram_injectdata,
+};
+
+/* ---- progress and cancel ---- */
+
+void braid_ep_progress(struct braid_ep *ep)
+{
+	if (!ep->enabled)
+		return;
+	braid_dgram_flush_locked(ep);
+	dgram_progress_rx(ep);
+}
+
+int braid_dgram_cancel_locked(struct braid_ep *ep, void *context)
+{
+	struct braid_dlist *it;
+
+	braid_dlist_foreach(&ep->rx_posted, it) {
+		struct braid_rx_entry *rx = braid_container_of(it, struct braid_rx_entry, node);
+
+		if (rx->context != context)
+			continue;
+		braid_dlist_remove(&rx->node);
+		if (ep->rx_cq)
+			braid_cq_write_err(ep->rx_cq, rx->context, FI_RECV | FI_MSG, 0,
+					   rx->iov_count ? rx->iov[1].iov_base : NULL, 0, 0, 0,
+					   FI_ECANCELED, BRAID_PERR_CANCELED, FI_ADDR_NOTAVAIL);
+		braid_pool_release(&ep->rx_pool, rx);
+		if (braid_dlist_empty(&ep->rx_posted))
+			braid_ep_rx_arm(ep, false);
+		return 0;
+	}
+	return -FI_ENOENT;
+}

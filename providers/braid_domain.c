@@ -1,0 +1,158 @@
+/* braid_domain.c: the domain object (fi_domain(3)): owns the lock, MR keys; opens AVs, CQs, counters, endpoints. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "braid.h"
+
+static int domain_close(struct fid *fid)
+{
+	struct braid_domain *dom = braid_container_of(fid, struct braid_domain, domain_fid.fid);
+
+	if (atomic_load(&dom->ref))
+		return -FI_EBUSY;
+	if (dom->eq)
+		atomic_fetch_sub(&dom->eq->ref, 1);
+	braid_map_destruct(&dom->mr_keys);
+	pthread_mutex_destroy(&dom->lock);
+	fi_freeinfo(dom->info);
+	atomic_fetch_sub(&dom->fabric->ref, 1);
+	free(dom);
+	return 0;
+}
+
+static int domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct braid_domain *dom = braid_container_of(fid, struct braid_domain, domain_fid.fid);
+
+	if (!bfid)
+		return -FI_EINVAL;
+	if (bfid->fclass != FI_CLASS_EQ)
+		return -FI_EINVAL;
+	if (flags & FI_REG_MR)
+		return -FI_ENOSYS;	/* MR registration completes synchronously */
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (dom->eq)
+		return -FI_EALREADY;
+	dom->eq = braid_container_of(bfid, struct braid_eq, eq_fid.fid);
+	atomic_fetch_add(&dom->eq->ref, 1);
+	return 0;
+}
+
+static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			      struct fid_ep **sep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+			    struct fid_poll **pollset)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+			  struct fid_stx **stx, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+			  struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+				   struct fi_collective_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
+			    struct fid_ep **ep, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return braid_ep_open(domain, info, ep, context);
+}
+
+static struct fi_ops domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = domain_close,
+	.bind = domain_bind,
+	.control = braid_nosys_control,
+	.ops_open = braid_nosys_ops_open,
+	.tostr = braid_nosys_tostr,
+	.ops_set = braid_nosys_ops_set,
+};
+
+static struct fi_ops_domain domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = braid_av_open,
+	.cq_open = braid_cq_open,
+	.endpoint = braid_ep_open,
+	.scalable_ep = domain_scalable_ep,
+	.cntr_open = braid_cntr_open,
+	.poll_open = domain_poll_open,
+	.stx_ctx = domain_stx_ctx,
+	.srx_ctx = domain_srx_ctx,
+	.query_atomic = domain_query_atomic,
+	.query_collective = domain_query_collective,
+	.endpoint2 = domain_endpoint2,
+};
+
+static struct fi_ops_mr domain_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = braid_mr_reg,
+	.regv = braid_mr_regv,
+	.regattr = braid_mr_regattr,
+};
+
+int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		      struct fid_domain **domain, void *context)
+{
+	struct braid_fabric *fab;
+	struct braid_domain *dom;
+	int ret;
+
+	if (!fabric || !info || !domain)
+		return -FI_EINVAL;
+	ret = braid_check_info(info);
+	if (ret)
+		return ret;
+	if (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
+	    info->domain_attr->control_progress == FI_PROGRESS_AUTO)
+		return -FI_ENODATA;
+	fab = braid_container_of(fabric, struct braid_fabric, fabric_fid);
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	dom->info = fi_dupinfo(info);
+	if (!dom->info) {
+		free(dom);
+		return -FI_ENOMEM;
+	}
+	pthread_mutex_init(&dom->lock, NULL);
+	braid_map_construct(&dom->mr_keys);
+	dom->mr_next_key = 1;
+	dom->fabric = fab;
+	atomic_init(&dom->ref, 0);
+	atomic_fetch_add(&fab->ref, 1);
+
+	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
+	dom->domain_fid.fid.context = context;
+	dom->domain_fid.fid.ops = &domain_fi_ops;
+	dom->domain_fid.ops = &domain_ops;
+	dom->domain_fid.mr = &domain_mr_ops;
+	*domain = &dom->domain_fid;
+	BRAID_INFO(FI_LOG_DOMAIN, "domain %s opened\n",
+		   info->domain_attr->name ? info->domain_attr->name : "(unnamed)");
+	return 0;
+}

@@ -1,0 +1,517 @@
+/* braid_ep.c: the endpoint object (fi_endpoint(3)): open, bind, enable, names, options, close; data ops live in braid_dgram.c. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "braid.h"
+
+#define EP_CQ_FLAGS	(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)
+#define EP_CNTR_FLAGS	(FI_SEND | FI_RECV)
+#define EP_CNTR_RMA	(FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static struct braid_ep *ep_of(struct fid *fid)
+{
+	return braid_container_of(fid, struct braid_ep, ep_fid.fid);
+}
+
+static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
+{
+	struct braid_wire_params params = {
+		.addr = *addr,
+		.paths = braid_cfg.paths,
+		.sockbuf = braid_cfg.sockbuf,
+	};
+	struct braid_wire *wire;
+	int ret;
+
+	ret = ep->wire_ops->open(&params, &wire);
+	if (ret) {
+		BRAID_WARN(FI_LOG_EP_CTRL, "cannot open the %s wire: %s\n",
+			   ep->wire_ops->name, fi_strerror(-ret));
+		return ret;
+	}
+	if (ep->wire)
+		ep->wire_ops->close(ep->wire);
+	ep->wire = wire;
+	ep->bind_addr = *addr;
+	ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR ? wire->mtu - BRAID_DGRAM_HDR : 0;
+	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
+		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
+	return 0;
+}
+
+/* Add/remove the wire's fd from the receive-side wait objects (rx CQ, recv counter). */
+static void ep_rx_wait_update(struct braid_ep *ep, bool add)
+{
+	int fd = ep->wire->ops->wait_fd(ep->wire);
+
+	if (fd < 0)
+		return;
+	if (ep->rx_cq && ep->rx_cq->has_wait && ep->rx_cq->wait_obj == FI_WAIT_FD) {
+		if (add)
+			braid_wait_add_fd(&ep->rx_cq->wait, fd);
+		else
+			braid_wait_del_fd(&ep->rx_cq->wait, fd);
+	}
+	if (ep->recv_cntr && ep->recv_cntr->has_wait && ep->recv_cntr->wait_obj == FI_WAIT_FD) {
+		if (add)
+			braid_wait_add_fd(&ep->recv_cntr->wait, fd);
+		else
+			braid_wait_del_fd(&ep->recv_cntr->wait, fd);
+	}
+}
+
+void braid_ep_rx_arm(struct braid_ep *ep, bool armed)
+{
+	int fd = ep->wire->ops->wait_fd(ep->wire);
+
+	if (fd < 0)
+		return;
+	if (ep->rx_cq && ep->rx_cq->has_wait && ep->rx_cq->wait_obj == FI_WAIT_FD)
+		braid_wait_arm_fd(&ep->rx_cq->wait, fd, armed);
+	if (ep->recv_cntr && ep->recv_cntr->has_wait && ep->recv_cntr->wait_obj == FI_WAIT_FD)
+		braid_wait_arm_fd(&ep->recv_cntr->wait, fd, armed);
+}
+
+static int ep_close(struct fid *fid)
+{
+	struct braid_ep *ep = ep_of(fid);
+	struct braid_domain *dom = ep->domain;
+
+	braid_domain_lock(dom);
+	braid_dgram_flush_locked(ep);
+	if (ep->tx_cq) {
+		braid_epset_remove(&ep->tx_cq->eps, ep);
+		atomic_fetch_sub(&ep->tx_cq->ref, 1);
+	}
+	if (ep->rx_cq) {
+		ep_rx_wait_update(ep, false);
+		braid_epset_remove(&ep->rx_cq->eps, ep);
+		atomic_fetch_sub(&ep->rx_cq->ref, 1);
+	}
+	if (ep->send_cntr) {
+		braid_epset_remove(&ep->send_cntr->eps, ep);
+		atomic_fetch_sub(&ep->send_cntr->ref, 1);
+	}
+	if (ep->recv_cntr) {
+		if (!ep->rx_cq)
+			ep_rx_wait_update(ep, false);
+		else if (ep->recv_cntr->has_wait && ep->recv_cntr->wait_obj == FI_WAIT_FD)
+			braid_wait_del_fd(&ep->recv_cntr->wait, ep->wire->ops->wait_fd(ep->wire));
+		braid_epset_remove(&ep->recv_cntr->eps, ep);
+		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
+	}
+	braid_domain_unlock(dom);
+	if (ep->av)
+		atomic_fetch_sub(&ep->av->ref, 1);
+	if (ep->eq)
+		atomic_fetch_sub(&ep->eq->ref, 1);
+	if (ep->wire)
+		ep->wire_ops->close(ep->wire);
+	braid_pool_destruct(&ep->rx_pool);
+	fi_freeinfo(ep->info);
+	atomic_fetch_sub(&dom->ref, 1);
+	free(ep);
+	return 0;
+}
+
+static int ep_bind_cq(struct braid_ep *ep, struct braid_cq *cq, uint64_t flags)
+{
+	int ret;
+
+	if (flags & ~EP_CQ_FLAGS)
+		return -FI_EBADFLAGS;
+	if (!(flags & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EBADFLAGS;
+	if (((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
+		return -FI_EINVAL;
+	if (cq->domain != ep->domain)
+		return -FI_EINVAL;
+	braid_domain_lock(ep->domain);
+	if (flags & FI_TRANSMIT) {
+		ret = braid_epset_add(&cq->eps, ep);
+		if (ret)
+			goto out;
+		ep->tx_cq = cq;
+		ep->tx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
+		atomic_fetch_add(&cq->ref, 1);
+	}
+	if (flags & FI_RECV) {
+		ret = braid_epset_add(&cq->eps, ep);
+		if (ret)
+			goto out;
+		ep->rx_cq = cq;
+		ep->rx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
+		atomic_fetch_add(&cq->ref, 1);
+		ep_rx_wait_update(ep, true);
+	}
+	ret = 0;
+out:
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+static int ep_bind_cntr(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags)
+{
+	int ret = 0;
+
+	if (flags & EP_CNTR_RMA)
+		return -FI_EBADFLAGS;	/* no RMA on this endpoint type */
+	if (!flags || (flags & ~EP_CNTR_FLAGS))
+		return -FI_EBADFLAGS;
+	if (((flags & FI_SEND) && ep->send_cntr) || ((flags & FI_RECV) && ep->recv_cntr))
+		return -FI_EINVAL;
+	if (cntr->domain != ep->domain)
+		return -FI_EINVAL;
+	braid_domain_lock(ep->domain);
+	if (flags & FI_SEND) {
+		ret = braid_epset_add(&cntr->eps, ep);
+		if (ret)
+			goto out;
+		ep->send_cntr = cntr;
+		atomic_fetch_add(&cntr->ref, 1);
+	}
+	if (flags & FI_RECV) {
+		ret = braid_epset_add(&cntr->eps, ep);
+		if (ret)
+			goto out;
+		ep->recv_cntr = cntr;
+		atomic_fetch_add(&cntr->ref, 1);
+		if (cntr->has_wait && cntr->wait_obj == FI_WAIT_FD)
+			braid_wait_add_fd(&cntr->wait, ep->wire->ops->wait_fd(ep->wire));
+	}
+out:
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct braid_ep *ep = ep_of(fid);
+
+	if (!bfid)
+		return -FI_EINVAL;
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	switch (bfid->fclass) {
+	case FI_CLASS_AV: {
+		struct braid_av *av = braid_container_of(bfid, struct braid_av, av_fid.fid);
+
+		if (flags)
+			return -FI_EBADFLAGS;
+		if (ep->av || av->domain != ep->domain)
+			return -FI_EINVAL;
+		ep->av = av;
+		atomic_fetch_add(&av->ref, 1);
+		return 0;
+	}
+	case FI_CLASS_CQ:
+		return ep_bind_cq(ep, braid_container_of(bfid, struct braid_cq, cq_fid.fid), flags);
+	case FI_CLASS_CNTR:
+		return ep_bind_cntr(ep, braid_container_of(bfid, struct braid_cntr, cntr_fid.fid),
+				    flags);
+	case FI_CLASS_EQ: {
+		struct braid_eq *eq = braid_container_of(bfid, struct braid_eq, eq_fid.fid);
+
+		if (flags)
+			return -FI_EBADFLAGS;
+		if (ep->eq)
+			return -FI_EINVAL;
+		ep->eq = eq;
+		atomic_fetch_add(&eq->ref, 1);
+		return 0;
+	}
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static int ep_enable(struct braid_ep *ep)
+{
+	uint64_t caps = ep->info->caps;
+	bool need_tx = (caps & FI_SEND) || !(caps & (FI_SEND | FI_RECV));
+	bool need_rx = (caps & FI_RECV) || !(caps & (FI_SEND | FI_RECV));
+
+	if (ep->enabled)
+		return 0;
+	if (!ep->av)
+		return -FI_ENOAV;
+	if ((need_tx && !ep->tx_cq && !ep->send_cntr) ||
+	    (need_rx && !ep->rx_cq && !ep->recv_cntr))
+		return -FI_ENOCQ;
+	ep->enabled = true;
+	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu\n",
+		   ntohs(ep->wire->name.sin_port), ep->wire->paths, ep->max_msg_size);
+	return 0;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct braid_ep *ep = ep_of(fid);
+	uint64_t *flags = arg;
+
+	switch (command) {
+	case FI_ENABLE:
+		return ep_enable(ep);
+	case FI_GETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			*flags = ep->tx_op_flags;
+		else if (*flags & FI_RECV)
+			*flags = ep->rx_op_flags;
+		else
+			return -FI_EINVAL;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			ep->tx_op_flags = *flags & ~FI_TRANSMIT;
+		else if (*flags & FI_RECV)
+			ep->rx_op_flags = *flags & ~FI_RECV;
+		else
+			return -FI_EINVAL;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct braid_ep *ep = ep_of(fid);
+	struct sockaddr_in name;
+	size_t len;
+
+	if (!addrlen || (*addrlen && !addr))
+		return -FI_EINVAL;
+	name = ep->wire->name;
+	if (name.sin_addr.s_addr == htonl(INADDR_ANY))
+		name.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	len = *addrlen;
+	*addrlen = sizeof(name);
+	memcpy(addr, &name, len < sizeof(name) ? len : sizeof(name));
+	return len < sizeof(name) ? -FI_ETOOSMALL : 0;
+}
+
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct braid_ep *ep = ep_of(fid);
+	struct sockaddr_in sin;
+	int ret;
+
+	if (!addr || addrlen != sizeof(sin))
+		return -FI_EINVAL;
+	memcpy(&sin, addr, sizeof(sin));
+	if (sin.sin_family != AF_INET)
+		return -FI_EINVAL;
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	braid_domain_lock(ep->domain);
+	ep_rx_wait_update(ep, false);
+	ret = ep_wire_open(ep, &sin);
+	ep_rx_wait_update(ep, true);
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	if (!optval || !optlen)
+		return -FI_EINVAL;
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	/* DGRAM endpoints have no multi-recv, CM data or buffering options */
+	return -FI_ENOPROTOOPT;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	if (!optval)
+		return -FI_EINVAL;
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	return -FI_ENOPROTOOPT;
+}
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	struct braid_ep *ep = ep_of(fid);
+	int ret;
+
+	braid_domain_lock(ep->domain);
+	ret = braid_dgram_cancel_locked(ep, context);
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		     struct fid_ep **tx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		     struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
+{
+	struct braid_ep *ep = braid_container_of(ep_fid, struct braid_ep, ep_fid);
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	return (ssize_t)(ep->rx_pool.count - ep->rx_pool.in_use);
+}
+
+static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
+{
+	struct braid_ep *ep = braid_container_of(ep_fid, struct braid_ep, ep_fid);
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	return (ssize_t)(braid_cfg.tx_size - (size_t)ep->tx_npending);
+}
+
+static struct fi_ops ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close,
+	.bind = ep_bind,
+	.control = ep_control,
+	.ops_open = braid_nosys_ops_open,
+	.tostr = braid_nosys_tostr,
+	.ops_set = braid_nosys_ops_set,
+};
+
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = ep_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = ep_tx_ctx,
+	.rx_ctx = ep_rx_ctx,
+	.rx_size_left = ep_rx_size_left,
+	.tx_size_left = ep_tx_size_left,
+};
+
+static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return -FI_ENOSYS;	/* connectionless */
+}
+
+static int ep_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_listen(struct fid_pep *pep)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		   struct fid_mc **mc, void *context)
+{
+	return -FI_ENOSYS;	/* no multicast */
+}
+
+static struct fi_ops_cm ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = ep_setname,
+	.getname = ep_getname,
+	.getpeer = ep_getpeer,
+	.connect = ep_connect,
+	.listen = ep_listen,
+	.accept = ep_accept,
+	.reject = ep_reject,
+	.shutdown = ep_shutdown,
+	.join = ep_join,
+};
+
+int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
+		  struct fid_ep **ep_out, void *context)
+{
+	struct braid_domain *dom;
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	struct braid_ep *ep;
+	size_t rx_size;
+	int ret;
+
+	if (!domain || !info || !ep_out)
+		return -FI_EINVAL;
+	ret = braid_check_info(info);
+	if (ret)
+		return ret;
+	dom = braid_container_of(domain, struct braid_domain, domain_fid);
+	if (info->src_addr) {
+		if (info->src_addrlen != sizeof(addr) ||
+		    ((struct sockaddr *)info->src_addr)->sa_family != AF_INET)
+			return -FI_EINVAL;
+		memcpy(&addr, info->src_addr, sizeof(addr));
+	} else if (dom->info->src_addr && dom->info->src_addrlen == sizeof(addr)) {
+		memcpy(&addr, dom->info->src_addr, sizeof(addr));
+		addr.sin_port = 0;
+	}
+
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->info = fi_dupinfo(info);
+	if (!ep->info) {
+		free(ep);
+		return -FI_ENOMEM;
+	}
+	ep->domain = dom;
+	ep->wire_ops = braid_wire_find(braid_cfg.wire);
+	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size : braid_cfg.rx_size;
+	ret = braid_pool_construct(&ep->rx_pool, sizeof(struct braid_rx_entry), rx_size);
+	if (ret)
+		goto err;
+	braid_dlist_init(&ep->rx_posted);
+	ret = ep_wire_open(ep, &addr);
+	if (ret)
+		goto err;
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+
+	ep->ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &ep_fi_ops;
+	ep->ep_fid.ops = &ep_ops;
+	ep->ep_fid.cm = &ep_cm_ops;
+	ep->ep_fid.msg = &braid_dgram_msg_ops;
+	ep->ep_fid.rma = &braid_nosys_rma_ops;
+	ep->ep_fid.tagged = &braid_nosys_tagged_ops;
+	ep->ep_fid.atomic = &braid_nosys_atomic_ops;
+	ep->ep_fid.collective = &braid_nosys_collective_ops;
+	atomic_fetch_add(&dom->ref, 1);
+	*ep_out = &ep->ep_fid;
+	return 0;
+err:
+	braid_pool_destruct(&ep->rx_pool);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return ret;
+}

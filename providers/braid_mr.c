@@ -1,0 +1,130 @@
+/* braid_mr.c: memory registration (fi_mr(3)): keys, access flags, descriptors. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "braid.h"
+
+#define BRAID_MR_ACCESS	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
+			 FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static int mr_close(struct fid *fid)
+{
+	struct braid_mr *mr = braid_container_of(fid, struct braid_mr, mr_fid.fid);
+	struct braid_domain *dom = mr->domain;
+
+	braid_domain_lock(dom);
+	braid_map_remove(&dom->mr_keys, mr->key);
+	braid_domain_unlock(dom);
+	atomic_fetch_sub(&dom->ref, 1);
+	free(mr);
+	return 0;
+}
+
+static struct fi_ops mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = mr_close,
+	.bind = braid_nosys_bind,
+	.control = braid_nosys_control,
+	.ops_open = braid_nosys_ops_open,
+	.tostr = braid_nosys_tostr,
+	.ops_set = braid_nosys_ops_set,
+};
+
+/* An unguessable key: 64 random bits, never 0, unique in the domain. */
+static int mr_random_key(struct braid_domain *dom, uint64_t *key)
+{
+	int tries;
+
+	for (tries = 0; tries < 16; tries++) {
+		if (getrandom(key, sizeof(*key), 0) != sizeof(*key))
+			*key = dom->mr_next_key++ * 0x9e3779b97f4a7c15ULL;
+		if (*key && !braid_map_get(&dom->mr_keys, *key))
+			return 0;
+	}
+	return -FI_ENOKEY;
+}
+
+int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		     uint64_t flags, struct fid_mr **mr_out)
+{
+	struct braid_domain *dom;
+	struct braid_mr *mr;
+	size_t i;
+	int ret;
+
+	if (!fid || fid->fclass != FI_CLASS_DOMAIN || !attr || !mr_out)
+		return -FI_EINVAL;
+	dom = braid_container_of(fid, struct braid_domain, domain_fid.fid);
+	if (flags)
+		return -FI_EBADFLAGS;	/* FI_RMA_EVENT and the rest: no RMA yet */
+	if (attr->access & ~BRAID_MR_ACCESS)
+		return -FI_EINVAL;
+	if (attr->iov_count > BRAID_IOV_LIMIT || (attr->iov_count && !attr->mr_iov))
+		return -FI_EINVAL;
+	if (attr->iface != FI_HMEM_SYSTEM)
+		return -FI_ENOSYS;
+	for (i = 0; i < attr->iov_count; i++) {
+		if (!attr->mr_iov[i].iov_base && attr->mr_iov[i].iov_len)
+			return -FI_EINVAL;
+	}
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -FI_ENOMEM;
+	mr->domain = dom;
+	mr->iov_count = attr->iov_count;
+	memcpy(mr->iov, attr->mr_iov, attr->iov_count * sizeof(struct iovec));
+	mr->access = attr->access;
+	mr->flags = flags;
+
+	braid_domain_lock(dom);
+	if (dom->info->domain_attr->mr_mode & FI_MR_PROV_KEY) {
+		ret = mr_random_key(dom, &mr->key);
+	} else {
+		mr->key = attr->requested_key;
+		ret = braid_map_get(&dom->mr_keys, mr->key) ? -FI_ENOKEY : 0;
+	}
+	if (!ret)
+		ret = braid_map_insert(&dom->mr_keys, mr->key, mr);
+	braid_domain_unlock(dom);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+
+	mr->mr_fid.fid.fclass = FI_CLASS_MR;
+	mr->mr_fid.fid.context = attr->context;
+	mr->mr_fid.fid.ops = &mr_fi_ops;
+	mr->mr_fid.mem_desc = mr;
+	mr->mr_fid.key = mr->key;
+	atomic_fetch_add(&dom->ref, 1);
+	*mr_out = &mr->mr_fid;
+	return 0;
+}
+
+int braid_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		  uint64_t access, uint64_t offset, uint64_t requested_key,
+		  uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = count,
+		.access = access,
+		.offset = offset,
+		.requested_key = requested_key,
+		.context = context,
+		.iface = FI_HMEM_SYSTEM,
+	};
+
+	return braid_mr_regattr(fid, &attr, flags, mr);
+}
+
+int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+		 uint64_t offset, uint64_t requested_key, uint64_t flags,
+		 struct fid_mr **mr, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return braid_mr_regv(fid, &iov, 1, access, offset, requested_key, flags, mr, context);
+}

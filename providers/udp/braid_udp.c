@@ -1,0 +1,273 @@
+/* braid_udp.c: the UDP wire: one socket per path, batched sendmmsg/recvmmsg. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <netinet/ip.h>
+#include <rdma/fi_errno.h>
+
+#include "braid/braid_wire.h"
+
+#define UDP_BURST_MAX	64
+#define UDP_MAX_PAYLOAD	65507	/* 65535 - 20 (IPv4) - 8 (UDP) */
+
+/**
+ * struct braid_udp - a UDP wire endpoint.
+ *
+ * fds[0] is the home socket, bound to the address peers send to; it also
+ * transmits on path 0. fds[1..paths-1] are bound to their own ephemeral
+ * source ports on the same IP and only transmit: the source port is the
+ * path's ECMP entropy.
+ */
+struct braid_udp {
+	/** @wire: the public part; first. */
+	struct braid_wire wire;
+	/** @fds: one socket per path. */
+	int *fds;
+};
+
+size_t braid_wire_if_mtu(struct in_addr addr)
+{
+	struct ifaddrs *ifa_list, *ifa;
+	size_t best = 0;
+	struct ifreq ifr;
+	int fd;
+
+	if (getifaddrs(&ifa_list))
+		return 1472;
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	for (ifa = ifa_list; fd >= 0 && ifa; ifa = ifa->ifa_next) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ifa->ifa_addr;
+		size_t payload;
+
+		if (!sin || sin->sin_family != AF_INET || !(ifa->ifa_flags & IFF_UP))
+			continue;
+		if (addr.s_addr != htonl(INADDR_ANY) && sin->sin_addr.s_addr != addr.s_addr)
+			continue;
+		memset(&ifr, 0, sizeof(ifr));
+		strncpy(ifr.ifr_name, ifa->ifa_name, IFNAMSIZ - 1);
+		if (ioctl(fd, SIOCGIFMTU, &ifr) || ifr.ifr_mtu <= 28)
+			continue;
+		payload = (size_t)ifr.ifr_mtu - 28;
+		if (payload > UDP_MAX_PAYLOAD)
+			payload = UDP_MAX_PAYLOAD;
+		if (!best || payload < best)
+			best = payload;
+	}
+	if (fd >= 0)
+		close(fd);
+	freeifaddrs(ifa_list);
+	return best ? best : 1472;
+}
+
+static int udp_socket(const struct sockaddr_in *addr, int sockbuf, struct sockaddr_in *bound)
+{
+	socklen_t len = sizeof(*bound);
+	int fd, one = 1, ret;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (sockbuf > 0) {
+		/* root may exceed rmem_max/wmem_max; others get what the system allows */
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sockbuf, sizeof(sockbuf)))
+			(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sockbuf, sizeof(sockbuf));
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sockbuf, sizeof(sockbuf)))
+			(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof(sockbuf));
+	}
+	/* learn ECN marks (IP_RECVTOS) so the engine can see congestion */
+	(void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (getsockname(fd, (struct sockaddr *)bound, &len)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static void udp_close(struct braid_wire *wire)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	int i;
+
+	for (i = 0; i < wire->paths; i++) {
+		if (udp->fds[i] >= 0)
+			close(udp->fds[i]);
+	}
+	free(udp->fds);
+	free(udp);
+}
+
+static int udp_open(const struct braid_wire_params *params, struct braid_wire **wire)
+{
+	struct sockaddr_in bind_addr, bound;
+	struct braid_udp *udp;
+	int i, fd;
+
+	if (!params || !wire || params->paths < 1 || params->paths > BRAID_WIRE_MAX_PATHS ||
+	    params->addr.sin_family != AF_INET)
+		return -FI_EINVAL;
+	udp = calloc(1, sizeof(*udp));
+	if (!udp)
+		return -FI_ENOMEM;
+	udp->fds = malloc(params->paths * sizeof(*udp->fds));
+	if (!udp->fds) {
+		free(udp);
+		return -FI_ENOMEM;
+	}
+	for (i = 0; i < params->paths; i++)
+		udp->fds[i] = -1;
+	udp->wire.paths = params->paths;
+
+	for (i = 0; i < params->paths; i++) {
+		bind_addr = params->addr;
+		if (i > 0)
+			bind_addr.sin_port = 0;	/* each path: its own source port */
+		fd = udp_socket(&bind_addr, params->sockbuf, &bound);
+		if (fd < 0) {
+			udp_close(&udp->wire);
+			return fd == -EADDRINUSE ? -FI_EADDRINUSE :
+			       fd == -EADDRNOTAVAIL ? -FI_EADDRNOTAVAIL : fd;
+		}
+		udp->fds[i] = fd;
+		if (i == 0)
+			udp->wire.name = bound;
+	}
+	udp->wire.mtu = braid_wire_if_mtu(params->addr.sin_addr);
+	*wire = &udp->wire;
+	return 0;
+}
+
+/* Map a send error to FI_E*: these refuse one packet, not the whole wire. */
+static int udp_tx_errno(int err)
+{
+	switch (err) {
+	case EMSGSIZE:
+		return -FI_EMSGSIZE;
+	case ENETUNREACH:
+	case EHOSTUNREACH:
+		return -FI_EHOSTUNREACH;
+	case ECONNREFUSED:
+		return -FI_ECONNREFUSED;
+	case EACCES:
+	case EPERM:
+		return -FI_EACCES;
+	default:
+		return -FI_EIO;
+	}
+}
+
+static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	struct mmsghdr msgs[UDP_BURST_MAX];
+	int done = 0;
+
+	while (done < n) {
+		uint32_t path = pkts[done].path;
+		int batch = 0, sent, fd;
+
+		if (path >= (uint32_t)wire->paths)
+			path = 0;
+		fd = udp->fds[path];
+		/* one sendmmsg per run of packets on the same path */
+		while (done + batch < n && batch < UDP_BURST_MAX &&
+		       (pkts[done + batch].path == path ||
+			pkts[done + batch].path >= (uint32_t)wire->paths)) {
+			struct msghdr *mh = &msgs[batch].msg_hdr;
+
+			memset(mh, 0, sizeof(*mh));
+			mh->msg_name = &pkts[done + batch].addr;
+			mh->msg_namelen = sizeof(struct sockaddr_in);
+			mh->msg_iov = pkts[done + batch].iov;
+			mh->msg_iovlen = pkts[done + batch].iovcnt;
+			batch++;
+		}
+		sent = sendmmsg(fd, msgs, batch, MSG_DONTWAIT);
+		if (sent < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
+			    errno == EINTR)
+				return done;
+			/* the first packet of the run is refused; the rest go on */
+			pkts[done].status = udp_tx_errno(errno);
+			wire->tx_errors++;
+			done++;
+			continue;
+		}
+		for (int i = 0; i < sent; i++)
+			pkts[done + i].status = 0;
+		wire->tx_packets += sent;
+		done += sent;
+		if (sent < batch)
+			continue;	/* retry from the packet that did not go */
+	}
+	return done;
+}
+
+static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	struct mmsghdr msgs[UDP_BURST_MAX];
+	char ctrl[UDP_BURST_MAX][CMSG_SPACE(sizeof(int))];
+	int got, i;
+
+	if (n > UDP_BURST_MAX)
+		n = UDP_BURST_MAX;
+	if (n <= 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct msghdr *mh = &msgs[i].msg_hdr;
+
+		memset(mh, 0, sizeof(*mh));
+		mh->msg_name = &pkts[i].addr;
+		mh->msg_namelen = sizeof(struct sockaddr_in);
+		mh->msg_iov = pkts[i].iov;
+		mh->msg_iovlen = pkts[i].iovcnt;
+		mh->msg_control = ctrl[i];
+		mh->msg_controllen = sizeof(ctrl[i]);
+	}
+	/* MSG_TRUNC: msg_len reports the full datagram length */
+	got = recvmmsg(udp->fds[0], msgs, n, MSG_DONTWAIT | MSG_TRUNC, NULL);
+	if (got <= 0)
+		return 0;
+	for (i = 0; i < got; i++) {
+		struct msghdr *mh = &msgs[i].msg_hdr;
+		struct cmsghdr *cm;
+
+		pkts[i].len = msgs[i].msg_len;
+		pkts[i].path = 0;
+		pkts[i].flags = (mh->msg_flags & MSG_TRUNC) ? BRAID_PKT_TRUNC : 0;
+		for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+			if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS &&
+			    cm->cmsg_len >= CMSG_LEN(1) &&
+			    (*(unsigned char *)CMSG_DATA(cm) & IPTOS_ECN_MASK) == IPTOS_ECN_CE)
+				pkts[i].flags |= BRAID_PKT_ECN_CE;
+		}
+	}
+	wire->rx_packets += got;
+	return got;
+}
+
+static int udp_wait_fd(struct braid_wire *wire)
+{
+	return ((struct braid_udp *)wire)->fds[0];
+}
+
+const struct braid_wire_ops braid_udp_wire_ops = {
+	.name = "udp",
+	.open = udp_open,
+	.close = udp_close,
+	.tx_burst = udp_tx_burst,
+	.rx_burst = udp_rx_burst,
+	.wait_fd = udp_wait_fd,
+};
