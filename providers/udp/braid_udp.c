@@ -31,6 +31,8 @@ struct braid_udp {
 	int *fds;
 };
 
+const struct braid_wire_ops braid_udp_wire_ops;
+
 size_t braid_wire_if_mtu(struct in_addr addr)
 {
 	struct ifaddrs *ifa_list, *ifa;
@@ -127,6 +129,7 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 	}
 	for (i = 0; i < params->paths; i++)
 		udp->fds[i] = -1;
+	udp->wire.ops = &braid_udp_wire_ops;
 	udp->wire.paths = params->paths;
 
 	for (i = 0; i < params->paths; i++) {

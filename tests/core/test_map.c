@@ -1,0 +1,56 @@
+/* test_map.c: unit tests of core/braid_map.c. */
+#include <criterion/criterion.h>
+#include <rdma/fi_errno.h>
+
+#include "braid/braid_map.h"
+
+Test(braid_map_get, empty_map)
+{
+	struct braid_map map;
+
+	braid_map_construct(&map);
+	cr_assert_null(braid_map_get(&map, 42));
+	cr_assert_null(braid_map_remove(&map, 42));
+	braid_map_destruct(&map);
+}
+
+Test(braid_map_insert, duplicate_and_null)
+{
+	struct braid_map map;
+	int a, b;
+
+	braid_map_construct(&map);
+	cr_assert_eq(braid_map_insert(&map, 7, &a), 0);
+	cr_assert_eq(braid_map_insert(&map, 7, &b), -FI_EALREADY);
+	cr_assert_eq(braid_map_get(&map, 7), &a, "a refused insert leaves the map unchanged");
+	cr_assert_eq(braid_map_insert(&map, 8, NULL), -FI_EINVAL);
+	braid_map_destruct(&map);
+}
+
+Test(braid_map_insert, many_keys_grow_and_remove)
+{
+	struct braid_map map;
+	static int vals[20000];
+	uint64_t k;
+
+	braid_map_construct(&map);
+	for (k = 0; k < 20000; k++)
+		cr_assert_eq(braid_map_insert(&map, k * 65536 + 17, &vals[k]), 0);
+	cr_assert_eq(map.used, 20000);
+	for (k = 0; k < 20000; k += 2)
+		cr_assert_eq(braid_map_remove(&map, k * 65536 + 17), &vals[k]);
+	for (k = 0; k < 20000; k++) {
+		void *v = braid_map_get(&map, k * 65536 + 17);
+
+		if (k % 2)
+			cr_assert_eq(v, &vals[k]);
+		else
+			cr_assert_null(v);
+	}
+	/* deleted slots are reused and lookups stay right */
+	for (k = 0; k < 20000; k += 2)
+		cr_assert_eq(braid_map_insert(&map, k * 65536 + 17, &vals[k]), 0);
+	for (k = 0; k < 20000; k++)
+		cr_assert_eq(braid_map_get(&map, k * 65536 + 17), &vals[k]);
+	braid_map_destruct(&map);
+}

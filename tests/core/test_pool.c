@@ -1,0 +1,50 @@
+/* test_pool.c: unit tests of core/braid_pool.c. */
+#include <criterion/criterion.h>
+#include <rdma/fi_errno.h>
+
+#include "braid/braid_pool.h"
+
+Test(braid_pool_construct, rejects_zero)
+{
+	struct braid_pool pool;
+
+	cr_assert_eq(braid_pool_construct(&pool, 0, 8), -FI_EINVAL);
+	cr_assert_eq(braid_pool_construct(&pool, 8, 0), -FI_EINVAL);
+}
+
+Test(braid_pool_alloc, exhausts_then_null)
+{
+	struct braid_pool pool;
+	void *objs[4];
+	int i;
+
+	cr_assert_eq(braid_pool_construct(&pool, 24, 4), 0);
+	for (i = 0; i < 4; i++) {
+		objs[i] = braid_pool_alloc(&pool);
+		cr_assert_not_null(objs[i]);
+		cr_assert_eq((uintptr_t)objs[i] % 16, 0, "objects are 16-byte aligned");
+	}
+	cr_assert_null(braid_pool_alloc(&pool), "an empty pool returns NULL");
+	cr_assert_eq(pool.in_use, 4);
+	braid_pool_release(&pool, objs[2]);
+	cr_assert_eq(braid_pool_alloc(&pool), objs[2], "a released object is reused");
+	braid_pool_destruct(&pool);
+}
+
+Test(braid_pool_alloc, objects_are_distinct_and_zeroed)
+{
+	struct braid_pool pool;
+	unsigned char *a, *b;
+
+	cr_assert_eq(braid_pool_construct(&pool, 32, 2), 0);
+	a = braid_pool_alloc(&pool);
+	memset(a, 0xab, 32);
+	braid_pool_release(&pool, a);
+	a = braid_pool_alloc(&pool);
+	b = braid_pool_alloc(&pool);
+	cr_assert_neq(a, b);
+	for (int i = 0; i < 32; i++)
+		cr_assert_eq(a[i], 0, "alloc zeroes the object");
+	cr_assert_eq(braid_pool_index(&pool, b), braid_pool_index(&pool, braid_pool_at(&pool, braid_pool_index(&pool, b))));
+	braid_pool_destruct(&pool);
+}
