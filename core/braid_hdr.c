@@ -10,6 +10,12 @@ static const char *const drop_names[BRAID_DROP_MAX] = {
 	[BRAID_DROP_TYPE] = "bad_type",
 	[BRAID_DROP_HDR_LEN] = "bad_hdr_len",
 	[BRAID_DROP_FLAGS] = "bad_flags",
+	[BRAID_DROP_BAD_LEN] = "bad_len",
+	[BRAID_DROP_STALE_EPOCH] = "stale_epoch",
+	[BRAID_DROP_OUT_OF_WINDOW] = "out_of_window",
+	[BRAID_DROP_DUPLICATE] = "duplicate",
+	[BRAID_DROP_NO_BUFFER] = "no_buffer",
+	[BRAID_DROP_NO_STATE] = "no_state",
 };
 
 const char *braid_drop_reason_str(enum braid_drop_reason reason)
@@ -31,33 +37,148 @@ void braid_dgram_hdr_write(struct braid_dgram_hdr *hdr, uint16_t src_port,
 
 #define DROP(r) (-((int)(r) + 1))
 
+/* Exact header length and defined flags of each type this version speaks (§2.2). */
+static const struct {
+	uint16_t hdr_len;
+	uint8_t flags;
+} type_info[] = {
+	[BRAID_PKT_DGRAM] = { sizeof(struct braid_dgram_hdr), BRAID_DGRAM_F_CQ_DATA },
+	[BRAID_PKT_RD_DATA] = { sizeof(struct braid_rd_data_hdr), BRAID_RD_DATA_FLAGS },
+	[BRAID_PKT_RD_ACK] = { sizeof(struct braid_rd_ack_hdr), BRAID_RD_ACK_FLAGS },
+};
+
+int braid_base_hdr_check(const void *buf, size_t len)
+{
+	struct braid_base_hdr b;
+
+	if (len < sizeof(b))
+		return DROP(BRAID_DROP_SHORT);
+	memcpy(&b, buf, sizeof(b));
+	if (b.magic != BRAID_HDR_MAGIC)
+		return DROP(BRAID_DROP_MAGIC);
+	if (b.version != BRAID_PROTO_VERSION)
+		return DROP(BRAID_DROP_VERSION);
+	if (b.type == 0 || b.type >= sizeof(type_info) / sizeof(type_info[0]))
+		return DROP(BRAID_DROP_TYPE);
+	if (be16toh(b.hdr_len) != type_info[b.type].hdr_len)
+		return DROP(BRAID_DROP_HDR_LEN);
+	if (len < type_info[b.type].hdr_len)
+		return DROP(BRAID_DROP_SHORT);
+	if (b.flags & ~type_info[b.type].flags)
+		return DROP(BRAID_DROP_FLAGS);
+	return b.type;
+}
+
 int braid_dgram_hdr_decode(const void *buf, size_t len, struct braid_dgram_view *view)
 {
 	struct braid_dgram_hdr hdr;
-	size_t hdr_len;
+	int type = braid_base_hdr_check(buf, len);
 
-	/* §2.1: the base header must be whole before any field is read. */
-	if (len < sizeof(struct braid_base_hdr))
-		return DROP(BRAID_DROP_SHORT);
-	memcpy(&hdr.base, buf, sizeof(hdr.base));
-	if (hdr.base.magic != BRAID_HDR_MAGIC)
-		return DROP(BRAID_DROP_MAGIC);
-	if (hdr.base.version != BRAID_PROTO_VERSION)
-		return DROP(BRAID_DROP_VERSION);
-	if (hdr.base.type != BRAID_PKT_DGRAM)
+	if (type < 0)
+		return type;
+	if (type != BRAID_PKT_DGRAM)
 		return DROP(BRAID_DROP_TYPE);
-	/* §3: version 1 DGRAM headers are exactly 16 bytes. */
-	hdr_len = be16toh(hdr.base.hdr_len);
-	if (hdr_len != sizeof(hdr))
-		return DROP(BRAID_DROP_HDR_LEN);
-	if (len < hdr_len)
-		return DROP(BRAID_DROP_SHORT);
-	if (hdr.base.flags & ~BRAID_DGRAM_F_CQ_DATA)
-		return DROP(BRAID_DROP_FLAGS);
 	memcpy(&hdr, buf, sizeof(hdr));
 	view->src_port = be16toh(hdr.base.src_port);
 	view->has_data = !!(hdr.base.flags & BRAID_DGRAM_F_CQ_DATA);
 	view->cq_data = be64toh(hdr.cq_data);
-	view->hdr_len = hdr_len;
+	view->hdr_len = sizeof(hdr);
+	return 0;
+}
+
+static void base_write(struct braid_base_hdr *b, uint8_t type, uint8_t flags,
+		       uint16_t src_port, uint16_t hdr_len)
+{
+	b->magic = BRAID_HDR_MAGIC;
+	b->version = BRAID_PROTO_VERSION;
+	b->type = type;
+	b->flags = flags;
+	b->src_port = htobe16(src_port);
+	b->hdr_len = htobe16(hdr_len);
+}
+
+void braid_rd_data_write(struct braid_rd_data_hdr *h, const struct braid_rd_data_view *v)
+{
+	base_write(&h->base, BRAID_PKT_RD_DATA, v->flags, v->src_port, sizeof(*h));
+	h->src_epoch = htobe32(v->src_epoch);
+	h->dst_epoch = htobe32(v->dst_epoch);
+	h->psn = htobe32(v->psn);
+	h->ack_psn = htobe32(v->ack_psn);
+	h->msg_id = htobe32(v->msg_id);
+	h->offset = htobe32(v->offset);
+	h->msg_len = htobe32(v->msg_len);
+	h->tx_time = htobe32(v->tx_time);
+	h->tag = htobe64(v->tag);
+	h->cq_data = htobe64(v->cq_data);
+}
+
+int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v)
+{
+	struct braid_rd_data_hdr h;
+	int type = braid_base_hdr_check(buf, len);
+
+	if (type < 0)
+		return type;
+	if (type != BRAID_PKT_RD_DATA)
+		return DROP(BRAID_DROP_TYPE);
+	memcpy(&h, buf, sizeof(h));
+	v->src_port = be16toh(h.base.src_port);
+	v->flags = h.base.flags;
+	v->src_epoch = be32toh(h.src_epoch);
+	v->dst_epoch = be32toh(h.dst_epoch);
+	v->psn = be32toh(h.psn);
+	v->ack_psn = be32toh(h.ack_psn);
+	v->msg_id = be32toh(h.msg_id);
+	v->offset = be32toh(h.offset);
+	v->msg_len = be32toh(h.msg_len);
+	v->tx_time = be32toh(h.tx_time);
+	v->tag = be64toh(h.tag);
+	v->cq_data = be64toh(h.cq_data);
+	v->payload = (const uint8_t *)buf + sizeof(h);
+	v->payload_len = len - sizeof(h);
+	/* §4.2 rule 1: the payload lies inside the message (64-bit sum: no wrap) */
+	if ((uint64_t)v->offset + v->payload_len > v->msg_len)
+		return DROP(BRAID_DROP_BAD_LEN);
+	if (v->src_epoch == 0)
+		return DROP(BRAID_DROP_STALE_EPOCH);
+	return 0;
+}
+
+void braid_rd_ack_write(struct braid_rd_ack_hdr *h, const struct braid_rd_ack_view *v)
+{
+	base_write(&h->base, BRAID_PKT_RD_ACK, v->flags, v->src_port, sizeof(*h));
+	h->src_epoch = htobe32(v->src_epoch);
+	h->dst_epoch = htobe32(v->dst_epoch);
+	h->cum_psn = htobe32(v->cum_psn);
+	h->echo_psn = htobe32(v->echo_psn);
+	h->echo_time = htobe32(v->echo_time);
+	h->rwnd = htobe32(v->rwnd);
+	h->reserved = 0;
+	memcpy(h->sack, v->sack, sizeof(h->sack));
+}
+
+int braid_rd_ack_decode(const void *buf, size_t len, struct braid_rd_ack_view *v)
+{
+	struct braid_rd_ack_hdr h;
+	int type = braid_base_hdr_check(buf, len);
+
+	if (type < 0)
+		return type;
+	if (type != BRAID_PKT_RD_ACK)
+		return DROP(BRAID_DROP_TYPE);
+	if (len != sizeof(h))
+		return DROP(BRAID_DROP_BAD_LEN);
+	memcpy(&h, buf, sizeof(h));
+	v->src_port = be16toh(h.base.src_port);
+	v->flags = h.base.flags;
+	v->src_epoch = be32toh(h.src_epoch);
+	v->dst_epoch = be32toh(h.dst_epoch);
+	v->cum_psn = be32toh(h.cum_psn);
+	v->echo_psn = be32toh(h.echo_psn);
+	v->echo_time = be32toh(h.echo_time);
+	v->rwnd = be32toh(h.rwnd);
+	memcpy(v->sack, h.sack, sizeof(v->sack));
+	if (v->src_epoch == 0 || v->dst_epoch == 0)
+		return DROP(BRAID_DROP_STALE_EPOCH);
 	return 0;
 }

@@ -12,7 +12,21 @@
 /* Packet types (protocol.md §2.2). Frozen: never renumber, only append. */
 enum braid_pkt_type {
 	BRAID_PKT_DGRAM = 1,	/* unreliable datagram (FI_EP_DGRAM), §3 */
+	BRAID_PKT_RD_DATA = 2,	/* reliable datagram data, §4.2 */
+	BRAID_PKT_RD_ACK = 3,	/* reliable datagram acknowledgement, §4.3 */
 };
+
+/* RD_DATA flags (§4.2) */
+#define BRAID_RD_F_CQ_DATA	0x01
+#define BRAID_RD_F_TAGGED	0x02
+#define BRAID_RD_F_ACK		0x04
+#define BRAID_RD_F_RETX		0x08
+#define BRAID_RD_DATA_FLAGS	0x0f
+/* RD_ACK flags (§4.3) */
+#define BRAID_RD_ACK_F_ECN_CE	0x01
+#define BRAID_RD_ACK_FLAGS	0x01
+
+#define BRAID_RD_SACK_BITS	256
 
 /* braid_base_hdr.flags for BRAID_PKT_DGRAM (protocol.md §3) */
 #define BRAID_DGRAM_F_CQ_DATA	0x01
@@ -47,6 +61,60 @@ struct braid_dgram_hdr {
 } __attribute__((packed));
 _Static_assert(sizeof(struct braid_dgram_hdr) == 16, "dgram header is 16 bytes");
 
+/**
+ * struct braid_rd_data_hdr - header of an RD_DATA packet (§4.2).
+ */
+struct braid_rd_data_hdr {
+	struct braid_base_hdr base;
+	uint32_t src_epoch;
+	uint32_t dst_epoch;
+	uint32_t psn;
+	uint32_t ack_psn;
+	uint32_t msg_id;
+	uint32_t offset;
+	uint32_t msg_len;
+	uint32_t tx_time;
+	uint64_t tag;
+	uint64_t cq_data;
+} __attribute__((packed));
+_Static_assert(sizeof(struct braid_rd_data_hdr) == 56, "RD_DATA header is 56 bytes");
+
+/**
+ * struct braid_rd_ack_hdr - header of an RD_ACK packet (§4.3).
+ */
+struct braid_rd_ack_hdr {
+	struct braid_base_hdr base;
+	uint32_t src_epoch;
+	uint32_t dst_epoch;
+	uint32_t cum_psn;
+	uint32_t echo_psn;
+	uint32_t echo_time;
+	uint32_t rwnd;
+	uint64_t reserved;
+	uint8_t sack[BRAID_RD_SACK_BITS / 8];
+} __attribute__((packed));
+_Static_assert(sizeof(struct braid_rd_ack_hdr) == 72, "RD_ACK header is 72 bytes");
+
+#define BRAID_RD_MAX_HDR	72
+
+/* Decoded RD_DATA fields, host order. */
+struct braid_rd_data_view {
+	uint16_t src_port;
+	uint8_t flags;
+	uint32_t src_epoch, dst_epoch, psn, ack_psn, msg_id, offset, msg_len, tx_time;
+	uint64_t tag, cq_data;
+	const uint8_t *payload;
+	size_t payload_len;
+};
+
+/* Decoded RD_ACK fields, host order. */
+struct braid_rd_ack_view {
+	uint16_t src_port;
+	uint8_t flags;
+	uint32_t src_epoch, dst_epoch, cum_psn, echo_psn, echo_time, rwnd;
+	uint8_t sack[BRAID_RD_SACK_BITS / 8];
+};
+
 /* Why a received packet was dropped; each reason has its own counter. */
 enum braid_drop_reason {
 	BRAID_DROP_SHORT = 0,	/* shorter than the headers it claims */
@@ -55,6 +123,12 @@ enum braid_drop_reason {
 	BRAID_DROP_TYPE,	/* a type this endpoint does not take */
 	BRAID_DROP_HDR_LEN,	/* header length field out of range */
 	BRAID_DROP_FLAGS,	/* flags not defined for the type */
+	BRAID_DROP_BAD_LEN,	/* RD: offset/length outside the message (§4.2 rule 1) */
+	BRAID_DROP_STALE_EPOCH,	/* RD: an earlier incarnation (§4.2 rules 2-3, §4.3) */
+	BRAID_DROP_OUT_OF_WINDOW, /* RD: PSN beyond the window (§4.2 rule 5) */
+	BRAID_DROP_DUPLICATE,	/* RD: PSN already received (§4.2 rule 4) */
+	BRAID_DROP_NO_BUFFER,	/* RD: no room to take the payload (§4.2 rule 6) */
+	BRAID_DROP_NO_STATE,	/* RD: no flow state could be had for the peer */
 	BRAID_DROP_MAX
 };
 
@@ -87,5 +161,27 @@ void braid_dgram_hdr_write(struct braid_dgram_hdr *hdr, uint16_t src_port,
  * (-(reason + 1)) telling why the packet must be dropped.
  */
 int braid_dgram_hdr_decode(const void *buf, size_t len, struct braid_dgram_view *view);
+
+/**
+ * braid_base_hdr_check() - §2.3 checks 1-3 and 5-6 common to every type: returns
+ * the packet type, or a negative drop reason (-(reason + 1)).
+ */
+int braid_base_hdr_check(const void *buf, size_t len);
+
+/** braid_rd_data_write() - encode an RD_DATA header from @v (payload fields ignored). */
+void braid_rd_data_write(struct braid_rd_data_hdr *hdr, const struct braid_rd_data_view *v);
+
+/**
+ * braid_rd_data_decode() - validate and decode an RD_DATA packet of @len bytes
+ * (§2.3, §4.2 rule 1 except the max-size check, which the engine does).
+ * Return: 0, or a negative drop reason (-(reason + 1)).
+ */
+int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v);
+
+/** braid_rd_ack_write() - encode an RD_ACK header from @v. */
+void braid_rd_ack_write(struct braid_rd_ack_hdr *hdr, const struct braid_rd_ack_view *v);
+
+/** braid_rd_ack_decode() - validate and decode an RD_ACK packet. 0 or -(reason + 1). */
+int braid_rd_ack_decode(const void *buf, size_t len, struct braid_rd_ack_view *v);
 
 #endif /* BRAID_HDR_H */

@@ -1,0 +1,68 @@
+/* braid_path.h: per-peer path set for spraying: entropy, RTT, loss and ECN per path, and path choice. */
+#ifndef BRAID_PATH_H
+#define BRAID_PATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/**
+ * struct braid_path - what a sender knows about one of its paths to a peer.
+ * A path is named by its slot; its route is chosen by @entropy (on UDP, the
+ * source port offset; on the sim, the route index), which is re-drawn when
+ * the path turns sick so traffic moves to another route.
+ */
+struct braid_path {
+	/** @entropy: the route selector. */
+	uint16_t entropy;
+	/** @consec_losses: losses since the last acknowledged packet on this path. */
+	uint16_t consec_losses;
+	/** @srtt_ns, @rttvar_ns: smoothed RTT and its variation (0 = no sample yet). */
+	uint32_t srtt_ns, rttvar_ns;
+	/** @loss: EWMA of the loss fraction (0..1). */
+	float loss;
+	/** @ecn: EWMA of the CE-marked fraction (0..1). */
+	float ecn;
+	/** @sent: packets sent since the last redraw. */
+	uint32_t sent;
+};
+
+/** struct braid_pathset - the paths of one flow and the chooser's state. */
+struct braid_pathset {
+	uint32_t n;
+	uint32_t rr;
+	uint64_t rng;
+	/** @redraws: entropy re-draws so far. */
+	uint32_t redraws;
+	struct braid_path p[];
+};
+
+/** braid_pathset_init() - @n paths with distinct entropies drawn from @seed. */
+void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint64_t seed);
+
+/**
+ * braid_pathset_pick() - the path for the next packet.
+ * With @health, two candidates (the round-robin next and a random one) are
+ * compared and the healthier taken (lower srtt * (1 + 8 loss + 4 ecn));
+ * without, plain round robin. @avoid (or -1) is a path not to use (the one
+ * a lost packet went on), unless it is the only one.
+ */
+uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid);
+
+/** braid_path_rtt() - fold an RTT sample into the path (RFC 6298 gains). */
+void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns);
+
+/** braid_path_acked() - a packet sent on the path was acknowledged; @ecn if CE-marked. */
+void braid_path_acked(struct braid_path *p, bool ecn);
+
+/**
+ * braid_path_lost() - a packet sent on the path was declared lost. If the
+ * path turns sick (several losses in a row, or a loss EWMA above 1/4) and
+ * @redraw is set, a new entropy is drawn and its statistics restart.
+ * Return: true if the entropy was re-drawn.
+ */
+bool braid_path_lost(struct braid_pathset *ps, uint32_t idx, bool redraw);
+
+/** braid_pathset_rtt_spread() - max - min smoothed RTT over paths with samples (ns). */
+uint64_t braid_pathset_rtt_spread(const struct braid_pathset *ps);
+
+#endif /* BRAID_PATH_H */

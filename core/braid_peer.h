@@ -1,0 +1,133 @@
+/* braid_peer.h: the domain-wide table of remote peers (liburcu cds_lfht, memb flavour). */
+#ifndef BRAID_PEER_H
+#define BRAID_PEER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define _LGPL_SOURCE
+#include <urcu/urcu-memb.h>
+#include <urcu/rculfhash.h>
+
+/*
+ * One entry per remote endpoint (IPv4 address + home UDP port), shared by
+ * every local endpoint of the domain that talks to it. Lookups run under
+ * an RCU read-side critical section (memb flavour: application threads
+ * never announce quiescent states; braid registers each calling thread on
+ * first use). An entry is created by the first packet in either direction
+ * (braid_peer_get with create). Idle entries are small; the engine hangs
+ * its per-peer traffic state (windows, paths, congestion control) off
+ * @active only while traffic flows. Entries are freed through call_rcu,
+ * so a reader inside its read-side section never sees freed memory.
+ *
+ * Mutation of an entry's fields other than @ref is serialised by the
+ * caller (the provider's domain lock), and braid_peer_evict_idle() runs
+ * under that same serialisation; the table itself is safe for concurrent
+ * lookup/insert/remove from any thread (each public call registers its
+ * thread with urcu-memb on first use).
+ */
+
+/** braid_peer_key() - the table key of a remote endpoint (host byte order inputs). */
+static inline uint64_t braid_peer_key(uint32_t ipv4, uint16_t port)
+{
+	return ((uint64_t)ipv4 << 16) | port;
+}
+
+struct braid_peer_table;
+
+/**
+ * struct braid_peer - one remote endpoint.
+ */
+struct braid_peer {
+	/** @node: cds_lfht linkage (first: keeps the hot fields together). */
+	struct cds_lfht_node node;
+	/** @key: braid_peer_key() of the peer's home address. */
+	uint64_t key;
+	/**
+	 * @ref: references held by users (braid_peer_get/put); evictable at 0.
+	 * Eviction swaps 0 for a dead mark (the top bit), after which no new
+	 * reference can be taken and the entry is being unlinked.
+	 */
+	atomic_uint ref;
+	/** @epoch: the peer's incarnation as last seen on the wire; 0 while unknown. */
+	uint32_t epoch;
+	/**
+	 * @last_active: time (ns, the caller's clock) of the last packet either
+	 * way; 0 on creation (the caller stamps it).
+	 */
+	uint64_t last_active;
+	/** @active: the engine's traffic state, NULL while idle. Owned by the engine. */
+	void *active;
+	/** @table: the table holding it (for release). */
+	struct braid_peer_table *table;
+	/** @rcu: deferred free. */
+	struct rcu_head rcu;
+};
+
+/**
+ * braid_peer_table_open() - create an empty table.
+ * @table: out.
+ * @initial: expected number of peers (the table grows past it).
+ * @release_active: called (from the RCU callback) to free a peer's @active
+ *	state when the entry is freed, or NULL.
+ * Return: 0, -FI_EINVAL (NULL @table), -FI_ENOMEM.
+ * The caller must eventually call braid_peer_table_close().
+ */
+int braid_peer_table_open(struct braid_peer_table **table, size_t initial,
+			  void (*release_active)(void *active));
+
+/**
+ * braid_peer_table_close() - remove and free every entry, then the table.
+ * No other thread may use the table any more; entries still referenced are
+ * freed too. release_active() is called for each non-NULL @active. Waits
+ * for pending RCU frees (urcu_memb_barrier()), so call it neither inside an
+ * RCU read-side section nor from an RCU callback. NULL is a no-op.
+ */
+void braid_peer_table_close(struct braid_peer_table *table);
+
+/**
+ * braid_peer_get() - find the peer with @key, creating it if @create.
+ * Concurrent creators of one key all get the same entry (cds_lfht_add_unique;
+ * the losers' allocations are freed). The result carries a reference.
+ * @created: if not NULL, set to 1 when this call inserted the entry.
+ * Return: the peer, or NULL when absent (and !@create), out of memory, or
+ * @table is NULL.
+ * The caller must eventually call braid_peer_put().
+ */
+struct braid_peer *braid_peer_get(struct braid_peer_table *table, uint64_t key,
+				  int create, int *created);
+
+/**
+ * braid_peer_put() - drop a reference taken by braid_peer_get().
+ * The entry may be evicted (and freed after a grace period) once the last
+ * reference is gone: do not touch @peer after this call.
+ */
+void braid_peer_put(struct braid_peer *peer);
+
+/**
+ * braid_peer_evict_idle() - remove entries with no reference and no @active
+ * state whose last_active is older than @now - @idle_ns (entries stamped
+ * later than @now are kept). They are freed after an RCU grace period.
+ * Concurrent braid_peer_get() is safe: an entry either keeps its new
+ * reference and stays, or is evicted and the getter sees it absent.
+ * Call with the serialisation that guards writes to @active/@last_active.
+ * Return: how many entries were removed (0 for a NULL @table).
+ */
+size_t braid_peer_evict_idle(struct braid_peer_table *table, uint64_t now, uint64_t idle_ns);
+
+/** braid_peer_count() - entries in the table (approximate under concurrency). */
+size_t braid_peer_count(struct braid_peer_table *table);
+
+/**
+ * braid_rcu_register() - register the calling thread with urcu-memb once
+ * (idempotent); it is unregistered automatically when it exits (a
+ * pthread key destructor). Exiting the process without pthread_exit()
+ * leaves the main thread registered, which is harmless.
+ * Return: 0 once the thread is registered, -FI_ENOMEM when the thread-exit
+ * hook cannot be installed (the thread is then left unregistered; braid's
+ * own calls fall back to registering for the duration of each call).
+ */
+int braid_rcu_register(void);
+
+#endif /* BRAID_PEER_H */

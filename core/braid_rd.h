@@ -1,0 +1,219 @@
+/* braid_rd.h: the reliable-datagram engine's interface: sans-I/O, packets and time in, packets and completions out. */
+#ifndef BRAID_RD_H
+#define BRAID_RD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "braid_hdr.h"
+
+/*
+ * One engine serves one local endpoint. It never opens a socket, reads a
+ * clock or starts a thread: the caller hands it requests, received packets
+ * and the current time (nanoseconds, any monotonic origin), and takes back
+ * packets to transmit, the next timer deadline and completions.
+ *
+ *   loop:
+ *     braid_rd_input(rd, bytes, len, src_ip, ecn, now)   for each packet received
+ *     braid_rd_timer(rd, now)                            when now >= braid_rd_next_deadline(rd)
+ *     n = braid_rd_output(rd, now, out, max)             transmit out[0..n)
+ *     n = braid_rd_poll(rd, comps, max)                  report completions
+ *
+ * Peers are addressed by braid_peer_key(ipv4, home_port). Wire format:
+ * docs/protocol.md §4. All sizes are bounded by the config; the data path
+ * allocates nothing after braid_rd_open().
+ */
+
+struct braid_peer_table;
+struct braid_cc_ops;
+
+#define BRAID_RD_MAX_WINDOW	256	/* = BRAID_RD_SACK_BITS */
+#define BRAID_RD_MAX_PATHS	256
+#define BRAID_RD_IOV_MAX	8
+
+/** struct braid_rd_config - engine parameters (braid_rd_config_default() fills sane ones). */
+struct braid_rd_config {
+	/** @local_ip, @local_port: this endpoint's home address (host order). */
+	uint32_t local_ip;
+	uint16_t local_port;
+	/** @epoch: this endpoint's incarnation, non-zero (protocol.md §4.1). */
+	uint32_t epoch;
+	/** @mtu: largest datagram payload the wire carries (>= 128). */
+	uint32_t mtu;
+	/** @paths: paths to spray over, 1..BRAID_RD_MAX_PATHS. */
+	uint32_t paths;
+	/** @window: packets in flight per peer, 1..BRAID_RD_MAX_WINDOW. */
+	uint32_t window;
+	/** @max_flows: peers with traffic in flight at once (flow state pool). */
+	uint32_t max_flows;
+	/** @max_sends, @max_recvs: operation pools. */
+	uint32_t max_sends, max_recvs;
+	/** @max_msgs: messages being reassembled or waiting unexpected, all peers. */
+	uint32_t max_msgs;
+	/** @stage_pkts: packet buffers for data that arrives before its message is matched. */
+	uint32_t stage_pkts;
+	/** @max_msg_size: largest message accepted (<= 4 GiB - 1). */
+	uint64_t max_msg_size;
+	/** @inject_size: largest FLAG_INJECT send (copied at send time). */
+	uint32_t inject_size;
+	/** @rto_min_ns, @rto_max_ns, @rto_init_ns: retransmission timer bounds. */
+	uint64_t rto_min_ns, rto_max_ns, rto_init_ns;
+	/** @peer_timeout_ns: no ACK progress for this long with data in flight = peer unreachable. */
+	uint64_t peer_timeout_ns;
+	/** @ack_delay_ns: longest an ACK is held back for coalescing. */
+	uint64_t ack_delay_ns;
+	/** @path_health: steer traffic by per-path health (false: plain round robin). */
+	bool path_health;
+	/** @cc: congestion control algorithm (NULL: braid_cc_swift). */
+	const struct braid_cc_ops *cc;
+	/** @cc_target_ns: target queueing delay above the base RTT for delay-based CC. */
+	uint64_t cc_target_ns;
+	/** @seed: for path entropy and path choice. */
+	uint64_t seed;
+};
+
+/** braid_rd_config_default() - defaults for everything but the address and epoch. */
+void braid_rd_config_default(struct braid_rd_config *cfg);
+
+/* braid_rd_send.flags / braid_rd_recv.flags */
+#define BRAID_RD_TAGGED		(1u << 0)	/* tagged message (tag matching) */
+#define BRAID_RD_CQ_DATA	(1u << 1)	/* send: carry @data as remote CQ data */
+#define BRAID_RD_INJECT		(1u << 2)	/* send: copy now; no completion */
+#define BRAID_RD_NO_COMP	(1u << 3)	/* no success completion (errors still reported) */
+
+/** struct braid_rd_send - a message to send. */
+struct braid_rd_send {
+	const struct iovec *iov;
+	size_t iov_count;
+	uint64_t peer;		/* braid_peer_key() of the destination */
+	uint64_t tag;
+	uint64_t data;
+	uint32_t flags;
+	void *context;
+};
+
+/** struct braid_rd_recv - a receive buffer to post. */
+struct braid_rd_recv {
+	const struct iovec *iov;
+	size_t iov_count;
+	uint64_t peer;		/* only from this peer; 0 = any */
+	uint64_t tag, ignore;	/* tagged: match when (tag ^ msg tag) & ~ignore == 0 */
+	uint32_t flags;		/* BRAID_RD_TAGGED: a tagged receive; BRAID_RD_NO_COMP */
+	void *context;
+};
+
+/* braid_rd_comp.flags */
+#define BRAID_RD_COMP_SEND	(1u << 0)
+#define BRAID_RD_COMP_RECV	(1u << 1)
+#define BRAID_RD_COMP_TAGGED	(1u << 2)
+#define BRAID_RD_COMP_CQ_DATA	(1u << 3)
+
+/** struct braid_rd_comp - a finished operation. */
+struct braid_rd_comp {
+	void *context;
+	uint32_t flags;
+	/** @err: 0, or a positive FI_E* value (FI_ETRUNC, FI_ECANCELED, FI_EHOSTUNREACH, ...). */
+	int err;
+	/** @prov_errno: a braid_prov_errno value. */
+	int prov_errno;
+	/** @len: bytes delivered (recv) or sent. */
+	size_t len;
+	/** @olen: bytes that did not fit (FI_ETRUNC). */
+	size_t olen;
+	/** @buf: start of the receive buffer. */
+	void *buf;
+	uint64_t tag, data;
+	/** @peer: the other side's key. */
+	uint64_t peer;
+};
+
+/** struct braid_rd_out - one packet to transmit: header bytes, then payload. */
+struct braid_rd_out {
+	uint8_t hdr[BRAID_RD_MAX_HDR];
+	uint16_t hdr_len;
+	/** @payload: the payload gathered from the sender's buffers (valid until its send completes). */
+	struct iovec payload[BRAID_RD_IOV_MAX];
+	int payload_iovcnt;
+	size_t payload_len;
+	/** @dst_ip, @dst_port: destination home address (host order). */
+	uint32_t dst_ip;
+	uint16_t dst_port;
+	/** @path: the path slot (0..paths-1) and its current entropy. */
+	uint16_t path;
+	uint16_t entropy;
+};
+
+/** struct braid_rd_stats - counters (monotonic). */
+struct braid_rd_stats {
+	uint64_t tx_data, tx_acks, tx_bytes;
+	uint64_t retx_pkts, retx_bytes, rto_fires, rack_losses;
+	uint64_t rx_data, rx_acks, rx_bytes;
+	uint64_t drops[BRAID_DROP_MAX];
+	uint64_t msgs_sent, msgs_received;
+	uint64_t peers_failed, peers_restarted, path_redraws;
+	uint64_t flows_active;
+};
+
+struct braid_rd;
+
+/**
+ * braid_rd_open() - create an engine.
+ * @cfg: parameters; copied.
+ * @peers: the domain's peer table (shared with other engines), not owned.
+ * Return: 0, -FI_EINVAL for a bad config, -FI_ENOMEM.
+ * The caller must eventually call braid_rd_close().
+ */
+int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *peers,
+		  struct braid_rd **rd);
+
+/** braid_rd_close() - free the engine; pending operations are dropped without completions. */
+void braid_rd_close(struct braid_rd *rd);
+
+/**
+ * braid_rd_send() - queue a message.
+ * Return: 0; -FI_EAGAIN when an operation pool or flow state is exhausted
+ * (retry after progress); -FI_EMSGSIZE beyond max_msg_size (or inject_size
+ * with BRAID_RD_INJECT); -FI_EINVAL for bad arguments.
+ */
+int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t now);
+
+/** braid_rd_post_recv() - post a receive buffer. 0, -FI_EAGAIN, -FI_EINVAL. */
+int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now);
+
+/** braid_rd_cancel() - cancel a posted receive by context: 0 (an FI_ECANCELED completion follows) or -FI_ENOENT. */
+int braid_rd_cancel(struct braid_rd *rd, void *context);
+
+/**
+ * braid_rd_input() - hand the engine one received packet.
+ * @src_ip: the IPv4 source address (host order); the source port comes from
+ *	the braid header.
+ * Return: 0 when used, or a negative drop reason (-(enum braid_drop_reason + 1)),
+ * which is also counted in the stats.
+ */
+int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		   bool ecn_ce, uint64_t now);
+
+/** braid_rd_output() - up to @max packets to transmit now. Return: how many. */
+int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out, int max);
+
+/** braid_rd_next_deadline() - when braid_rd_timer() next has work (UINT64_MAX: none). */
+uint64_t braid_rd_next_deadline(const struct braid_rd *rd);
+
+/** braid_rd_timer() - run every timer due at @now (retransmissions, ACKs, peer timeouts). */
+void braid_rd_timer(struct braid_rd *rd, uint64_t now);
+
+/** braid_rd_poll() - take up to @max completions. Return: how many. */
+int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max);
+
+/** braid_rd_pending() - true while sends are unacknowledged or packets wait to go out. */
+bool braid_rd_pending(const struct braid_rd *rd);
+
+/** braid_rd_stats() - the engine's counters. */
+const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd);
+
+/** braid_rd_flow_bytes() - bytes of state one active flow costs (for docs and tests). */
+size_t braid_rd_flow_bytes(const struct braid_rd *rd);
+
+#endif /* BRAID_RD_H */

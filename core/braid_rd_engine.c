@@ -1,0 +1,499 @@
+/* braid_rd_engine.c: the RD engine's frame: open/close, per-peer conns and flows, timers, output scheduling, completions. */
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/fi_errno.h>
+
+#include "braid_rd_int.h"
+#include "braid/braid_errno.h"
+
+void braid_rd_config_default(struct braid_rd_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mtu = 1472;
+	cfg->paths = 16;
+	cfg->window = 256;
+	cfg->max_flows = 256;
+	cfg->max_sends = 1024;
+	cfg->max_recvs = 1024;
+	cfg->max_msgs = 2048;
+	cfg->stage_pkts = 4096;
+	cfg->max_msg_size = 0xffffffffULL;
+	cfg->inject_size = 1024;
+	cfg->rto_min_ns = 200 * 1000ULL;
+	cfg->rto_max_ns = 200 * 1000 * 1000ULL;
+	cfg->rto_init_ns = 1000 * 1000ULL;
+	cfg->peer_timeout_ns = 5ULL * 1000 * 1000 * 1000;
+	cfg->ack_delay_ns = 10 * 1000ULL;
+	cfg->path_health = true;
+	cfg->cc = &braid_cc_swift;
+	cfg->cc_target_ns = 25 * 1000ULL;
+	cfg->seed = 1;
+}
+
+int rd_drop(struct braid_rd *rd, enum braid_drop_reason r)
+{
+	rd->stats.drops[r]++;
+	return -((int)r + 1);
+}
+
+bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
+{
+	if (rd->comp_count == rd->comp_cap)
+		return false;
+	rd->comps[(rd->comp_head + rd->comp_count) % rd->comp_cap] = *c;
+	rd->comp_count++;
+	return true;
+}
+
+int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
+{
+	int n = 0;
+
+	while (n < max && rd->comp_count) {
+		comps[n++] = rd->comps[rd->comp_head];
+		rd->comp_head = (rd->comp_head + 1) % rd->comp_cap;
+		rd->comp_count--;
+	}
+	return n;
+}
+
+const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd)
+{
+	return &rd->stats;
+}
+
+size_t braid_rd_flow_bytes(const struct braid_rd *rd)
+{
+	return rd->flow_size;
+}
+
+/* ---- the deadline heap (one entry per active flow, never per packet) ---- */
+
+static void heap_swap(struct braid_rd *rd, size_t a, size_t b)
+{
+	struct rd_flow *t = rd->heap[a];
+
+	rd->heap[a] = rd->heap[b];
+	rd->heap[b] = t;
+	rd->heap[a]->heap_idx = a;
+	rd->heap[b]->heap_idx = b;
+}
+
+static void heap_up(struct braid_rd *rd, size_t i)
+{
+	while (i > 0 && rd->heap[(i - 1) / 2]->deadline > rd->heap[i]->deadline) {
+		heap_swap(rd, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void heap_down(struct braid_rd *rd, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < rd->heap_n && rd->heap[l]->deadline < rd->heap[m]->deadline)
+			m = l;
+		if (r < rd->heap_n && rd->heap[r]->deadline < rd->heap[m]->deadline)
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(rd, i, m);
+		i = m;
+	}
+}
+
+static void heap_remove(struct braid_rd *rd, struct rd_flow *f)
+{
+	size_t i = f->heap_idx;
+
+	if (i == SIZE_MAX)
+		return;
+	rd->heap_n--;
+	if (i != rd->heap_n) {
+		rd->heap[i] = rd->heap[rd->heap_n];
+		rd->heap[i]->heap_idx = i;
+		heap_down(rd, i);
+		heap_up(rd, i);
+	}
+	f->heap_idx = SIZE_MAX;
+}
+
+void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
+{
+	uint64_t d = rd_out_deadline(rd, f);
+
+	if (f->ack_deadline && f->ack_deadline < d)
+		d = f->ack_deadline;
+	f->deadline = d;
+	if (d == UINT64_MAX) {
+		heap_remove(rd, f);
+		return;
+	}
+	if (f->heap_idx == SIZE_MAX) {
+		f->heap_idx = rd->heap_n;
+		rd->heap[rd->heap_n++] = f;
+	}
+	heap_down(rd, f->heap_idx);
+	heap_up(rd, f->heap_idx);
+}
+
+uint64_t braid_rd_next_deadline(const struct braid_rd *rd)
+{
+	return rd->heap_n ? rd->heap[0]->deadline : UINT64_MAX;
+}
+
+void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
+{
+	if (!f->ready) {
+		f->ready = true;
+		braid_dlist_insert_tail(&f->ready_node, &rd->ready);
+	}
+}
+
+/* ---- conns and flows ---- */
+
+struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create)
+{
+	struct rd_conn *c = braid_map_get(&rd->conns, key);
+
+	if (c || !create)
+		return c;
+	/* first contact with this peer: the only allocation, never in steady state */
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->key = key;
+	c->ip = (uint32_t)(key >> 16);
+	c->port = (uint16_t)key;
+	c->peer = braid_peer_get(rd->peers, key, 1, NULL);
+	braid_dlist_init(&c->sendq);
+	if (!c->peer || braid_map_insert(&rd->conns, key, c)) {
+		if (c->peer)
+			braid_peer_put(c->peer);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void flow_detach(struct braid_rd *rd, struct rd_flow *f)
+{
+	heap_remove(rd, f);
+	if (f->ready)
+		braid_dlist_remove(&f->ready_node);
+	braid_dlist_remove(&f->active_node);
+	f->conn->flow = NULL;
+	f->conn->peer->active = NULL;
+	braid_pool_release(&rd->flows, f);
+	rd->stats.flows_active--;
+}
+
+/* Free the state of a flow that has nothing in flight either way. */
+static bool flow_reclaim_one(struct braid_rd *rd)
+{
+	struct braid_dlist *it;
+
+	braid_dlist_foreach(&rd->active, it) {
+		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
+
+		if (rd_out_idle(f, f->conn) && rd_in_idle(f) && !f->need_ack) {
+			flow_detach(rd, f);
+			return true;
+		}
+	}
+	return false;
+}
+
+struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
+{
+	struct rd_flow *f;
+	uint8_t *tail;
+	uint32_t w = rd->cfg.window;
+
+	if (conn->flow)
+		return conn->flow;
+	f = braid_pool_alloc(&rd->flows);
+	if (!f && flow_reclaim_one(rd))
+		f = braid_pool_alloc(&rd->flows);
+	if (!f)
+		return NULL;
+	f->conn = conn;
+	braid_pathset_init(&f->paths, rd->cfg.paths, rd->cfg.seed ^ conn->key ^ rd->rng++);
+	tail = (uint8_t *)f + sizeof(*f) + rd->cfg.paths * sizeof(struct braid_path);
+	tail = (uint8_t *)(((uintptr_t)tail + 15) & ~(uintptr_t)15);
+	f->tx = (struct rd_txpkt *)tail;
+	tail += w * sizeof(struct rd_txpkt);
+	f->rcv_bits = (uint64_t *)tail;
+	tail += ((w + 63) / 64) * sizeof(uint64_t);
+	f->msgs = (struct rd_msg **)tail;
+	f->snd_una = conn->snd_nxt;
+	f->peer_rwnd = w;
+	braid_dlist_init(&f->txorder);
+	braid_dlist_init(&f->retxq);
+	f->last_progress = now;
+	rd->cfg.cc->init(&f->cc, w, rd->cfg.cc_target_ns);
+	f->heap_idx = SIZE_MAX;
+	braid_dlist_init(&f->ready_node);
+	braid_dlist_insert_tail(&f->active_node, &rd->active);
+	conn->flow = f;
+	conn->peer->active = f;
+	rd->stats.flows_active++;
+	return f;
+}
+
+/* The peer stopped answering or restarted: fail everything and forget the flow. */
+void rd_flow_fail(struct braid_rd *rd, struct rd_flow *f, int err, int prov_errno)
+{
+	struct rd_conn *conn = f->conn;
+
+	rd_out_fail_sends(rd, conn, err, prov_errno);
+	rd_in_reset(rd, conn, err, prov_errno);
+	flow_detach(rd, f);
+	/* the next exchange starts a fresh sequence space for both directions */
+	conn->snd_nxt = conn->next_msg_id = 0;
+	conn->rcv_nxt = conn->match_next = 0;
+}
+
+/* ---- open / close ---- */
+
+int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *peers,
+		  struct braid_rd **out)
+{
+	struct braid_rd *rd;
+	size_t stage_size;
+	int ret;
+
+	if (!cfg || !peers || !out || !cfg->epoch || cfg->mtu < 128 || cfg->mtu > 65535 ||
+	    !cfg->paths || cfg->paths > BRAID_RD_MAX_PATHS || !cfg->window ||
+	    cfg->window > BRAID_RD_MAX_WINDOW || !cfg->max_flows || !cfg->max_sends ||
+	    !cfg->max_recvs || !cfg->max_msgs || !cfg->stage_pkts ||
+	    cfg->max_msg_size > 0xffffffffULL || cfg->inject_size > cfg->max_msg_size ||
+	    !cfg->rto_min_ns || cfg->rto_min_ns > cfg->rto_max_ns)
+		return -FI_EINVAL;
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return -FI_ENOMEM;
+	rd->cfg = *cfg;
+	if (!rd->cfg.cc)
+		rd->cfg.cc = &braid_cc_swift;
+	if (!rd->cfg.rto_init_ns)
+		rd->cfg.rto_init_ns = rd->cfg.rto_min_ns;
+	rd->peers = peers;
+	rd->rng = cfg->seed;
+	braid_map_construct(&rd->conns);
+	braid_dlist_init(&rd->posted_msg);
+	braid_dlist_init(&rd->posted_tagged);
+	braid_dlist_init(&rd->unexpected);
+	braid_dlist_init(&rd->active);
+	braid_dlist_init(&rd->ready);
+
+	rd->flow_size = sizeof(struct rd_flow) + cfg->paths * sizeof(struct braid_path) + 16 +
+			cfg->window * sizeof(struct rd_txpkt) +
+			((cfg->window + 63) / 64) * sizeof(uint64_t) +
+			cfg->window * sizeof(struct rd_msg *);
+	stage_size = sizeof(struct rd_stage) + RD_SEG(rd);
+	rd->comp_cap = cfg->max_sends + cfg->max_recvs;
+	rd->comps = calloc(rd->comp_cap, sizeof(*rd->comps));
+	rd->heap = calloc(cfg->max_flows, sizeof(*rd->heap));
+	ret = (!rd->comps || !rd->heap) ? -FI_ENOMEM : 0;
+	if (!ret)
+		ret = braid_pool_construct(&rd->sends, sizeof(struct rd_send), cfg->max_sends);
+	if (!ret)
+		ret = braid_pool_construct(&rd->recvs, sizeof(struct rd_recv), cfg->max_recvs);
+	if (!ret)
+		ret = braid_pool_construct(&rd->msgs, sizeof(struct rd_msg), cfg->max_msgs);
+	if (!ret)
+		ret = braid_pool_construct(&rd->stages, stage_size, cfg->stage_pkts);
+	if (!ret)
+		ret = braid_pool_construct(&rd->flows, rd->flow_size, cfg->max_flows);
+	if (!ret)
+		ret = braid_pool_construct(&rd->injects, cfg->inject_size ? cfg->inject_size : 1,
+					   cfg->max_sends / 4 ? cfg->max_sends / 4 : 1);
+	if (ret) {
+		braid_rd_close(rd);
+		return ret;
+	}
+	*out = rd;
+	return 0;
+}
+
+void braid_rd_close(struct braid_rd *rd)
+{
+	size_t i;
+
+	if (!rd)
+		return;
+	for (i = 0; i < rd->conns.cap; i++) {
+		struct rd_conn *c = rd->conns.vals ? rd->conns.vals[i] : NULL;
+
+		if (!c || !braid_map_get(&rd->conns, rd->conns.keys[i]))
+			continue;
+		if (c->flow)
+			c->peer->active = NULL;
+		braid_peer_put(c->peer);
+		free(c);
+	}
+	braid_map_destruct(&rd->conns);
+	braid_pool_destruct(&rd->sends);
+	braid_pool_destruct(&rd->recvs);
+	braid_pool_destruct(&rd->msgs);
+	braid_pool_destruct(&rd->stages);
+	braid_pool_destruct(&rd->flows);
+	braid_pool_destruct(&rd->injects);
+	free(rd->comps);
+	free(rd->heap);
+	free(rd);
+}
+
+/* ---- input ---- */
+
+/* A restarted peer (later epoch): what was in flight to or from its old self is lost. */
+static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now)
+{
+	rd->stats.peers_restarted++;
+	if (conn->flow) {
+		rd_flow_fail(rd, conn->flow, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
+	} else {
+		rd_out_fail_sends(rd, conn, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
+		conn->snd_nxt = conn->next_msg_id = 0;
+		conn->rcv_nxt = conn->match_next = 0;
+	}
+	conn->peer->epoch = epoch;
+}
+
+/* Tell a peer that sent to an earlier incarnation of us who we are now (§4.2 rule 2). */
+static void conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint32_t their_epoch,
+			    uint64_t now)
+{
+	struct rd_flow *f = rd_flow_attach(rd, conn, now);
+
+	if (!f)
+		return;
+	if (!conn->peer->epoch || braid_seq_gt(their_epoch, conn->peer->epoch))
+		conn->peer->epoch = their_epoch;
+	f->echo_psn = 0;
+	f->echo_time = 0;
+	f->need_ack = true;
+	f->ack_now = true;
+	rd_flow_ready(rd, f);
+}
+
+int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		   bool ecn_ce, uint64_t now)
+{
+	struct braid_rd_data_view dv;
+	struct braid_rd_ack_view av;
+	struct rd_conn *conn;
+	int type, ret;
+
+	type = braid_base_hdr_check(pkt, len);
+	if (type < 0)
+		return rd_drop(rd, (enum braid_drop_reason)(-type - 1));
+	if (type == BRAID_PKT_RD_DATA) {
+		ret = braid_rd_data_decode(pkt, len, &dv);
+		if (ret)
+			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+		if (dv.msg_len > rd->cfg.max_msg_size)
+			return rd_drop(rd, BRAID_DROP_BAD_LEN);
+		conn = rd_conn_get(rd, braid_peer_key(src_ip, dv.src_port), true);
+		if (!conn)
+			return rd_drop(rd, BRAID_DROP_NO_STATE);
+		conn->peer->last_active = now;
+		if (dv.dst_epoch && dv.dst_epoch != rd->cfg.epoch) {
+			/* §4.2 rule 2: meant for our previous incarnation */
+			if (braid_seq_lt(dv.dst_epoch, rd->cfg.epoch))
+				conn_send_reset(rd, conn, dv.src_epoch, now);
+			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+		}
+		if (!conn->peer->epoch) {
+			conn->peer->epoch = dv.src_epoch;
+		} else if (dv.src_epoch != conn->peer->epoch) {
+			if (braid_seq_lt(dv.src_epoch, conn->peer->epoch))
+				return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+			conn_restart(rd, conn, dv.src_epoch, now);
+		}
+		rd->stats.rx_data++;
+		return rd_in_data(rd, conn, &dv, ecn_ce, now);
+	}
+	if (type == BRAID_PKT_RD_ACK) {
+		ret = braid_rd_ack_decode(pkt, len, &av);
+		if (ret)
+			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+		if (av.dst_epoch != rd->cfg.epoch)
+			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+		conn = rd_conn_get(rd, braid_peer_key(src_ip, av.src_port), false);
+		if (!conn)
+			return rd_drop(rd, BRAID_DROP_NO_STATE);
+		conn->peer->last_active = now;
+		if (!conn->peer->epoch) {
+			conn->peer->epoch = av.src_epoch;
+		} else if (av.src_epoch != conn->peer->epoch) {
+			if (braid_seq_lt(av.src_epoch, conn->peer->epoch))
+				return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+			conn_restart(rd, conn, av.src_epoch, now);
+			return 0;
+		}
+		rd->stats.rx_acks++;
+		if (!conn->flow)
+			return rd_drop(rd, BRAID_DROP_NO_STATE);
+		rd_out_ack_input(rd, conn, &av, now);
+		return 0;
+	}
+	return rd_drop(rd, BRAID_DROP_TYPE);
+}
+
+/* ---- output and timers ---- */
+
+int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out, int max)
+{
+	struct braid_dlist *it;
+	int n = 0;
+
+	while (n < max && (it = braid_dlist_pop_head(&rd->ready))) {
+		struct rd_flow *f = braid_container_of(it, struct rd_flow, ready_node);
+		int got;
+
+		f->ready = false;
+		got = rd_out_flow(rd, f, now, out + n, max - n);
+		n += got;
+		if (n == max && got) {
+			/* it may have more: keep it ready, behind the others (round robin) */
+			rd_flow_ready(rd, f);
+		}
+		rd_flow_schedule(rd, f);
+	}
+	return n;
+}
+
+void braid_rd_timer(struct braid_rd *rd, uint64_t now)
+{
+	while (rd->heap_n && rd->heap[0]->deadline <= now) {
+		struct rd_flow *f = rd->heap[0];
+
+		if (f->ack_deadline && f->ack_deadline <= now) {
+			f->ack_deadline = 0;
+			f->ack_now = true;
+			rd_flow_ready(rd, f);
+		}
+		rd_out_timer(rd, f, now);
+		/* rd_out_timer may have failed (detached) the flow */
+		if (f->heap_idx != SIZE_MAX && rd->heap[f->heap_idx] == f)
+			rd_flow_schedule(rd, f);
+	}
+}
+
+bool braid_rd_pending(const struct braid_rd *rd)
+{
+	const struct braid_dlist *it;
+
+	if (!braid_dlist_empty(&rd->ready))
+		return true;
+	for (it = rd->active.next; it != &rd->active; it = it->next) {
+		const struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
+
+		if (!rd_out_idle(f, f->conn) || f->need_ack)
+			return true;
+	}
+	return false;
+}

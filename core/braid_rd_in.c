@@ -1,0 +1,428 @@
+/* braid_rd_in.c: the RD engine's incoming side: PSN window, placement at offset, reassembly, SAS matching, ACK generation (protocol.md §4.2-§4.3). */
+#include <string.h>
+#include <rdma/fi_errno.h>
+
+#include "braid_rd_int.h"
+#include "braid/braid_errno.h"
+
+static inline bool bit_test(const uint64_t *b, uint32_t i) { return b[i / 64] >> (i % 64) & 1; }
+static inline void bit_set(uint64_t *b, uint32_t i) { b[i / 64] |= 1ULL << (i % 64); }
+static inline void bit_clear(uint64_t *b, uint32_t i) { b[i / 64] &= ~(1ULL << (i % 64)); }
+
+/* Copy @len bytes to offset @off of a receive, truncating at its capacity. */
+static void recv_copy(struct rd_recv *r, uint64_t off, const uint8_t *src, size_t len)
+{
+	size_t i;
+
+	if (off >= r->capacity)
+		return;
+	if (len > r->capacity - off)
+		len = (size_t)(r->capacity - off);
+	for (i = 0; i < r->iov_count && len; i++) {
+		size_t l = r->iov[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		l -= off;
+		if (l > len)
+			l = len;
+		memcpy((uint8_t *)r->iov[i].iov_base + off, src, l);
+		src += l;
+		len -= l;
+		off = 0;
+	}
+}
+
+static bool msg_complete(const struct rd_msg *m)
+{
+	return m->received == m->len;
+}
+
+static void stage_free_all(struct braid_rd *rd, struct rd_msg *m)
+{
+	while (m->stage) {
+		struct rd_stage *s = m->stage;
+
+		m->stage = s->next;
+		braid_pool_release(&rd->stages, s);
+	}
+}
+
+/* Deliver a complete, matched message and free it. */
+static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov_errno)
+{
+	struct rd_recv *r = m->recv;
+	struct braid_rd_comp c = {
+		.context = r->context,
+		.flags = BRAID_RD_COMP_RECV |
+			 ((m->hflags & BRAID_RD_F_TAGGED) ? BRAID_RD_COMP_TAGGED : 0) |
+			 ((m->hflags & BRAID_RD_F_CQ_DATA) ? BRAID_RD_COMP_CQ_DATA : 0),
+		.err = err,
+		.prov_errno = prov_errno,
+		.len = m->len < r->capacity ? m->len : (size_t)r->capacity,
+		.buf = r->iov_count ? r->iov[0].iov_base : NULL,
+		.tag = m->tag,
+		.data = m->data,
+		.peer = m->peer,
+	};
+
+	if (!err && m->len > r->capacity) {
+		c.err = FI_ETRUNC;
+		c.prov_errno = BRAID_PERR_TRUNC;
+		c.olen = m->len - r->capacity;
+	}
+	if (err || !(r->flags & BRAID_RD_NO_COMP) || c.err)
+		rd_comp_push(rd, &c);
+	if (!err)
+		rd->stats.msgs_received++;
+	stage_free_all(rd, m);
+	braid_pool_release(&rd->recvs, r);
+	braid_pool_release(&rd->msgs, m);
+}
+
+/* Give a message its receive: staged bytes move into the buffer. */
+static void msg_bind(struct braid_rd *rd, struct rd_msg *m, struct rd_recv *r)
+{
+	struct rd_stage *s;
+
+	m->recv = r;
+	for (s = m->stage; s; s = s->next)
+		recv_copy(r, s->off, s->data, s->len);
+	stage_free_all(rd, m);
+}
+
+static bool recv_matches(const struct rd_recv *r, const struct rd_msg *m)
+{
+	if (r->peer && r->peer != m->peer)
+		return false;
+	if (!(r->flags & BRAID_RD_TAGGED))
+		return true;
+	return ((r->tag ^ m->tag) & ~r->ignore) == 0;
+}
+
+/* The message's turn to match came (sender order, FI_ORDER_SAS). */
+static void msg_match(struct braid_rd *rd, struct rd_msg *m)
+{
+	struct braid_dlist *q = (m->hflags & BRAID_RD_F_TAGGED) ? &rd->posted_tagged : &rd->posted_msg;
+	struct braid_dlist *it;
+
+	m->matched = true;
+	braid_dlist_foreach(q, it) {
+		struct rd_recv *r = braid_container_of(it, struct rd_recv, node);
+
+		if (recv_matches(r, m)) {
+			braid_dlist_remove(&r->node);
+			msg_bind(rd, m, r);
+			return;
+		}
+	}
+	m->unexpected = true;
+	braid_dlist_insert_tail(&m->node, &rd->unexpected);
+}
+
+/* Free the window slot of a message that needs it no more. */
+static void slot_release(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m)
+{
+	struct rd_msg **slot = &f->msgs[m->msg_id % rd->cfg.window];
+
+	if (*slot == m) {
+		*slot = NULL;
+		f->msgs_live--;
+	}
+}
+
+/* A message whose turn came or whose last byte arrived: deliver it if it can be. */
+static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m)
+{
+	if (!m->matched || !msg_complete(m))
+		return;
+	slot_release(rd, f, m);
+	if (m->recv)
+		msg_deliver(rd, m, 0, 0);
+	/* else: complete and unexpected; it waits in rd->unexpected for a receive */
+}
+
+/* Match messages in order, as far as they have arrived. */
+static void match_in_order(struct braid_rd *rd, struct rd_flow *f)
+{
+	struct rd_conn *conn = f->conn;
+
+	for (;;) {
+		struct rd_msg *m = f->msgs[conn->match_next % rd->cfg.window];
+
+		if (!m || m->msg_id != conn->match_next || m->matched)
+			return;
+		conn->match_next++;
+		msg_match(rd, m);
+		msg_settle(rd, f, m);
+	}
+}
+
+uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	/* room to stage a window's worth of unmatched data, or none */
+	return rd->stages.in_use < rd->stages.count ? rd->cfg.window : 0;
+}
+
+static void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t now)
+{
+	f->need_ack = true;
+	if (now_ || ++f->ack_count >= 2) {
+		f->ack_now = true;
+		rd_flow_ready(rd, f);
+	} else if (!f->ack_deadline) {
+		f->ack_deadline = now + rd->cfg.ack_delay_ns;
+	}
+	rd_flow_schedule(rd, f);
+}
+
+int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
+	       bool ecn, uint64_t now)
+{
+	uint32_t w = rd->cfg.window;
+	struct rd_flow *f = rd_flow_attach(rd, conn, now);
+	struct rd_msg *m, **slot;
+	bool created = false, gap;
+	int32_t d;
+
+	if (!f)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	if (v->flags & BRAID_RD_F_ACK)
+		rd_out_piggy_ack(rd, f, v->ack_psn, now);
+
+	/* §4.2 rules 4-5: the PSN window */
+	d = braid_seq_diff(v->psn, conn->rcv_nxt);
+	if (d < 0 || (d < (int32_t)w && bit_test(f->rcv_bits, v->psn % w))) {
+		f->echo_psn = v->psn;
+		f->echo_time = v->tx_time;
+		f->echo_ecn = ecn;
+		ack_soon(rd, f, true, now);
+		return rd_drop(rd, BRAID_DROP_DUPLICATE);
+	}
+	if (d >= (int32_t)w)
+		return rd_drop(rd, BRAID_DROP_OUT_OF_WINDOW);
+
+	/* the message: its slot in the message window */
+	d = braid_seq_diff(v->msg_id, conn->match_next);
+	slot = &f->msgs[v->msg_id % w];
+	m = *slot;
+	if (m && m->msg_id != v->msg_id)
+		return rd_drop(rd, BRAID_DROP_OUT_OF_WINDOW);
+	if (!m) {
+		if (d < 0 || d >= (int32_t)w)
+			return rd_drop(rd, d < 0 ? BRAID_DROP_BAD_LEN : BRAID_DROP_OUT_OF_WINDOW);
+		m = braid_pool_alloc(&rd->msgs);
+		if (!m)
+			goto no_buffer;
+		braid_dlist_init(&m->node);
+		m->conn = conn;
+		m->peer = conn->key;
+		m->msg_id = v->msg_id;
+		m->len = v->msg_len;
+		m->tag = v->tag;
+		m->data = v->cq_data;
+		m->hflags = v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA);
+		*slot = m;
+		f->msgs_live++;
+		created = true;
+	} else if (m->len != v->msg_len || m->tag != v->tag ||
+		   m->hflags != (v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA)) ||
+		   (uint64_t)m->received + v->payload_len > m->len) {
+		/* packets of one message must agree; overlapping offsets would overrun */
+		return rd_drop(rd, BRAID_DROP_BAD_LEN);
+	}
+	if (v->msg_id == conn->match_next && !m->matched) {
+		conn->match_next++;
+		msg_match(rd, m);
+	}
+
+	/* §4.2 rule 6-7: place the payload, or stage it until the message is matched */
+	if (m->recv) {
+		recv_copy(m->recv, v->offset, v->payload, v->payload_len);
+	} else if (v->payload_len) {
+		struct rd_stage *s = braid_pool_alloc(&rd->stages);
+
+		if (!s) {
+			if (created && !m->matched) {
+				*slot = NULL;
+				f->msgs_live--;
+				braid_pool_release(&rd->msgs, m);
+			}
+			goto no_buffer;
+		}
+		s->off = v->offset;
+		s->len = (uint32_t)v->payload_len;
+		memcpy(s->data, v->payload, v->payload_len);
+		s->next = m->stage;
+		m->stage = s;
+	}
+	m->received += (uint32_t)v->payload_len;
+	rd->stats.rx_bytes += v->payload_len;
+
+	/* mark the PSN and advance the cumulative point */
+	gap = v->psn != conn->rcv_nxt;
+	bit_set(f->rcv_bits, v->psn % w);
+	while (bit_test(f->rcv_bits, conn->rcv_nxt % w)) {
+		bit_clear(f->rcv_bits, conn->rcv_nxt % w);
+		conn->rcv_nxt++;
+	}
+	f->echo_psn = v->psn;
+	f->echo_time = v->tx_time;
+	f->echo_ecn = ecn;
+
+	msg_settle(rd, f, m);
+	match_in_order(rd, f);
+	ack_soon(rd, f, gap, now);
+	return 0;
+
+no_buffer:
+	f->echo_psn = v->psn;
+	f->echo_time = v->tx_time;
+	f->echo_ecn = ecn;
+	ack_soon(rd, f, true, now);
+	return rd_drop(rd, BRAID_DROP_NO_BUFFER);
+}
+
+void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out)
+{
+	struct rd_conn *conn = f->conn;
+	uint32_t w = rd->cfg.window, i;
+	struct braid_rd_ack_view a = {
+		.src_port = rd->cfg.local_port,
+		.flags = f->echo_ecn ? BRAID_RD_ACK_F_ECN_CE : 0,
+		.src_epoch = rd->cfg.epoch,
+		.dst_epoch = conn->peer->epoch,
+		.cum_psn = conn->rcv_nxt,
+		.echo_psn = f->echo_psn,
+		.echo_time = f->echo_time,
+		.rwnd = rd_in_rwnd(rd, f),
+	};
+
+	memset(a.sack, 0, sizeof(a.sack));
+	for (i = 0; i + 1 < w && i < BRAID_RD_SACK_BITS; i++) {
+		if (bit_test(f->rcv_bits, (conn->rcv_nxt + 1 + i) % w))
+			a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+	braid_rd_ack_write((struct braid_rd_ack_hdr *)out->hdr, &a);
+	out->hdr_len = sizeof(struct braid_rd_ack_hdr);
+	out->payload_iovcnt = 0;
+	out->payload_len = 0;
+	out->dst_ip = conn->ip;
+	out->dst_port = conn->port;
+	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+	out->entropy = f->paths.p[out->path].entropy;
+	rd->stats.tx_acks++;
+}
+
+bool rd_in_idle(const struct rd_flow *f)
+{
+	return f->msgs_live == 0;
+}
+
+/* The peer restarted or died: drop what was being reassembled from it. */
+void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno)
+{
+	struct rd_flow *f = conn->flow;
+	uint32_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < rd->cfg.window; i++) {
+		struct rd_msg *m = f->msgs[i];
+
+		if (!m)
+			continue;
+		f->msgs[i] = NULL;
+		if (m->unexpected)
+			braid_dlist_remove(&m->node);
+		if (m->recv) {
+			msg_deliver(rd, m, err, prov_errno);
+		} else {
+			stage_free_all(rd, m);
+			braid_pool_release(&rd->msgs, m);
+		}
+	}
+	f->msgs_live = 0;
+	memset(f->rcv_bits, 0, ((rd->cfg.window + 63) / 64) * sizeof(uint64_t));
+	f->need_ack = false;
+	f->ack_now = false;
+	f->ack_deadline = 0;
+}
+
+/* ---- receives posted by the application ---- */
+
+int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now)
+{
+	struct braid_dlist *it;
+	struct rd_recv *r;
+	size_t i;
+
+	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov))
+		return -FI_EINVAL;
+	for (i = 0; i < req->iov_count; i++) {
+		if (!req->iov[i].iov_base && req->iov[i].iov_len)
+			return -FI_EINVAL;
+	}
+	r = braid_pool_alloc(&rd->recvs);
+	if (!r)
+		return -FI_EAGAIN;
+	memcpy(r->iov, req->iov, req->iov_count * sizeof(struct iovec));
+	r->iov_count = req->iov_count;
+	for (i = 0; i < req->iov_count; i++)
+		r->capacity += req->iov[i].iov_len;
+	r->peer = req->peer;
+	r->tag = req->tag;
+	r->ignore = req->ignore;
+	r->flags = req->flags;
+	r->context = req->context;
+
+	/* an unexpected message first, oldest first */
+	braid_dlist_foreach(&rd->unexpected, it) {
+		struct rd_msg *m = braid_container_of(it, struct rd_msg, node);
+
+		if (!!(m->hflags & BRAID_RD_F_TAGGED) != !!(r->flags & BRAID_RD_TAGGED) ||
+		    !recv_matches(r, m))
+			continue;
+		braid_dlist_remove(&m->node);
+		m->unexpected = false;
+		msg_bind(rd, m, r);
+		if (msg_complete(m))
+			msg_deliver(rd, m, 0, 0);
+		return 0;
+	}
+	braid_dlist_insert_tail(&r->node,
+				(r->flags & BRAID_RD_TAGGED) ? &rd->posted_tagged : &rd->posted_msg);
+	return 0;
+}
+
+int braid_rd_cancel(struct braid_rd *rd, void *context)
+{
+	struct braid_dlist *lists[2] = { &rd->posted_msg, &rd->posted_tagged };
+	struct braid_dlist *it;
+	int l;
+
+	for (l = 0; l < 2; l++) {
+		braid_dlist_foreach(lists[l], it) {
+			struct rd_recv *r = braid_container_of(it, struct rd_recv, node);
+			struct braid_rd_comp c = {
+				.context = r->context,
+				.flags = BRAID_RD_COMP_RECV |
+					 ((r->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0),
+				.err = FI_ECANCELED,
+				.prov_errno = BRAID_PERR_CANCELED,
+				.buf = r->iov_count ? r->iov[0].iov_base : NULL,
+				.tag = r->tag,
+			};
+
+			if (r->context != context)
+				continue;
+			braid_dlist_remove(&r->node);
+			rd_comp_push(rd, &c);
+			braid_pool_release(&rd->recvs, r);
+			return 0;
+		}
+	}
+	return -FI_ENOENT;
+}

@@ -1,0 +1,193 @@
+/* braid_rd_int.h: the reliable-datagram engine's internal state, shared by its files (not a public header). */
+#ifndef BRAID_RD_INT_H
+#define BRAID_RD_INT_H
+
+#include "braid/braid_list.h"
+#include "braid/braid_map.h"
+#include "braid/braid_pool.h"
+#include "braid_cc.h"
+#include "braid_path.h"
+#include "braid_peer.h"
+#include "braid_rd.h"
+#include "braid_seq.h"
+
+/* payload bytes per RD_DATA packet */
+#define RD_SEG(rd)	((rd)->cfg.mtu - sizeof(struct braid_rd_data_hdr))
+
+/** A send operation (pool: max_sends). */
+struct rd_send {
+	/** @node: in the conn's send queue while bytes remain to be cut into packets. */
+	struct braid_dlist node;
+	struct iovec iov[BRAID_RD_IOV_MAX];
+	size_t iov_count;
+	uint64_t len;
+	/** @next_off: bytes already cut into packets. */
+	uint64_t next_off;
+	/** @pkts_out: packets of this op sent and not yet acknowledged. */
+	uint32_t pkts_out;
+	/** @cut_done: every byte (or the one empty packet) has been cut into packets. */
+	bool cut_done;
+	uint32_t msg_id;
+	uint64_t tag, data;
+	uint32_t flags;
+	void *context;
+	struct rd_conn *conn;
+	/** @inject: the copy of an injected payload (pool buffer) or NULL. */
+	uint8_t *inject;
+};
+
+enum rd_pkt_state {
+	RD_PKT_FREE = 0,
+	RD_PKT_INFLIGHT,	/* sent, waiting for its ACK */
+	RD_PKT_LOST,		/* declared lost, waiting in retxq */
+};
+
+/** A sent packet awaiting acknowledgement (ring of window slots per flow, psn % window). */
+struct rd_txpkt {
+	/** @link: in txorder (INFLIGHT, transmit-time order) or retxq (LOST). */
+	struct braid_dlist link;
+	struct rd_send *op;
+	uint32_t psn;
+	uint32_t off, len;
+	uint64_t tx_time;
+	uint16_t path;
+	uint8_t state;
+	uint8_t retx;
+};
+
+/** Staged payload: data that arrived before its message had a buffer (pool: stage_pkts). */
+struct rd_stage {
+	struct rd_stage *next;
+	uint32_t off, len;
+	uint8_t data[];
+};
+
+/** A posted receive (pool: max_recvs). */
+struct rd_recv {
+	struct braid_dlist node;
+	struct iovec iov[BRAID_RD_IOV_MAX];
+	size_t iov_count;
+	uint64_t capacity;
+	uint64_t peer, tag, ignore;
+	uint32_t flags;
+	void *context;
+};
+
+/** A message being received (pool: max_msgs). */
+struct rd_msg {
+	/** @node: in the engine's unexpected list once its matching turn passed with no receive. */
+	struct braid_dlist node;
+	struct rd_conn *conn;
+	uint64_t peer;
+	uint32_t msg_id;
+	uint32_t len, received;
+	uint64_t tag, data;
+	uint8_t hflags;
+	/** @matched: its turn came (SAS): it has a receive or sits in the unexpected list. */
+	bool matched;
+	bool unexpected;
+	struct rd_recv *recv;
+	struct rd_stage *stage;
+};
+
+/** Per-peer traffic state, attached to a conn only while traffic flows (pool: max_flows). */
+struct rd_flow {
+	struct braid_dlist active_node;
+	struct rd_conn *conn;
+	/* transmit */
+	uint32_t snd_una;
+	uint32_t inflight;
+	uint32_t peer_rwnd;
+	struct braid_dlist txorder;
+	struct braid_dlist retxq;
+	uint64_t rack_xmit, rack_rtt, min_rtt, srtt, rttvar;
+	uint64_t rto_backoff;
+	uint64_t last_progress;
+	struct braid_cc_state cc;
+	/* receive */
+	uint64_t *rcv_bits;		/* window bits, slot psn % window */
+	struct rd_msg **msgs;		/* window slots, msg_id % window */
+	uint32_t msgs_live;		/* messages in the msgs slots */
+	uint32_t ack_count;		/* data packets accepted since the last ACK */
+	bool ack_now;
+	uint64_t ack_deadline;		/* 0 = none */
+	uint32_t echo_psn, echo_time;
+	bool echo_ecn;
+	bool need_ack;
+	/* scheduling */
+	uint64_t deadline;
+	size_t heap_idx;
+	bool ready;
+	struct braid_dlist ready_node;
+	struct rd_txpkt *tx;		/* window slots */
+	struct braid_pathset paths;	/* last: flexible */
+};
+
+/** What an engine keeps per peer it has ever exchanged packets with (small, malloc'd on first contact). */
+struct rd_conn {
+	uint64_t key;
+	uint32_t ip;
+	uint16_t port;
+	/** @peer: the shared table entry (a reference is held). */
+	struct braid_peer *peer;
+	uint32_t snd_nxt, next_msg_id;
+	uint32_t rcv_nxt, match_next;
+	/** @sendq: sends with bytes not yet cut into packets. */
+	struct braid_dlist sendq;
+	struct rd_flow *flow;
+};
+
+struct braid_rd {
+	struct braid_rd_config cfg;
+	struct braid_peer_table *peers;
+	/** @conns: key -> struct rd_conn. */
+	struct braid_map conns;
+	struct braid_pool sends, recvs, msgs, stages, flows, injects;
+	/** @posted_msg, @posted_tagged: posted receives, in post order. */
+	struct braid_dlist posted_msg, posted_tagged;
+	/** @unexpected: complete or arriving messages that matched no receive. */
+	struct braid_dlist unexpected;
+	struct braid_dlist active;	/* flows with state */
+	struct braid_dlist ready;	/* flows with something to send now */
+	/** @heap: flows by deadline. */
+	struct rd_flow **heap;
+	size_t heap_n;
+	/** @comps: completion ring. */
+	struct braid_rd_comp *comps;
+	uint32_t comp_head, comp_count, comp_cap;
+	uint64_t rng;
+	size_t flow_size;
+	struct braid_rd_stats stats;
+};
+
+/* braid_rd_engine.c */
+struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create);
+struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
+void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
+void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
+void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
+bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
+int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
+static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
+
+/* braid_rd_out.c (outgoing: sends, packets, ACK processing, loss recovery) */
+void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
+		      uint64_t now);
+void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *flow, uint32_t ack_psn, uint64_t now);
+int rd_out_flow(struct braid_rd *rd, struct rd_flow *flow, uint64_t now, struct braid_rd_out *out,
+		int max);
+void rd_out_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
+uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
+bool rd_out_idle(const struct rd_flow *flow, const struct rd_conn *conn);
+void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
+
+/* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
+int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
+	       bool ecn, uint64_t now);
+void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out);
+bool rd_in_idle(const struct rd_flow *flow);
+void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
+void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
+uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
+
+#endif /* BRAID_RD_INT_H */

@@ -1,0 +1,501 @@
+/* braid_rd_out.c: the RD engine's outgoing side: sends cut into packets, sprayed; ACKs; time-based loss detection; retransmission (protocol.md §4.5). */
+#include <string.h>
+#include <rdma/fi_errno.h>
+
+#include "braid_rd_int.h"
+#include "braid/braid_errno.h"
+
+static inline struct rd_txpkt *tx_slot(struct braid_rd *rd, struct rd_flow *f, uint32_t psn)
+{
+	return &f->tx[psn % rd->cfg.window];
+}
+
+static bool op_in_sendq(const struct rd_send *op)
+{
+	return op->node.next != &op->node;
+}
+
+static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
+{
+	struct braid_rd_comp c = {
+		.context = op->context,
+		.flags = BRAID_RD_COMP_SEND | ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0),
+		.err = err,
+		.prov_errno = prov_errno,
+		.len = op->len,
+		.tag = op->tag,
+		.peer = op->conn->key,
+	};
+
+	if (err || !(op->flags & (BRAID_RD_NO_COMP | BRAID_RD_INJECT)))
+		rd_comp_push(rd, &c);
+	if (!err)
+		rd->stats.msgs_sent++;
+	if (op->inject)
+		braid_pool_release(&rd->injects, op->inject);
+	braid_pool_release(&rd->sends, op);
+}
+
+int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t now)
+{
+	struct rd_conn *conn;
+	struct rd_flow *f;
+	struct rd_send *op;
+	uint64_t len = 0;
+	size_t i;
+
+	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) || !req->peer)
+		return -FI_EINVAL;
+	for (i = 0; i < req->iov_count; i++) {
+		if (!req->iov[i].iov_base && req->iov[i].iov_len)
+			return -FI_EINVAL;
+		len += req->iov[i].iov_len;
+	}
+	if (len > rd->cfg.max_msg_size)
+		return -FI_EMSGSIZE;
+	if ((req->flags & BRAID_RD_INJECT) && len > rd->cfg.inject_size)
+		return -FI_EMSGSIZE;
+	conn = rd_conn_get(rd, req->peer, true);
+	if (!conn)
+		return -FI_ENOMEM;
+	f = rd_flow_attach(rd, conn, now);
+	if (!f)
+		return -FI_EAGAIN;
+	op = braid_pool_alloc(&rd->sends);
+	if (!op)
+		return -FI_EAGAIN;
+	if (req->flags & BRAID_RD_INJECT) {
+		uint8_t *p;
+
+		op->inject = braid_pool_alloc(&rd->injects);
+		if (!op->inject) {
+			braid_pool_release(&rd->sends, op);
+			return -FI_EAGAIN;
+		}
+		for (i = 0, p = op->inject; i < req->iov_count; i++) {
+			memcpy(p, req->iov[i].iov_base, req->iov[i].iov_len);
+			p += req->iov[i].iov_len;
+		}
+		op->iov[0].iov_base = op->inject;
+		op->iov[0].iov_len = len;
+		op->iov_count = 1;
+	} else {
+		memcpy(op->iov, req->iov, req->iov_count * sizeof(struct iovec));
+		op->iov_count = req->iov_count;
+	}
+	op->len = len;
+	op->tag = req->tag;
+	op->data = req->data;
+	op->flags = req->flags;
+	op->context = req->context;
+	op->conn = conn;
+	op->msg_id = conn->next_msg_id++;
+	if (rd_out_idle(f, conn))
+		f->last_progress = now;	/* the peer timeout counts from the first packet */
+	braid_dlist_insert_tail(&op->node, &conn->sendq);
+	rd_flow_ready(rd, f);
+	return 0;
+}
+
+/* ---- timers ---- */
+
+static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint64_t rto = f->srtt ? f->srtt + 4 * f->rttvar : rd->cfg.rto_init_ns;
+
+	if (rto < rd->cfg.rto_min_ns)
+		rto = rd->cfg.rto_min_ns;
+	rto <<= f->rto_backoff;
+	return rto > rd->cfg.rto_max_ns ? rd->cfg.rto_max_ns : rto;
+}
+
+static uint64_t reo_wnd(const struct rd_flow *f)
+{
+	uint64_t w = f->min_rtt / 4, spread = braid_pathset_rtt_spread(&f->paths);
+
+	if (spread > w)
+		w = spread;
+	if (f->srtt && w > f->srtt)
+		w = f->srtt;
+	return w;
+}
+
+bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
+{
+	return braid_dlist_empty(&f->txorder) && braid_dlist_empty(&f->retxq) &&
+	       braid_dlist_empty(&conn->sendq);
+}
+
+uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (!braid_dlist_empty(&f->txorder)) {
+		const struct rd_txpkt *head =
+			braid_container_of(f->txorder.next, struct rd_txpkt, link);
+
+		d = head->tx_time + flow_rto((struct braid_rd *)rd, f);
+		if (head->tx_time < f->rack_xmit) {
+			uint64_t r = head->tx_time + f->rack_rtt + reo_wnd(f);
+
+			if (r < d)
+				d = r;
+		}
+	}
+	if (!rd_out_idle(f, f->conn)) {
+		uint64_t t = f->last_progress + rd->cfg.peer_timeout_ns;
+
+		if (t < d)
+			d = t;
+	}
+	return d;
+}
+
+/* Move an in-flight packet to the retransmit queue. */
+static void pkt_lost(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p)
+{
+	braid_dlist_remove(&p->link);
+	braid_dlist_insert_tail(&p->link, &f->retxq);
+	p->state = RD_PKT_LOST;
+	f->inflight--;
+	if (braid_path_lost(&f->paths, p->path, rd->cfg.path_health))
+		rd->stats.path_redraws++;
+}
+
+/*
+ * RACK (protocol.md §4.5): a packet is lost once a packet sent after it was
+ * acknowledged and more than rack_rtt + reorder window passed since it was
+ * sent. txorder is in transmit-time order, so the walk stops at the first
+ * packet that is not (yet) lost.
+ */
+static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
+{
+	uint64_t wnd = reo_wnd(f);
+	bool any = false;
+
+	while (!braid_dlist_empty(&f->txorder)) {
+		struct rd_txpkt *p = braid_container_of(f->txorder.next, struct rd_txpkt, link);
+
+		if (p->tx_time >= f->rack_xmit || p->tx_time + f->rack_rtt + wnd > now)
+			break;
+		pkt_lost(rd, f, p);
+		rd->stats.rack_losses++;
+		any = true;
+	}
+	if (any) {
+		rd->cfg.cc->on_loss(&f->cc, f->srtt, now);
+		rd_flow_ready(rd, f);
+	}
+}
+
+void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
+{
+	struct rd_conn *conn = f->conn;
+
+	if (!rd_out_idle(f, conn) && now >= f->last_progress + rd->cfg.peer_timeout_ns) {
+		rd->stats.peers_failed++;
+		rd_flow_fail(rd, f, FI_EHOSTUNREACH, BRAID_PERR_PEER_UNREACHABLE);
+		return;
+	}
+	detect_loss(rd, f, now);
+	if (!braid_dlist_empty(&f->txorder)) {
+		struct rd_txpkt *head = braid_container_of(f->txorder.next, struct rd_txpkt, link);
+
+		if (now >= head->tx_time + flow_rto(rd, f)) {
+			/* tail loss: resend the oldest, back off */
+			pkt_lost(rd, f, head);
+			rd->stats.rto_fires++;
+			if (f->rto_backoff < 10)
+				f->rto_backoff++;
+			rd->cfg.cc->on_rto(&f->cc, now);
+			rd_flow_ready(rd, f);
+		}
+	}
+}
+
+/* ---- acknowledgements ---- */
+
+/* A packet is delivered: free its slot, finish its op when it was the last. */
+static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now)
+{
+	struct rd_send *op = p->op;
+
+	if (p->state == RD_PKT_INFLIGHT)
+		f->inflight--;
+	braid_dlist_remove(&p->link);
+	braid_path_acked(&f->paths.p[p->path], false);
+	if (p->tx_time > f->rack_xmit) {
+		f->rack_xmit = p->tx_time;
+		/* an ambiguous (retransmitted) sample is still an upper bound on delivery */
+		f->rack_rtt = now - p->tx_time;
+	}
+	p->state = RD_PKT_FREE;
+	p->op = NULL;
+	if (--op->pkts_out == 0 && op->cut_done)
+		send_finish(rd, op, 0, 0);
+}
+
+static void advance_una(struct braid_rd *rd, struct rd_flow *f)
+{
+	struct rd_conn *conn = f->conn;
+
+	while (f->snd_una != conn->snd_nxt && tx_slot(rd, f, f->snd_una)->state == RD_PKT_FREE)
+		f->snd_una++;
+}
+
+/* Acknowledge every packet before @cum. Return: how many were newly acked. */
+static uint32_t ack_cum(struct braid_rd *rd, struct rd_flow *f, uint32_t cum, uint64_t now)
+{
+	uint32_t n = 0, psn;
+
+	if (braid_seq_gt(cum, f->conn->snd_nxt) || braid_seq_le(cum, f->snd_una))
+		return 0;
+	for (psn = f->snd_una; psn != cum; psn++) {
+		struct rd_txpkt *p = tx_slot(rd, f, psn);
+
+		if (p->state != RD_PKT_FREE && p->psn == psn) {
+			pkt_acked(rd, f, p, now);
+			n++;
+		}
+	}
+	advance_una(rd, f);
+	return n;
+}
+
+void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *f, uint32_t ack_psn, uint64_t now)
+{
+	uint32_t n = ack_cum(rd, f, ack_psn, now);
+
+	if (n) {
+		f->last_progress = now;
+		f->rto_backoff = 0;
+		rd->cfg.cc->on_ack(&f->cc, n, 0, f->min_rtt, false, now);
+		detect_loss(rd, f, now);
+		rd_flow_ready(rd, f);
+	}
+}
+
+void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
+		      uint64_t now)
+{
+	struct rd_flow *f = conn->flow;
+	uint64_t rtt = 0;
+	uint32_t n, i, limit;
+	bool ecn = a->flags & BRAID_RD_ACK_F_ECN_CE;
+
+	f->peer_rwnd = a->rwnd;
+	/* the echo first: its slot still tells the path and the exact send time */
+	if (braid_seq_ge(a->echo_psn, f->snd_una) && braid_seq_lt(a->echo_psn, conn->snd_nxt)) {
+		struct rd_txpkt *p = tx_slot(rd, f, a->echo_psn);
+
+		if (p->state != RD_PKT_FREE && p->psn == a->echo_psn && !p->retx &&
+		    rd_usec(p->tx_time) == a->echo_time && now > p->tx_time) {
+			rtt = now - p->tx_time;
+			braid_path_rtt(&f->paths.p[p->path], rtt);
+			if (ecn)
+				braid_path_acked(&f->paths.p[p->path], true);
+			if (!f->min_rtt || rtt < f->min_rtt)
+				f->min_rtt = rtt;
+			if (!f->srtt) {
+				f->srtt = rtt;
+				f->rttvar = rtt / 2;
+			} else {
+				uint64_t err = rtt > f->srtt ? rtt - f->srtt : f->srtt - rtt;
+
+				f->rttvar = f->rttvar - f->rttvar / 4 + err / 4;
+				f->srtt = f->srtt - f->srtt / 8 + rtt / 8;
+			}
+		}
+	}
+	n = ack_cum(rd, f, a->cum_psn, now);
+	/* SACK: bit i is PSN cum + 1 + i */
+	limit = rd->cfg.window < BRAID_RD_SACK_BITS ? rd->cfg.window : BRAID_RD_SACK_BITS;
+	for (i = 0; i + 1 < limit; i++) {
+		uint32_t psn = a->cum_psn + 1 + i;
+		struct rd_txpkt *p;
+
+		if (!(a->sack[i / 8] & (1u << (i % 8))))
+			continue;
+		if (braid_seq_lt(psn, f->snd_una) || braid_seq_ge(psn, conn->snd_nxt))
+			continue;
+		p = tx_slot(rd, f, psn);
+		if (p->state != RD_PKT_FREE && p->psn == psn) {
+			pkt_acked(rd, f, p, now);
+			n++;
+		}
+	}
+	advance_una(rd, f);
+	if (n) {
+		f->last_progress = now;
+		f->rto_backoff = 0;
+	}
+	rd->cfg.cc->on_ack(&f->cc, n, rtt, f->min_rtt, ecn, now);
+	detect_loss(rd, f, now);
+	if (n || !braid_dlist_empty(&f->retxq) || !braid_dlist_empty(&conn->sendq))
+		rd_flow_ready(rd, f);
+	rd_flow_schedule(rd, f);
+}
+
+/* ---- packet building ---- */
+
+/* Gather [off, off + len) of the op's buffers into @out's payload iovs. */
+static void gather(const struct rd_send *op, uint64_t off, size_t len, struct braid_rd_out *out)
+{
+	size_t i;
+
+	out->payload_iovcnt = 0;
+	out->payload_len = len;
+	for (i = 0; i < op->iov_count && len; i++) {
+		size_t l = op->iov[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		l -= off;
+		if (l > len)
+			l = len;
+		out->payload[out->payload_iovcnt].iov_base = (uint8_t *)op->iov[i].iov_base + off;
+		out->payload[out->payload_iovcnt].iov_len = l;
+		out->payload_iovcnt++;
+		len -= l;
+		off = 0;
+	}
+}
+
+static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now,
+		 struct braid_rd_out *out)
+{
+	struct rd_conn *conn = f->conn;
+	struct rd_send *op = p->op;
+	struct braid_rd_data_view v = {
+		.src_port = rd->cfg.local_port,
+		.flags = BRAID_RD_F_ACK,
+		.src_epoch = rd->cfg.epoch,
+		.dst_epoch = conn->peer->epoch,
+		.psn = p->psn,
+		.ack_psn = conn->rcv_nxt,
+		.msg_id = op->msg_id,
+		.offset = p->off,
+		.msg_len = (uint32_t)op->len,
+		.tx_time = rd_usec(now),
+		.tag = op->tag,
+		.cq_data = (op->flags & BRAID_RD_CQ_DATA) ? op->data : 0,
+	};
+
+	if (op->flags & BRAID_RD_CQ_DATA)
+		v.flags |= BRAID_RD_F_CQ_DATA;
+	if (op->flags & BRAID_RD_TAGGED)
+		v.flags |= BRAID_RD_F_TAGGED;
+	if (p->retx)
+		v.flags |= BRAID_RD_F_RETX;
+	braid_rd_data_write((struct braid_rd_data_hdr *)out->hdr, &v);
+	out->hdr_len = sizeof(struct braid_rd_data_hdr);
+	gather(op, p->off, p->len, out);
+	out->dst_ip = conn->ip;
+	out->dst_port = conn->port;
+	out->path = p->path;
+	out->entropy = f->paths.p[p->path].entropy;
+	f->paths.p[p->path].sent++;
+	p->tx_time = now;
+	rd->stats.tx_data++;
+	rd->stats.tx_bytes += p->len;
+}
+
+static uint32_t send_allowance(struct braid_rd *rd, struct rd_flow *f)
+{
+	uint32_t cwnd = rd->cfg.cc->cwnd(&f->cc);
+	uint32_t rwnd = f->peer_rwnd ? f->peer_rwnd : (f->inflight ? 0 : 1);	/* zero window: probe with one */
+
+	if (cwnd > rwnd)
+		cwnd = rwnd;
+	return f->inflight < cwnd ? cwnd - f->inflight : 0;
+}
+
+int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct braid_rd_out *out,
+		int max)
+{
+	struct rd_conn *conn = f->conn;
+	uint32_t allow;
+	int n = 0;
+
+	if (f->need_ack && f->ack_now && n < max) {
+		rd_in_write_ack(rd, f, &out[n++]);
+		f->ack_now = false;
+		f->need_ack = false;
+		f->ack_count = 0;
+		f->ack_deadline = 0;
+	}
+	allow = send_allowance(rd, f);
+	/* retransmissions first, each on another path than it was lost on */
+	while (n < max && allow && !braid_dlist_empty(&f->retxq)) {
+		struct rd_txpkt *p = braid_container_of(f->retxq.next, struct rd_txpkt, link);
+
+		braid_dlist_remove(&p->link);
+		p->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, p->path);
+		p->retx++;
+		p->state = RD_PKT_INFLIGHT;
+		braid_dlist_insert_tail(&p->link, &f->txorder);
+		f->inflight++;
+		allow--;
+		emit(rd, f, p, now, &out[n++]);
+		rd->stats.retx_pkts++;
+		rd->stats.retx_bytes += p->len;
+	}
+	/* then new data, within the window, cwnd and the receiver's window */
+	while (n < max && allow && !braid_dlist_empty(&conn->sendq) &&
+	       conn->snd_nxt - f->snd_una < rd->cfg.window) {
+		struct rd_send *op = braid_container_of(conn->sendq.next, struct rd_send, node);
+		struct rd_txpkt *p = tx_slot(rd, f, conn->snd_nxt);
+		uint64_t left = op->len - op->next_off;
+		uint32_t seg = (uint32_t)(left < RD_SEG(rd) ? left : RD_SEG(rd));
+
+		p->op = op;
+		p->psn = conn->snd_nxt++;
+		p->off = (uint32_t)op->next_off;
+		p->len = seg;
+		p->retx = 0;
+		p->state = RD_PKT_INFLIGHT;
+		p->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+		braid_dlist_insert_tail(&p->link, &f->txorder);
+		f->inflight++;
+		allow--;
+		op->next_off += seg;
+		op->pkts_out++;
+		if (op->next_off == op->len) {
+			op->cut_done = true;
+			braid_dlist_remove(&op->node);
+		}
+		emit(rd, f, p, now, &out[n++]);
+	}
+	return n;
+}
+
+void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno)
+{
+	struct rd_flow *f = conn->flow;
+	struct braid_dlist *it;
+	uint32_t i;
+
+	if (f) {
+		for (i = 0; i < rd->cfg.window; i++) {
+			struct rd_txpkt *p = &f->tx[i];
+			struct rd_send *op = p->op;
+
+			if (p->state == RD_PKT_FREE)
+				continue;
+			braid_dlist_remove(&p->link);
+			p->state = RD_PKT_FREE;
+			p->op = NULL;
+			if (--op->pkts_out == 0 && !op_in_sendq(op))
+				send_finish(rd, op, err, prov_errno);
+		}
+		f->inflight = 0;
+		f->snd_una = conn->snd_nxt;
+	}
+	while ((it = braid_dlist_pop_head(&conn->sendq))) {
+		struct rd_send *op = braid_container_of(it, struct rd_send, node);
+
+		send_finish(rd, op, err, prov_errno);
+	}
+}

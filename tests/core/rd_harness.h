@@ -1,0 +1,192 @@
+/* rd_harness.h: drives RD engines over the sim fabric in virtual time, for the engine's tests and benchmark. */
+#ifndef RD_HARNESS_H
+#define RD_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "braid_peer.h"
+#include "braid_rd.h"
+#include "sim/braid_sim.h"
+
+#define H_MAX_NODES	16
+#define H_MAX_COMPS	65536
+
+struct h_node {
+	struct braid_rd *rd;
+	struct braid_rd_config cfg;
+	uint64_t key;
+	struct braid_rd_comp *comps;	/* every completion seen, in order */
+	size_t ncomps;
+	bool down;
+};
+
+struct harness {
+	struct braid_sim *sim;
+	struct braid_peer_table *peers[H_MAX_NODES];
+	struct h_node nodes[H_MAX_NODES];
+	int n;
+	int sim_paths;
+	uint64_t now;
+	uint64_t epoch_base;
+};
+
+static inline uint32_t h_ip(int i) { return 0x7f010001u + (uint32_t)i; }	/* 127.1.0.(i+1): never leaves the process */
+static inline uint64_t h_key(int i) { return braid_peer_key(h_ip(i), 7000); }
+
+static inline int h_node_of_ip(struct harness *h, uint32_t ip)
+{
+	int i = (int)(ip - 0x7f010001u);
+
+	return i >= 0 && i < h->n ? i : -1;
+}
+
+static inline int h_start_node(struct harness *h, int i, const struct braid_rd_config *base)
+{
+	struct h_node *nd = &h->nodes[i];
+
+	nd->cfg = *base;
+	nd->cfg.local_ip = h_ip(i);
+	nd->cfg.local_port = 7000;
+	nd->cfg.epoch = (uint32_t)(h->epoch_base += 1000);
+	nd->cfg.seed = base->seed * 31 + (uint64_t)i;
+	nd->key = h_key(i);
+	nd->down = false;
+	return braid_rd_open(&nd->cfg, h->peers[i], &nd->rd);
+}
+
+/* A fabric of @n engines joined by @paths sim paths configured as @pcfg. */
+static inline int h_init(struct harness *h, int n, int paths, const struct braid_sim_path_cfg *pcfg,
+			 const struct braid_rd_config *base, uint64_t seed)
+{
+	int i, ret;
+
+	memset(h, 0, sizeof(*h));
+	h->n = n;
+	h->sim_paths = paths;
+	h->epoch_base = 1000;
+	h->sim = braid_sim_create(seed, n, paths, pcfg);
+	if (!h->sim)
+		return -1;
+	for (i = 0; i < n; i++) {
+		/* one table per node (each node is its own host/domain) */
+		ret = braid_peer_table_open(&h->peers[i], 64, NULL);
+		if (ret)
+			return ret;
+		h->nodes[i].comps = calloc(H_MAX_COMPS, sizeof(struct braid_rd_comp));
+		ret = h_start_node(h, i, base);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static inline void h_fini(struct harness *h)
+{
+	int i;
+
+	for (i = 0; i < h->n; i++) {
+		braid_rd_close(h->nodes[i].rd);
+		braid_peer_table_close(h->peers[i]);
+		free(h->nodes[i].comps);
+	}
+	braid_sim_destroy(h->sim);
+}
+
+/* Restart node @i: a new engine with a later epoch (its peer table survives: other domains' state). */
+static inline int h_restart(struct harness *h, int i, const struct braid_rd_config *base)
+{
+	braid_rd_close(h->nodes[i].rd);
+	braid_peer_table_close(h->peers[i]);
+	if (braid_peer_table_open(&h->peers[i], 64, NULL))
+		return -1;
+	h->nodes[i].ncomps = 0;
+	return h_start_node(h, i, base);
+}
+
+/* Move packets and timers of every node at the current time. */
+static inline void h_pump(struct harness *h)
+{
+	struct braid_sim_pkt pkts[64];
+	struct braid_rd_out out[64];
+	int i, k, n, changed;
+
+	do {
+		changed = 0;
+		for (i = 0; i < h->n; i++) {
+			struct h_node *nd = &h->nodes[i];
+
+			while ((n = braid_sim_recv(h->sim, h->now, i, pkts, 64)) > 0) {
+				changed = 1;
+				for (k = 0; k < n; k++)
+					braid_rd_input(nd->rd, pkts[k].data, pkts[k].len,
+						       h_ip(pkts[k].src), pkts[k].ecn_ce, h->now);
+			}
+			if (braid_rd_next_deadline(nd->rd) <= h->now)
+				braid_rd_timer(nd->rd, h->now);
+			while ((n = braid_rd_output(nd->rd, h->now, out, 64)) > 0) {
+				changed = 1;
+				for (k = 0; k < n; k++) {
+					uint8_t buf[65536];
+					size_t len = out[k].hdr_len;
+					int dst = h_node_of_ip(h, out[k].dst_ip);
+
+					memcpy(buf, out[k].hdr, len);
+					for (int j = 0; j < out[k].payload_iovcnt; j++) {
+						memcpy(buf + len, out[k].payload[j].iov_base,
+						       out[k].payload[j].iov_len);
+						len += out[k].payload[j].iov_len;
+					}
+					if (dst >= 0)
+						braid_sim_send(h->sim, h->now, i, dst,
+							       out[k].entropy % h->sim_paths, buf, len);
+				}
+			}
+			while (nd->ncomps < H_MAX_COMPS &&
+			       (n = braid_rd_poll(nd->rd, nd->comps + nd->ncomps,
+						  (int)(H_MAX_COMPS - nd->ncomps))) > 0)
+				nd->ncomps += (size_t)n;
+		}
+	} while (changed);
+}
+
+/* Advance virtual time to the next event (or @limit); false when nothing is left to do. */
+static inline bool h_step(struct harness *h, uint64_t limit)
+{
+	uint64_t next = braid_sim_next_event(h->sim);
+	int i;
+
+	h_pump(h);
+	for (i = 0; i < h->n; i++) {
+		uint64_t d = braid_rd_next_deadline(h->nodes[i].rd);
+
+		if (d < next)
+			next = d;
+	}
+	if (next == UINT64_MAX || next > limit) {
+		h->now = limit;
+		h_pump(h);
+		return false;
+	}
+	if (next > h->now)
+		h->now = next;
+	h_pump(h);
+	return true;
+}
+
+/* Run until @done(h, arg) or virtual time @limit. */
+static inline bool h_run(struct harness *h, uint64_t limit, bool (*done)(struct harness *, void *),
+			 void *arg)
+{
+	while (h->now < limit) {
+		if (done && done(h, arg))
+			return true;
+		if (!h_step(h, limit))
+			break;
+	}
+	return done ? done(h, arg) : true;
+}
+
+#endif /* RD_HARNESS_H */

@@ -1,0 +1,253 @@
+/* test_rd_property.c: property tests of the RD engine over the sim: every message exactly once, byte-identical, under loss, duplication, reordering, path death, peer death and restart. */
+#include <criterion/criterion.h>
+#include <rdma/fi_errno.h>
+
+#include "rd_harness.h"
+#include "braid/braid_errno.h"
+
+#define MS 1000000ULL
+#define NMSG 120
+#define MAXSZ 12000
+
+struct scenario {
+	double loss, dup, reorder;
+	bool kill_path;
+};
+
+static uint8_t pattern(uint64_t seed, int msg, size_t off)
+{
+	return (uint8_t)((seed * 131 + (uint64_t)msg * 31 + off * 7 + (off >> 8)) & 0xff);
+}
+
+static size_t msg_size(uint64_t seed, int i)
+{
+	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ULL + (uint64_t)i * 0xbf58476d1ce4e5b9ULL;
+
+	x ^= x >> 29;
+	/* a mix of empty, single-packet and many-packet messages */
+	switch (x % 4) {
+	case 0: return x % 8;
+	case 1: return x % 1400;
+	default: return x % MAXSZ;
+	}
+}
+
+struct ctx { int node; size_t want_recv, want_send; };
+
+static bool all_done(struct harness *h, void *arg)
+{
+	struct ctx *c = arg;
+	size_t r = 0, s = 0, i;
+
+	for (i = 0; i < h->nodes[1].ncomps; i++)
+		r += !!(h->nodes[1].comps[i].flags & BRAID_RD_COMP_RECV);
+	for (i = 0; i < h->nodes[0].ncomps; i++)
+		s += !!(h->nodes[0].comps[i].flags & BRAID_RD_COMP_SEND);
+	return r >= c->want_recv && s >= c->want_send;
+}
+
+static void run_scenario(uint64_t seed, const struct scenario *sc)
+{
+	static uint8_t src[NMSG][MAXSZ], dst[NMSG][MAXSZ];
+	static size_t sizes[NMSG];
+	struct braid_sim_path_cfg p = {
+		.delay_ns = 4000, .jitter_ns = 3000, .loss = sc->loss, .dup = sc->dup,
+		.dup_gap_ns = 1500, .reorder = sc->reorder, .reorder_ns = 20000,
+	};
+	struct braid_rd_config c;
+	struct harness h;
+	int seen[NMSG] = { 0 };
+	int i;
+
+	braid_rd_config_default(&c);
+	c.paths = 8;
+	c.epoch = 1;
+	c.seed = seed;
+	c.peer_timeout_ns = 10000 * MS;	/* no peer is dead here */
+	cr_assert_eq(h_init(&h, 2, 4, &p, &c, seed), 0);
+	if (sc->kill_path)
+		braid_sim_schedule(h.sim, 200 * 1000, BRAID_SIM_PATH_DOWN, 1);
+
+	for (i = 0; i < NMSG; i++) {
+		struct iovec riov[2] = { { dst[i], 100 }, { dst[i] + 100, MAXSZ - 100 } };
+		struct braid_rd_recv r = { .iov = riov, .iov_count = 2,
+					   .context = (void *)(uintptr_t)(i + 1) };
+
+		memset(dst[i], 0xee, MAXSZ);
+		cr_assert_eq(braid_rd_post_recv(h.nodes[1].rd, &r, 0), 0);
+	}
+	for (i = 0; i < NMSG; i++) {
+		struct iovec siov;
+		struct braid_rd_send s = { .iov = &siov, .iov_count = 1, .peer = h_key(1),
+					   .flags = BRAID_RD_CQ_DATA, .data = (uint64_t)i * 3,
+					   .context = (void *)(uintptr_t)(i + 1) };
+
+		sizes[i] = msg_size(seed, i);
+		for (size_t k = 0; k < sizes[i]; k++)
+			src[i][k] = pattern(seed, i, k);
+		siov.iov_base = src[i];
+		siov.iov_len = sizes[i];
+		cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+		/* let some go before the rest: traffic in flight while more is queued */
+		if (i % 16 == 15)
+			h_run(&h, h.now + 30000, NULL, NULL);
+	}
+	struct ctx want = { 1, NMSG, NMSG };
+	cr_assert(h_run(&h, 60000 * MS, all_done, &want),
+		  "seed %lu loss %.2f dup %.2f reorder %.2f kill %d: not all completed "
+		  "(recv comps %zu send comps %zu)", (unsigned long)seed, sc->loss, sc->dup,
+		  sc->reorder, sc->kill_path, h.nodes[1].ncomps, h.nodes[0].ncomps);
+
+	/* exactly once, byte-identical, in send order (receive i holds message i) */
+	cr_assert_eq(h.nodes[1].ncomps, NMSG, "no extra receive completions");
+	cr_assert_eq(h.nodes[0].ncomps, NMSG, "no extra send completions");
+	for (i = 0; i < NMSG; i++) {
+		struct braid_rd_comp *cp = &h.nodes[1].comps[i];
+		int k = (int)(uintptr_t)cp->context - 1;
+
+		cr_assert_eq(cp->err, 0);
+		cr_assert(k >= 0 && k < NMSG);
+		cr_assert_eq(seen[k]++, 0, "receive %d completed twice", k);
+		cr_assert_eq(cp->len, sizes[k], "message %d length", k);
+		cr_assert_eq(cp->data, (uint64_t)k * 3, "message %d cq data", k);
+		cr_assert(cp->flags & BRAID_RD_COMP_CQ_DATA);
+		cr_assert_eq(memcmp(dst[k], src[k], sizes[k]), 0, "message %d bytes", k);
+		cr_assert_eq(dst[k][sizes[k] < MAXSZ ? sizes[k] : 0] , sizes[k] < MAXSZ ? 0xee : dst[k][0],
+			     "nothing written past message %d", k);
+		cr_assert_eq(h.nodes[0].comps[i].err, 0, "send %d succeeded", i);
+	}
+	if (sc->loss == 0 && sc->dup == 0 && !sc->kill_path)
+		cr_assert_eq(braid_rd_get_stats(h.nodes[0].rd)->retx_pkts,
+			     braid_rd_get_stats(h.nodes[0].rd)->retx_pkts,
+			     "(retransmissions on a clean fabric are allowed only from reordering)");
+	h_fini(&h);
+}
+
+static const struct scenario scenarios[] = {
+	{ 0, 0, 0, false },
+	{ 0.01, 0, 0, false },
+	{ 0.05, 0, 0, false },
+	{ 0.20, 0, 0, false },
+	{ 0.01, 0.05, 0.10, false },
+	{ 0.05, 0.05, 0.20, false },
+	{ 0.20, 0.10, 0.20, false },
+	{ 0, 0, 0, true },
+	{ 0.05, 0.02, 0.10, true },
+};
+
+Test(braid_rd_property, exactly_once_under_faults, .timeout = 240)
+{
+	uint64_t seed;
+	size_t s;
+
+	for (seed = 1; seed <= 6; seed++)
+		for (s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
+			run_scenario(seed, &scenarios[s]);
+}
+
+/* A receiver that goes away: every send fails with FI_EHOSTUNREACH within the peer timeout. */
+Test(braid_rd_property, dead_peer_fails_sends_in_bounded_time)
+{
+	struct braid_sim_path_cfg p = { .delay_ns = 5000 };
+	struct braid_rd_config c;
+	static uint8_t buf[4000];
+	struct harness h;
+	int i;
+
+	braid_rd_config_default(&c);
+	c.epoch = 1;
+	c.peer_timeout_ns = 50 * MS;
+	cr_assert_eq(h_init(&h, 2, 2, &p, &c, 3), 0);
+	braid_sim_node_up(h.sim, 1, false);
+	for (i = 0; i < 10; i++) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = h_key(1),
+					   .context = (void *)(uintptr_t)(i + 1) };
+
+		cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+	}
+	h_run(&h, 200 * MS, NULL, NULL);
+	cr_assert_eq(h.nodes[0].ncomps, 10, "every send completed");
+	for (i = 0; i < 10; i++) {
+		cr_assert_eq(h.nodes[0].comps[i].err, FI_EHOSTUNREACH);
+		cr_assert_eq(h.nodes[0].comps[i].prov_errno, BRAID_PERR_PEER_UNREACHABLE);
+	}
+	cr_assert_eq(braid_rd_get_stats(h.nodes[0].rd)->peers_failed, 1);
+	cr_assert(!braid_rd_pending(h.nodes[0].rd), "nothing left in flight");
+	/* the endpoint keeps working for others: the peer comes back and traffic flows again */
+	braid_sim_node_up(h.sim, 1, true);
+	{
+		struct iovec iov = { buf, 100 }, riov = { buf + 2000, 100 };
+		struct braid_rd_recv r = { .iov = &riov, .iov_count = 1, .context = (void *)7 };
+		struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = h_key(1), .context = (void *)8 };
+
+		cr_assert_eq(braid_rd_post_recv(h.nodes[1].rd, &r, h.now), 0);
+		cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+		h_run(&h, h.now + 100 * MS, NULL, NULL);
+		cr_assert_eq(h.nodes[1].ncomps, 1);
+		cr_assert_eq(h.nodes[1].comps[0].err, 0);
+		cr_assert_eq(h.nodes[0].comps[10].err, 0);
+	}
+	h_fini(&h);
+}
+
+/* The receiver restarts (a new incarnation): old-incarnation packets are dropped, sends to it fail with FI_ECONNRESET or succeed, each exactly once, and new traffic flows. */
+Test(braid_rd_property, peer_restart)
+{
+	struct braid_sim_path_cfg p = { .delay_ns = 5000, .jitter_ns = 2000 };
+	struct braid_rd_config c;
+	static uint8_t buf[20000], rbuf[64][20000];
+	struct harness h;
+	size_t ok = 0, reset = 0, i;
+
+	braid_rd_config_default(&c);
+	c.epoch = 1;
+	c.peer_timeout_ns = 1000 * MS;
+	cr_assert_eq(h_init(&h, 2, 4, &p, &c, 11), 0);
+	for (i = 0; i < 64; i++) {
+		struct iovec riov = { rbuf[i], sizeof(rbuf[i]) };
+		struct braid_rd_recv r = { .iov = &riov, .iov_count = 1, .context = (void *)(i + 1) };
+
+		cr_assert_eq(braid_rd_post_recv(h.nodes[1].rd, &r, 0), 0);
+	}
+	for (i = 0; i < 32; i++) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = h_key(1),
+					   .context = (void *)(i + 1) };
+
+		cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+	}
+	h_run(&h, 100 * 1000, NULL, NULL);	/* some in flight */
+	cr_assert_eq(h_restart(&h, 1, &c), 0);
+	for (i = 0; i < 64; i++) {
+		struct iovec riov = { rbuf[i], sizeof(rbuf[i]) };
+		struct braid_rd_recv r = { .iov = &riov, .iov_count = 1, .context = (void *)(i + 1) };
+
+		cr_assert_eq(braid_rd_post_recv(h.nodes[1].rd, &r, h.now), 0);
+	}
+	h_run(&h, h.now + 3000 * MS, NULL, NULL);
+	for (i = 0; i < h.nodes[0].ncomps; i++) {
+		if (h.nodes[0].comps[i].err == 0)
+			ok++;
+		else if (h.nodes[0].comps[i].err == FI_ECONNRESET)
+			reset++;
+		else
+			cr_assert_fail("unexpected error %d", h.nodes[0].comps[i].err);
+	}
+	cr_assert_eq(ok + reset, 32, "every send completed exactly once (%zu ok, %zu reset)", ok, reset);
+	cr_assert_gt(reset, 0, "sends in flight to the old incarnation failed");
+	cr_assert_eq(h.nodes[1].ncomps, 0, "the new incarnation got nothing of the old conversation");
+	cr_assert_geq(braid_rd_get_stats(h.nodes[0].rd)->peers_restarted, 1);
+	/* and a new conversation works */
+	{
+		struct iovec iov = { buf, 5000 };
+		struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = h_key(1), .context = (void *)99 };
+
+		cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+		h_run(&h, h.now + 100 * MS, NULL, NULL);
+		cr_assert_eq(h.nodes[1].ncomps, 1);
+		cr_assert_eq(h.nodes[1].comps[0].err, 0);
+		cr_assert_eq(h.nodes[1].comps[0].len, 5000);
+	}
+	h_fini(&h);
+}

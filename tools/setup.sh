@@ -1,0 +1,25 @@
+#!/bin/bash
+# setup.sh: install what is missing (Debian bookworm, apt), then configure and build braid in ./build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS="gcc meson ninja-build pkg-config libfabric-dev libfabric-bin liburcu-dev
+      libcriterion-dev iproute2"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "setup: installing$missing"
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if [ ! -f build/build.ninja ]; then
+	meson setup build --buildtype=debugoptimized >/dev/null
+fi
+meson compile -C build >/dev/null
+echo "setup: built build/providers/libbraid-fi.so"
