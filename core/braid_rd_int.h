@@ -50,6 +50,8 @@ struct rd_txpkt {
 	uint32_t psn;
 	uint32_t off, len;
 	uint64_t tx_time;
+	/** @tx_seq: transmit order within the flow (ties of tx_time broken by it). */
+	uint32_t tx_seq;
 	uint16_t path;
 	uint8_t state;
 	uint8_t retx;
@@ -101,6 +103,8 @@ struct rd_flow {
 	struct braid_dlist txorder;
 	struct braid_dlist retxq;
 	uint64_t rack_xmit, rack_rtt, min_rtt, srtt, rttvar;
+	/** @tx_counter: transmissions so far; @rack_seq: tx_seq of the latest-sent packet acknowledged. */
+	uint32_t tx_counter, rack_seq;
 	uint64_t rto_backoff;
 	uint64_t last_progress;
 	struct braid_cc_state cc;

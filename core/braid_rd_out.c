@@ -135,7 +135,7 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 			braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
 		d = head->tx_time + flow_rto((struct braid_rd *)rd, f);
-		if (head->tx_time < f->rack_xmit) {
+		if (braid_seq_lt(head->tx_seq, f->rack_seq)) {
 			uint64_t r = head->tx_time + f->rack_rtt + reo_wnd(f);
 
 			if (r < d)
@@ -176,7 +176,7 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	while (!braid_dlist_empty(&f->txorder)) {
 		struct rd_txpkt *p = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
-		if (p->tx_time >= f->rack_xmit || p->tx_time + f->rack_rtt + wnd > now)
+		if (!braid_seq_lt(p->tx_seq, f->rack_seq) || p->tx_time + f->rack_rtt + wnd > now)
 			break;
 		pkt_lost(rd, f, p);
 		rd->stats.rack_losses++;
@@ -224,7 +224,8 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 		f->inflight--;
 	braid_dlist_remove(&p->link);
 	braid_path_acked(&f->paths.p[p->path], false);
-	if (p->tx_time > f->rack_xmit) {
+	if (braid_seq_gt(p->tx_seq, f->rack_seq) || !f->rack_xmit) {
+		f->rack_seq = p->tx_seq;
 		f->rack_xmit = p->tx_time;
 		/* an ambiguous (retransmitted) sample is still an upper bound on delivery */
 		f->rack_rtt = now - p->tx_time;
@@ -398,6 +399,7 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	out->entropy = f->paths.p[p->path].entropy;
 	f->paths.p[p->path].sent++;
 	p->tx_time = now;
+	p->tx_seq = ++f->tx_counter;
 	rd->stats.tx_data++;
 	rd->stats.tx_bytes += p->len;
 }

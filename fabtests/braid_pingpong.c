@@ -44,12 +44,14 @@ static int pp_wait_msg(struct pp *pp, size_t size, uint64_t seed, long it)
 	struct fi_cq_data_entry comp;
 	const char *what = ft_is_server(&pp->opts) ? "a ping" : "a pong";
 	char *payload = ft_op_payload(&pp->rx, ctx->prefix);
+	enum ft_dup dup;
+	fi_addr_t src;
 	size_t len;
 	ssize_t bad;
 	int ret;
 
 	for (;;) {
-		ret = ft_wait_op(ctx, &ctx->rxcq, &pp->rx, &comp, NULL, what);
+		ret = ft_wait_op(ctx, &ctx->rxcq, &pp->rx, &comp, &src, what);
 		if (ret)
 			return ret;
 		if (!(comp.flags & FI_RECV)) {
@@ -66,13 +68,23 @@ static int pp_wait_msg(struct pp *pp, size_t size, uint64_t seed, long it)
 		}
 		len = comp.len - ctx->prefix;
 		bad = len == size ? ft_check(payload, len, seed) : 0;
-		if (bad < 0)
+		if (bad < 0) {
+			/* FI_SOURCE (when granted): the sender is the peer we inserted. */
+			if (ctx->source && src != ctx->peer) {
+				ft_fail(ctx, "%s: iteration %ld: FI_SOURCE: fi_cq_readfrom gave "
+					"source fi_addr 0x%llx, but the peer was inserted as 0x%llx",
+					what, it, (unsigned long long)src,
+					(unsigned long long)ctx->peer);
+				return -FI_EOTHER;
+			}
 			return 0;
-		ret = ft_handshake_dup(ctx, payload, len);
-		if (ret < 0)
-			return ret;
-		if (ret != FT_DUP_NONE) {
+		}
+		dup = ft_handshake_dup(ctx, payload, len);
+		if (dup != FT_DUP_NONE) {
+			/* Repost first: the peer's next message may be on its way. */
 			ret = ft_post_recv(ctx, &pp->rx);
+			if (!ret && dup == FT_DUP_HELLO)
+				ret = ft_hello_server_ack(ctx);
 			if (ret)
 				return ret;
 			continue;
@@ -169,6 +181,7 @@ static int pp_run(struct pp *pp)
 	ft_op_init(ctx, &pp->rx, "ping-pong receive", ctx->buf, cap, 1, NULL, 0);
 	ft_op_init(ctx, &pp->tx, "ping-pong send", ctx->buf + region, cap, 1, NULL, 0);
 	ft_print_info(ctx);
+	ctx->config = ft_config_hash(0x7070, pp->sizes, pp->nsizes, pp->opts.iters);
 
 	if (ft_is_server(&pp->opts)) {
 		ret = ft_hello_server_wait(ctx);

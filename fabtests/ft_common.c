@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -708,14 +710,14 @@ void ft_op_init(struct ft_ctx *ctx, struct ft_op *op, const char *name,
 	op->base = base;
 	op->cap = cap;
 	op->gap = gap;
-	if (niov < 1)
+	if (niov < 1 || !cuts)
 		niov = 1;
 	if (niov > FT_MAX_IOV)
 		niov = FT_MAX_IOV;
 	op->npieces = niov;
 	for (i = 0; i < niov; i++) {
-		start = i ? cuts[i - 1] : 0;
-		end = i + 1 < niov ? cuts[i] : cap;
+		start = cuts && i ? cuts[i - 1] : 0;
+		end = cuts && i + 1 < niov ? cuts[i] : cap;
 		op->piece[i] = at;
 		op->piece_cap[i] = end - start;
 		op->desc[i] = desc;
@@ -740,12 +742,11 @@ void ft_op_set_len(struct ft_op *op, size_t prefix, size_t len)
 	}
 }
 
-void ft_op_gather(const struct ft_op *op, size_t prefix, void *dst, size_t len)
+void ft_op_gather(const struct ft_op *op, void *dst, size_t len)
 {
 	char *out = dst;
 	size_t i, take;
 
-	(void)prefix;
 	for (i = 0; i < op->npieces && len; i++) {
 		take = len < op->piece_cap[i] ? len : op->piece_cap[i];
 		memcpy(out, op->piece[i], take);
@@ -754,12 +755,11 @@ void ft_op_gather(const struct ft_op *op, size_t prefix, void *dst, size_t len)
 	}
 }
 
-void ft_op_scatter(struct ft_op *op, size_t prefix, const void *src, size_t len)
+void ft_op_scatter(struct ft_op *op, const void *src, size_t len)
 {
 	const char *in = src;
 	size_t i, take;
 
-	(void)prefix;
 	for (i = 0; i < op->npieces && len; i++) {
 		take = len < op->piece_cap[i] ? len : op->piece_cap[i];
 		memcpy(op->piece[i], in, take);
@@ -770,26 +770,28 @@ void ft_op_scatter(struct ft_op *op, size_t prefix, const void *src, size_t len)
 
 int ft_post_recv(struct ft_ctx *ctx, struct ft_op *op)
 {
-	int ret;
+	ssize_t ret;
 
-	ret = (int)FT_POST(ctx, "fi_recv",
-			   fi_recv(ctx->ep, op->base, ctx->prefix + op->cap, op->desc[0],
-				   FI_ADDR_UNSPEC, &op->fctx));
+	assert(!op->posted);
+	FT_POST(ret, ctx, "fi_recv",
+		fi_recv(ctx->ep, op->base, ctx->prefix + op->cap, op->desc[0],
+			FI_ADDR_UNSPEC, &op->fctx));
 	if (!ret)
 		op->posted = true;
-	return ret;
+	return (int)ret;
 }
 
 int ft_post_send(struct ft_ctx *ctx, struct ft_op *op, size_t len)
 {
-	int ret;
+	ssize_t ret;
 
-	ret = (int)FT_POST(ctx, "fi_send",
-			   fi_send(ctx->ep, op->base, ctx->prefix + len, op->desc[0],
-				   ctx->peer, &op->fctx));
+	assert(!op->posted);
+	FT_POST(ret, ctx, "fi_send",
+		fi_send(ctx->ep, op->base, ctx->prefix + len, op->desc[0], ctx->peer,
+			&op->fctx));
 	if (!ret)
 		op->posted = true;
-	return ret;
+	return (int)ret;
 }
 
 /* ---- completions ---- */
@@ -883,6 +885,23 @@ static int ft_cq_fill(struct ft_ctx *ctx, struct ft_cq *cq)
 	return 0;
 }
 
+int ft_post_again(struct ft_ctx *ctx, const char *what, uint64_t deadline)
+{
+	int ret;
+
+	ret = ft_progress(ctx);
+	if (ret)
+		return ret;
+	if (ft_now_ns() > deadline) {
+		ft_fail(ctx, "timeout: %s still returned -FI_EAGAIN after %d s (queue full, "
+			"or the peer unreachable: is the server running?)", what,
+			ctx->opts->timeout_sec);
+		return -FI_ETIMEDOUT;
+	}
+	sched_yield();
+	return 0;
+}
+
 int ft_progress(struct ft_ctx *ctx)
 {
 	int ret;
@@ -934,6 +953,10 @@ int ft_wait_op(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_op *op,
 	if (comp->op_context != &op->fctx) {
 		ft_fail(ctx, "%s: completion on the %s cq has op_context %p, expected %p (%s)",
 			what, cq->name, comp->op_context, (void *)&op->fctx, op->name);
+		return -FI_EOTHER;
+	}
+	if (!op->posted) {
+		ft_fail(ctx, "%s: a second completion for %s", what, op->name);
 		return -FI_EOTHER;
 	}
 	op->posted = false;
@@ -1059,6 +1082,11 @@ static int ft_ctrl_wait_raw(struct ft_ctx *ctx, uint64_t deadline, const char *w
 				(void *)&op->fctx, op->name);
 			return -FI_EOTHER;
 		}
+		if (!op->posted) {
+			ft_fail(ctx, "%s: a second completion for the control receive",
+				what ? what : "control message");
+			return -FI_EOTHER;
+		}
 		op->posted = false;
 		if (!(comp.flags & FI_RECV)) {
 			ft_fail(ctx, "%s: receive completion flags %s lack FI_RECV",
@@ -1115,7 +1143,8 @@ int ft_hello_client(struct ft_ctx *ctx)
 	do {
 		attempts++;
 		ft_debug(ctx, "send HELLO (attempt %d)", attempts);
-		ret = ft_ctrl_send_addr(ctx, FT_CTRL_HELLO, 0, 0, ctx->local_name,
+		ret = ft_ctrl_send_addr(ctx, FT_CTRL_HELLO, (uint32_t)(ctx->config >> 32),
+					(uint32_t)ctx->config, ctx->local_name,
 					ctx->local_namelen);
 		if (ret)
 			return ret;
@@ -1129,6 +1158,11 @@ int ft_hello_client(struct ft_ctx *ctx)
 				ft_fail(ctx, "address exchange: expected ACK, received %s",
 					ft_ctrl_str(m.type));
 				return -FI_EOTHER;
+			}
+			if (m.arg0) {
+				ft_fail(ctx, "the server refused: it runs with other options "
+					"(-S, -I, or another program); give both sides the same");
+				return -FI_EINVAL;
 			}
 			ft_debug(ctx, "ACK after %d HELLO(s)", attempts);
 			return 0;
@@ -1149,6 +1183,7 @@ int ft_hello_server_wait(struct ft_ctx *ctx)
 {
 	struct ft_op *op = &ctx->ctrl_rx;
 	struct ft_ctrl m;
+	bool config_ok;
 	fi_addr_t src;
 	size_t len;
 	int ret;
@@ -1170,6 +1205,7 @@ int ft_hello_server_wait(struct ft_ctx *ctx)
 			 src == FI_ADDR_NOTAVAIL ? " (FI_ADDR_NOTAVAIL)" : "");
 	ctx->nonce = m.nonce;
 	memcpy(ctx->peer_name, m.addr, m.addrlen);
+	config_ok = (((uint64_t)m.arg0 << 32) | m.arg1) == ctx->config;
 	ctx->peer_namelen = m.addrlen;
 	ret = fi_av_insert(ctx->av, ctx->peer_name, 1, &ctx->peer, 0, NULL);
 	if (ret != 1) {
@@ -1185,6 +1221,12 @@ int ft_hello_server_wait(struct ft_ctx *ctx)
 		ft_debug(ctx, "client %s inserted as fi_addr 0x%llx", name,
 			 (unsigned long long)ctx->peer);
 	}
+	if (!config_ok) {
+		ft_fail(ctx, "the client runs with other options (-S, -I, or another program); "
+			"give both sides the same");
+		ft_ctrl_send(ctx, FT_CTRL_ACK, 1, 0);
+		return -FI_EINVAL;
+	}
 	return 0;
 }
 
@@ -1193,24 +1235,32 @@ int ft_hello_server_ack(struct ft_ctx *ctx)
 	return ft_ctrl_send(ctx, FT_CTRL_ACK, 0, 0);
 }
 
-int ft_handshake_dup(struct ft_ctx *ctx, const void *payload, size_t len)
+enum ft_dup ft_handshake_dup(const struct ft_ctx *ctx, const void *payload, size_t len)
 {
 	struct ft_ctrl m;
-	int ret;
 
 	if (!ft_ctrl_decode(ctx, payload, len, &m))
 		return FT_DUP_NONE;
 	if (ft_is_server(ctx->opts) && m.type == FT_CTRL_HELLO &&
 	    m.addrlen == ctx->peer_namelen && !memcmp(m.addr, ctx->peer_name, m.addrlen)) {
-		ft_msg(ctx, "note: duplicate HELLO (a DGRAM retransmission); acknowledged again");
-		ret = ft_hello_server_ack(ctx);
-		return ret ? ret : FT_DUP_HELLO;
+		ft_msg(ctx, "note: duplicate HELLO (a DGRAM retransmission): acknowledged again");
+		return FT_DUP_HELLO;
 	}
 	if (!ft_is_server(ctx->opts) && m.type == FT_CTRL_ACK) {
-		ft_msg(ctx, "note: duplicate ACK (answer to a DGRAM retransmission); ignored");
+		ft_msg(ctx, "note: duplicate ACK (answer to a DGRAM retransmission): ignored");
 		return FT_DUP_ACK;
 	}
 	return FT_DUP_NONE;
+}
+
+uint64_t ft_config_hash(uint64_t prog, const size_t *sizes, int nsizes, long iters)
+{
+	uint64_t h = ft_seed(prog, (uint64_t)iters, (uint64_t)nsizes, 0);
+	int i;
+
+	for (i = 0; i < nsizes; i++)
+		h = ft_seed(h, sizes[i], (uint64_t)i, 1);
+	return h;
 }
 
 /* ---- data pattern ---- */

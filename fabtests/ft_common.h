@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
@@ -66,7 +67,8 @@ struct ft_op {
 	size_t piece_cap[FT_MAX_IOV]; /* payload capacity of each piece */
 	size_t npieces;            /* pieces laid out by ft_op_init */
 	size_t gap;                /* guard bytes after each piece */
-	bool posted;               /* submitted and not yet completed */
+	bool posted;               /* submitted and not yet completed: the provider
+	                            * owns fctx and the buffers */
 };
 
 /* A completion queue with a small stash, so -FI_EAGAIN retries lose nothing. */
@@ -104,6 +106,7 @@ struct ft_ctx {
 	size_t peer_namelen;
 	fi_addr_t peer;            /* the other side, in our AV */
 	uint32_t nonce;            /* identifies this run's handshake messages */
+	uint64_t config;           /* hash of the options both sides must share */
 	struct ft_op ctrl_tx;      /* handshake and control messages */
 	struct ft_op ctrl_rx;
 };
@@ -172,9 +175,9 @@ void ft_op_init(struct ft_ctx *ctx, struct ft_op *op, const char *name,
 		char *base, size_t cap, size_t niov, const size_t *cuts, size_t gap);
 /* Region size ft_op_init needs. */
 size_t ft_op_region(const struct ft_ctx *ctx, size_t cap, size_t niov, size_t gap);
-/* Payload byte i of op (prefix skipped, iov pieces concatenated). */
-void ft_op_gather(const struct ft_op *op, size_t prefix, void *dst, size_t len);
-void ft_op_scatter(struct ft_op *op, size_t prefix, const void *src, size_t len);
+/* Copy len payload bytes out of / into the op's pieces, in order (prefix skipped). */
+void ft_op_gather(const struct ft_op *op, void *dst, size_t len);
+void ft_op_scatter(struct ft_op *op, const void *src, size_t len);
 /* Set iov lengths so the op carries exactly len payload bytes (sends). */
 void ft_op_set_len(struct ft_op *op, size_t prefix, size_t len);
 /* Payload pointer of a single-iov op. */
@@ -183,34 +186,34 @@ static inline char *ft_op_payload(const struct ft_op *op, size_t prefix)
 	return op->base + prefix;
 }
 
-/* fi_recv / fi_send of a single-iov op (len = payload bytes). */
+/*
+ * fi_recv / fi_send of a single-iov op (len = payload bytes). The op must
+ * not be outstanding (asserted: its fi_context2 belongs to the provider
+ * until it completes).
+ */
 int ft_post_recv(struct ft_ctx *ctx, struct ft_op *op);
 int ft_post_send(struct ft_ctx *ctx, struct ft_op *op, size_t len);
 
 /*
  * Run a posting call, retrying on -FI_EAGAIN while driving progress
- * (completions are stashed, not lost) until the timeout.
+ * (completions are stashed, not lost) until the timeout; ret (an lvalue
+ * of type ssize_t) receives 0 or a negative FI_E*, already printed.
  */
-#define FT_POST(ctx, what, call)                                        \
-	({                                                              \
-		ssize_t ft_ret_;                                        \
+#define FT_POST(ret, ctx, what, call)                                   \
+	do {                                                            \
 		uint64_t ft_dl_ = ft_deadline(ctx);                     \
-		for (;;) {                                              \
-			ft_ret_ = (call);                               \
-			if (ft_ret_ != -FI_EAGAIN)                      \
-				break;                                  \
-			ft_ret_ = ft_progress(ctx);                     \
-			if (ft_ret_)                                    \
-				break;                                  \
-			if (ft_now_ns() > ft_dl_) {                     \
-				ft_ret_ = -FI_ETIMEDOUT;                \
-				break;                                  \
-			}                                               \
-		}                                                       \
-		if (ft_ret_)                                            \
-			ft_error(ctx, what, (int)ft_ret_);              \
-		ft_ret_;                                                \
-	})
+		do {                                                    \
+			(ret) = (call);                                 \
+		} while ((ret) == -FI_EAGAIN &&                         \
+			 !((ret) = ft_post_again(ctx, what, ft_dl_)));    \
+		if ((ret) && (ret) != -FI_ETIMEDOUT)                    \
+			ft_error(ctx, what, (int)(ret));                \
+	} while (0)
+/*
+ * The posting call said -FI_EAGAIN: drive progress. Returns 0 to retry,
+ * -FI_ETIMEDOUT (printed) once deadline has passed, or a progress error.
+ */
+int ft_post_again(struct ft_ctx *ctx, const char *what, uint64_t deadline);
 
 /* ---- completions ---- */
 
@@ -228,13 +231,16 @@ int ft_cq_poll(struct ft_ctx *ctx, struct ft_cq *cq,
 	       struct fi_cq_data_entry *comp, fi_addr_t *src);
 /*
  * ft_cq_wait() - wait for one completion until deadline; what names the
- * wait in the timeout message. Returns 0 or a negative FI_E*
- * (-FI_ETIMEDOUT after printing "timeout ...").
+ * wait in the timeout message (NULL: time out silently). Returns 0 or a
+ * negative FI_E* (-FI_ETIMEDOUT after printing "timeout ...").
  */
 int ft_cq_wait(struct ft_ctx *ctx, struct ft_cq *cq,
 	       struct fi_cq_data_entry *comp, fi_addr_t *src,
 	       uint64_t deadline, const char *what);
-/* Wait for the completion of op on cq, checking op_context. */
+/*
+ * Wait for the completion of op on cq, checking that op_context is op's
+ * and that op was outstanding; clears op->posted.
+ */
 int ft_wait_op(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_op *op,
 	       struct fi_cq_data_entry *comp, fi_addr_t *src, const char *what);
 
@@ -246,13 +252,14 @@ int ft_wait_op(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_op *op,
  * server's ACK arrives. The server inserts the client address into its AV
  * and answers with ACK. On DGRAM a retransmitted HELLO may still reach the
  * server after the ACK, and so a late duplicate ACK the client: the
- * single-receive waits of the programs pass such messages to
- * ft_handshake_dup(), which re-acknowledges or ignores them.
+ * single-receive waits of the programs classify what they receive with
+ * ft_handshake_dup(), repost their receive, and (server, duplicate HELLO)
+ * acknowledge again with ft_hello_server_ack().
  */
 enum ft_dup {
 	FT_DUP_NONE = 0,   /* not a handshake message */
-	FT_DUP_HELLO,      /* duplicate HELLO: server re-sent the ACK */
-	FT_DUP_ACK,        /* duplicate ACK: client ignores it */
+	FT_DUP_HELLO,      /* duplicate HELLO: the server must ACK again */
+	FT_DUP_ACK,        /* duplicate ACK: the client ignores it */
 };
 
 /* Control messages: the handshake and the test programs' own signals. */
@@ -283,8 +290,8 @@ int ft_ctrl_post(struct ft_ctx *ctx);
 /*
  * Wait for ctrl_rx to complete (deadline 0 = the per-operation timeout,
  * what NULL = no timeout message) and decode it into out (host order);
- * checks magic, length, and (once a peer is known, FI_SOURCE granted) the
- * source address. Returns 0 or a negative FI_E*.
+ * checks magic, length, nonce, and (once a peer is known, FI_SOURCE
+ * granted) the source address. Returns 0 or a negative FI_E*.
  */
 int ft_ctrl_wait(struct ft_ctx *ctx, struct ft_ctrl *out, uint64_t deadline,
 		 const char *what);
@@ -293,6 +300,14 @@ bool ft_ctrl_decode(const struct ft_ctx *ctx, const void *payload, size_t len,
 		    struct ft_ctrl *out);
 const char *ft_ctrl_str(uint32_t type);
 
+/*
+ * ft_config_hash() - hash of the options both sides must agree on (the
+ * program, its sizes and iterations); set ctx->config to it before the
+ * handshake. HELLO carries it; a server that finds it different answers
+ * with a refusing ACK, and both sides fail with a clear message instead
+ * of timing out later.
+ */
+uint64_t ft_config_hash(uint64_t prog, const size_t *sizes, int nsizes, long iters);
 /* Client: HELLO until ACK. On return nothing is posted on the rx side. */
 int ft_hello_client(struct ft_ctx *ctx);
 /* Server: wait for HELLO and insert the client; sets ctx->peer. */
@@ -300,10 +315,10 @@ int ft_hello_server_wait(struct ft_ctx *ctx);
 /* Server: send the ACK (call after posting the receive for what comes next). */
 int ft_hello_server_ack(struct ft_ctx *ctx);
 /*
- * Classify a received payload (prefix skipped); for a duplicate HELLO the
- * server re-sends the ACK. Returns an enum ft_dup or a negative FI_E*.
+ * Classify a received payload (prefix skipped) as a handshake duplicate;
+ * no side effect, so the caller may repost the receive first.
  */
-int ft_handshake_dup(struct ft_ctx *ctx, const void *payload, size_t len);
+enum ft_dup ft_handshake_dup(const struct ft_ctx *ctx, const void *payload, size_t len);
 
 /* ---- data pattern ---- */
 

@@ -1,0 +1,224 @@
+/* test_rd_out.c: the RD engine's send side (core/braid_rd_out.c): SACK processing, time-based loss detection, retransmission on another path, RTO with backoff, zero window. */
+#include <criterion/criterion.h>
+#include <rdma/fi_errno.h>
+
+#include "rd_direct.h"
+#include "braid_hdr.h"
+
+#define US 1000ULL
+
+struct cap {
+	uint8_t data[64][2048];
+	size_t len[64];
+	uint16_t path[64];
+	int n;
+};
+
+/* Take engine @i's output packets at time @now into @c. */
+static void capture(struct direct *d, int i, struct cap *c)
+{
+	struct braid_rd_out out[64];
+	int n = braid_rd_output(d->rd[i], d->now, out, 64);
+
+	c->n = 0;
+	for (int k = 0; k < n; k++) {
+		size_t len = out[k].hdr_len;
+
+		memcpy(c->data[k], out[k].hdr, len);
+		for (int j = 0; j < out[k].payload_iovcnt; j++) {
+			memcpy(c->data[k] + len, out[k].payload[j].iov_base, out[k].payload[j].iov_len);
+			len += out[k].payload[j].iov_len;
+		}
+		c->len[k] = len;
+		c->path[k] = out[k].path;
+	}
+	c->n = n;
+}
+
+static void deliver(struct direct *d, int to, struct cap *c, int k)
+{
+	braid_rd_input(d->rd[to], c->data[k], c->len[k], 0x7f020001u + (uint32_t)!to, false, d->now);
+}
+
+static uint32_t psn_of(struct cap *c, int k)
+{
+	struct braid_rd_data_view v;
+
+	cr_assert_eq(braid_rd_data_decode(c->data[k], c->len[k], &v), 0);
+	return v.psn;
+}
+
+static void open_pair(struct direct *d, int nmsg, uint8_t (*bufs)[100])
+{
+	struct braid_rd_config c;
+
+	braid_rd_config_default(&c);
+	c.mtu = 1000;
+	c.paths = 8;
+	c.ack_delay_ns = 5 * US;
+	cr_assert_eq(direct_open(d, &c), 0);
+	d->now = 1000 * US;
+	for (int i = 0; i < nmsg; i++) {
+		struct iovec iov = { bufs[i], 100 };
+		struct braid_rd_recv r = { .iov = &iov, .iov_count = 1, .context = (void *)(uintptr_t)(i + 1) };
+		struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = d->key[1],
+					   .context = (void *)(uintptr_t)(i + 1) };
+
+		cr_assert_eq(braid_rd_post_recv(d->rd[1], &r, d->now), 0);
+		cr_assert_eq(braid_rd_send(d->rd[0], &s, d->now), 0);
+	}
+}
+
+Test(rd_out_ack_input, sack_then_time_based_loss_resends_only_the_hole)
+{
+	static uint8_t bufs[10][100];
+	struct direct d;
+	struct cap data, acks, retx;
+	const struct braid_rd_stats *st;
+	uint16_t lost_path;
+	int k;
+
+	open_pair(&d, 10, bufs);
+	st = braid_rd_get_stats(d.rd[0]);
+	capture(&d, 0, &data);
+	cr_assert_eq(data.n, 10, "ten one-packet messages go out at once");
+	/* spraying: more than one path used */
+	for (k = 1; k < 10 && data.path[k] == data.path[0]; k++)
+		;
+	cr_assert_lt(k, 10, "packets are sprayed over several paths");
+	lost_path = data.path[2];
+	d.now += 10 * US;
+	for (k = 0; k < 10; k++)
+		if (k != 2)
+			deliver(&d, 1, &data, k);
+	d.now += 1 * US;
+	capture(&d, 1, &acks);
+	cr_assert_geq(acks.n, 1);
+	d.now += 10 * US;
+	for (k = 0; k < acks.n; k++)
+		deliver(&d, 0, &acks, k);
+	/* right after the ACK: 9 acknowledged, the hole not yet declared lost... */
+	capture(&d, 0, &retx);
+	cr_assert_eq(st->retx_pkts, 0, "no retransmission on a duplicate count: loss is decided by time");
+	/* ...until rtt + reorder window have passed since it was sent */
+	d.now = braid_rd_next_deadline(d.rd[0]);
+	braid_rd_timer(d.rd[0], d.now);
+	capture(&d, 0, &retx);
+	cr_assert_eq(retx.n, 1, "exactly the lost packet is resent");
+	cr_assert_eq(psn_of(&retx, 0), psn_of(&data, 2));
+	cr_assert_neq(retx.path[0], lost_path, "on another path");
+	cr_assert_eq(st->retx_pkts, 1);
+	cr_assert_eq(st->rack_losses, 1);
+	cr_assert_eq(st->rto_fires, 0);
+	deliver(&d, 1, &retx, 0);
+	direct_pump(&d);
+	struct braid_rd_comp c[20];
+	cr_assert_eq(braid_rd_poll(d.rd[1], c, 20), 10);
+	cr_assert_eq(braid_rd_poll(d.rd[0], c, 20), 10);
+	direct_close(&d);
+}
+
+Test(rd_out_ack_input, reordering_within_window_is_not_loss)
+{
+	static uint8_t bufs[4][100];
+	struct direct d;
+	struct cap data, acks;
+	int k;
+
+	open_pair(&d, 4, bufs);
+	capture(&d, 0, &data);
+	d.now += 10 * US;
+	/* deliver 3,2,1,0: fully reversed, but all in one RTT */
+	for (k = 3; k >= 0; k--)
+		deliver(&d, 1, &data, k);
+	capture(&d, 1, &acks);
+	for (k = 0; k < acks.n; k++)
+		deliver(&d, 0, &acks, k);
+	direct_pump(&d);
+	cr_assert_eq(braid_rd_get_stats(d.rd[0])->retx_pkts, 0);
+	direct_close(&d);
+}
+
+Test(rd_out_timer, rto_resends_tail_and_backs_off)
+{
+	static uint8_t bufs[1][100];
+	struct direct d;
+	struct cap data, again;
+	uint64_t t0, d1, d2;
+
+	open_pair(&d, 1, bufs);
+	capture(&d, 0, &data);
+	cr_assert_eq(data.n, 1);
+	t0 = d.now;
+	d1 = braid_rd_next_deadline(d.rd[0]);
+	cr_assert_gt(d1, t0);
+	d.now = d1;
+	braid_rd_timer(d.rd[0], d.now);
+	capture(&d, 0, &again);
+	cr_assert_eq(again.n, 1, "the tail packet is resent when the RTO fires");
+	cr_assert_eq(braid_rd_get_stats(d.rd[0])->rto_fires, 1);
+	d2 = braid_rd_next_deadline(d.rd[0]);
+	cr_assert_geq(d2 - d.now, 2 * (d1 - t0) - 1, "the RTO doubles");
+	/* the retransmission is flagged RETX */
+	cr_assert(again.data[0][3] & BRAID_RD_F_RETX);
+	deliver(&d, 1, &again, 0);
+	direct_pump(&d);
+	struct braid_rd_comp c;
+	cr_assert_eq(braid_rd_poll(d.rd[0], &c, 1), 1);
+	cr_assert_eq(c.err, 0);
+	direct_close(&d);
+}
+
+Test(braid_rd_send, bad_arguments)
+{
+	struct braid_rd_config c;
+	struct direct d;
+	uint8_t b[10];
+	struct iovec iov = { b, sizeof(b) }, null_iov = { NULL, 5 };
+	struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = 0 };
+
+	braid_rd_config_default(&c);
+	c.max_msg_size = 8;
+	c.inject_size = 8;
+	cr_assert_eq(direct_open(&d, &c), 0);
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, 0), -FI_EINVAL, "peer 0");
+	s.peer = d.key[1];
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, 0), -FI_EMSGSIZE);
+	s.iov = &null_iov;
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, 0), -FI_EINVAL);
+	s.iov_count = BRAID_RD_IOV_MAX + 1;
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, 0), -FI_EINVAL);
+	cr_assert_eq(braid_rd_post_recv(d.rd[0], NULL, 0), -FI_EINVAL);
+	direct_close(&d);
+}
+
+Test(braid_rd_send, inject_copies_and_pools_bound_ops)
+{
+	struct braid_rd_config c;
+	struct direct d;
+	uint8_t b[64] = "inject me", r[64];
+	struct iovec iov = { b, 10 }, riov = { r, sizeof(r) };
+	struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .flags = BRAID_RD_INJECT };
+	struct braid_rd_recv rv = { .iov = &riov, .iov_count = 1, .context = (void *)5 };
+	struct braid_rd_comp comp;
+	int i, ret = 0;
+
+	braid_rd_config_default(&c);
+	c.max_sends = 16;
+	cr_assert_eq(direct_open(&d, &c), 0);
+	s.peer = d.key[1];
+	cr_assert_eq(braid_rd_post_recv(d.rd[1], &rv, 0), 0);
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, 0), 0);
+	memset(b, 'X', sizeof(b));	/* the caller may reuse the buffer at once */
+	direct_pump(&d);
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 1);
+	cr_assert_eq(memcmp(r, "inject me", 10), 0);
+	cr_assert_eq(braid_rd_poll(d.rd[0], &comp, 1), 0, "injects complete silently");
+	/* the op pool is bounded: -FI_EAGAIN, never growth */
+	s.flags = 0;
+	for (i = 0; i < 100 && ret == 0; i++)
+		ret = braid_rd_send(d.rd[0], &s, 0);
+	cr_assert_eq(ret, -FI_EAGAIN);
+	cr_assert_eq(i, 17, "16 ops, then -FI_EAGAIN (i = %d)", i);
+	direct_close(&d);
+}
