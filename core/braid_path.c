@@ -32,27 +32,88 @@ void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint64_t seed)
 		path_reset(&ps->p[i], (uint16_t)i);
 }
 
-static double path_score(const struct braid_path *p, uint32_t best_srtt)
+/* The mean loss EWMA over the paths: uniform loss is nobody's fault. */
+static float mean_loss(const struct braid_pathset *ps)
 {
-	/* unknown RTT: as good as the best known, so new paths get tried */
-	double rtt = p->srtt_ns ? p->srtt_ns : (best_srtt ? best_srtt : 1);
+	float sum = 0;
+	uint32_t i;
 
-	return rtt * (1.0 + 8.0 * p->loss + 4.0 * p->ecn) * (1.0 + p->consec_losses);
+	for (i = 0; i < ps->n; i++)
+		sum += ps->p[i].loss;
+	return sum / (float)ps->n;
+}
+
+/*
+ * Sick, relative to the other paths: losing far more than the mean (a loss
+ * EWMA above 3x the mean and 10 points over it), three losses in a row,
+ * mostly ECN-marked, or a smoothed RTT above twice the best path's (+20 us).
+ * When every path loses alike, none is sick: avoiding some would only
+ * concentrate the load on the rest.
+ */
+static bool path_sick(const struct braid_path *p, float mean, uint32_t best_srtt)
+{
+	if ((p->loss > 3 * mean && p->loss > mean + 0.10f) || p->consec_losses >= 3 ||
+	    p->ecn > 0.5f)
+		return true;
+	return best_srtt && p->srtt_ns > 2 * best_srtt + 20000;
 }
 
 uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid)
 {
-	uint32_t a, b;
+	uint32_t best = 0, i, a;
+	float mean = 0;
 
+	if (ps->n == 1)
+		return 0;
+	if (health) {
+		mean = mean_loss(ps);
+		for (i = 0; i < ps->n; i++) {
+			uint32_t s = ps->p[i].srtt_ns;
+
+			if (s && (!best || s < best))
+				best = s;
+		}
+	}
+	/* round robin (even load on equal paths) */
 	a = ps->rr++ % ps->n;
-	if (ps->n > 1 && (int)a == avoid)
+	if ((int)a == avoid)
 		a = ps->rr++ % ps->n;
-	if (!health || ps->n == 1)
+	if (!health)
 		return a;
-	b = (uint32_t)(rng_next(&ps->rng) % ps->n);
-	if ((int)b == avoid)
+	if (!path_sick(&ps->p[a], mean, best)) {
+		uint32_t srtt = ps->p[a].srtt_ns;
+
+		/* a path queueing more than its peers (RTT above the best by more
+		 * than 8 us) gives up a share of its turns in proportion to the
+		 * excess, so load drains from it towards the others */
+		if (!best || srtt <= best + 8000 ||
+		    (double)(rng_next(&ps->rng) % 1024) / 1024.0 >= 2.0 * (srtt - best) / srtt)
+			return a;
+		for (i = 0; i < 4; i++) {
+			uint32_t b = (uint32_t)(rng_next(&ps->rng) % ps->n);
+
+			if ((int)b != avoid && !path_sick(&ps->p[b], mean, best) &&
+			    ps->p[b].srtt_ns < srtt)
+				return b;
+		}
 		return a;
-	return path_score(&ps->p[b], 0) < path_score(&ps->p[a], 0) ? b : a;
+	}
+	/* one turn in 16 a sick path still gets a packet: a probe, so a path
+	 * that healed (or whose only RTT sample was an outlier) is seen again */
+	if ((rng_next(&ps->rng) & 15) == 0)
+		return a;
+	/* a sick path's turn goes to a random healthy path, so its share of
+	 * the load spreads evenly instead of doubling on its neighbour */
+	for (i = 0; i < 2 * ps->n; i++) {
+		a = (uint32_t)(rng_next(&ps->rng) % ps->n);
+		if ((int)a != avoid && !path_sick(&ps->p[a], mean, best))
+			return a;
+	}
+	/* every path is sick: take the next one anyway (still not @avoid) */
+	a = ps->rr++ % ps->n;
+	if ((int)a == avoid)
+		a = ps->rr++ % ps->n;
+	return a;
 }
 
 void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns)
@@ -86,8 +147,15 @@ bool braid_path_lost(struct braid_pathset *ps, uint32_t idx, bool redraw)
 	if (p->consec_losses < UINT16_MAX)
 		p->consec_losses++;
 	p->loss += (1.0f - p->loss) / 32.0f;
-	if (!redraw || (p->consec_losses < 3 && p->loss < 0.25f))
+	if (!redraw)
 		return false;
+	{
+		float mean = mean_loss(ps);
+
+		/* re-draw only a path clearly worse than the others */
+		if (p->consec_losses < 4 && !(p->loss > 0.25f && p->loss > 3 * mean))
+			return false;
+	}
 	/* sick: move this slot to a fresh route */
 	path_reset(p, (uint16_t)rng_next(&ps->rng));
 	ps->redraws++;

@@ -41,9 +41,10 @@ void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint64_t seed);
 
 /**
  * braid_pathset_pick() - the path for the next packet.
- * With @health, two candidates (the round-robin next and a random one) are
- * compared and the healthier taken (lower srtt * (1 + 8 loss + 4 ecn));
- * without, plain round robin. @avoid (or -1) is a path not to use (the one
+ * Round robin over the paths (even load on equal paths); with @health,
+ * sick paths are skipped: losing far more than the others (loss EWMA above
+ * 3x the mean and 10 points over it), three losses in a row, mostly
+ * ECN-marked, or a smoothed RTT above twice the best path's (+20 us). @avoid (or -1) is a path not to use (the one
  * a lost packet went on), unless it is the only one.
  */
 uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid);
@@ -56,8 +57,9 @@ void braid_path_acked(struct braid_path *p, bool ecn);
 
 /**
  * braid_path_lost() - a packet sent on the path was declared lost. If the
- * path turns sick (several losses in a row, or a loss EWMA above 1/4) and
- * @redraw is set, a new entropy is drawn and its statistics restart.
+ * path is clearly worse than the others (four losses in a row, or a loss
+ * EWMA above 1/4 and 3x the mean) and @redraw is set, a new entropy is
+ * drawn and its statistics restart.
  * Return: true if the entropy was re-drawn.
  */
 bool braid_path_lost(struct braid_pathset *ps, uint32_t idx, bool redraw);

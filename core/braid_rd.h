@@ -148,7 +148,7 @@ struct braid_rd_out {
 /** struct braid_rd_stats - counters (monotonic). */
 struct braid_rd_stats {
 	uint64_t tx_data, tx_acks, tx_bytes;
-	uint64_t retx_pkts, retx_bytes, rto_fires, rack_losses;
+	uint64_t retx_pkts, retx_bytes, rto_fires, tlp_probes, rack_losses, rack_path_losses;
 	uint64_t rx_data, rx_acks, rx_bytes;
 	uint64_t drops[BRAID_DROP_MAX];
 	uint64_t msgs_sent, msgs_received;

@@ -224,6 +224,10 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 	tail = (uint8_t *)(((uintptr_t)tail + 15) & ~(uintptr_t)15);
 	f->tx = (struct rd_txpkt *)tail;
 	tail += w * sizeof(struct rd_txpkt);
+	f->prack = (struct rd_pathrack *)tail;
+	tail += rd->cfg.paths * sizeof(struct rd_pathrack);
+	for (uint32_t i = 0; i < rd->cfg.paths; i++)
+		braid_dlist_init(&f->prack[i].inflight);
 	f->rcv_bits = (uint64_t *)tail;
 	tail += ((w + 63) / 64) * sizeof(uint64_t);
 	f->msgs = (struct rd_msg **)tail;
@@ -289,6 +293,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_dlist_init(&rd->ready);
 
 	rd->flow_size = sizeof(struct rd_flow) + cfg->paths * sizeof(struct braid_path) + 16 +
+			cfg->paths * sizeof(struct rd_pathrack) +
 			cfg->window * sizeof(struct rd_txpkt) +
 			((cfg->window + 63) / 64) * sizeof(uint64_t) +
 			cfg->window * sizeof(struct rd_msg *);

@@ -274,7 +274,8 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 
 	msg_settle(rd, f, m);
 	match_in_order(rd, f);
-	ack_soon(rd, f, gap, now);
+	/* ACK at once on a gap, and when this packet filled one (RFC 5681 §4.2) */
+	ack_soon(rd, f, gap || conn->rcv_nxt - v->psn > 1, now);
 	return 0;
 
 no_buffer:

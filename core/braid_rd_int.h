@@ -46,6 +46,8 @@ enum rd_pkt_state {
 struct rd_txpkt {
 	/** @link: in txorder (INFLIGHT, transmit-time order) or retxq (LOST). */
 	struct braid_dlist link;
+	/** @plink: in its path's in-flight list (INFLIGHT only), transmit order. */
+	struct braid_dlist plink;
 	struct rd_send *op;
 	uint32_t psn;
 	uint32_t off, len;
@@ -55,6 +57,16 @@ struct rd_txpkt {
 	uint16_t path;
 	uint8_t state;
 	uint8_t retx;
+};
+
+/** Per-path loss detection state of a flow (RACK per path, protocol.md §4.5). */
+struct rd_pathrack {
+	/** @inflight: this path's in-flight packets, transmit order. */
+	struct braid_dlist inflight;
+	/** @rack_seq, @rack_rtt: the latest-sent packet acknowledged on this path, and its RTT. */
+	uint32_t rack_seq;
+	bool has_rack;
+	uint64_t rack_rtt;
 };
 
 /** Staged payload: data that arrived before its message had a buffer (pool: stage_pkts). */
@@ -106,6 +118,9 @@ struct rd_flow {
 	/** @tx_counter: transmissions so far; @rack_seq: tx_seq of the latest-sent packet acknowledged. */
 	uint32_t tx_counter, rack_seq;
 	uint64_t rto_backoff;
+	/** @last_tx: time of the latest transmission; @tlp_out: a tail probe awaits its ACK. */
+	uint64_t last_tx;
+	bool tlp_out;
 	uint64_t last_progress;
 	struct braid_cc_state cc;
 	/* receive */
@@ -124,6 +139,7 @@ struct rd_flow {
 	bool ready;
 	struct braid_dlist ready_node;
 	struct rd_txpkt *tx;		/* window slots */
+	struct rd_pathrack *prack;	/* one per path */
 	struct braid_pathset paths;	/* last: flexible */
 };
 

@@ -109,35 +109,74 @@ static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 	return rto > rd->cfg.rto_max_ns ? rd->cfg.rto_max_ns : rto;
 }
 
-static uint64_t reo_wnd(const struct rd_flow *f)
-{
-	uint64_t w = f->min_rtt / 4, spread = braid_pathset_rtt_spread(&f->paths);
-
-	if (spread > w)
-		w = spread;
-	if (f->srtt && w > f->srtt)
-		w = f->srtt;
-	return w;
-}
-
 bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
 {
 	return braid_dlist_empty(&f->txorder) && braid_dlist_empty(&f->retxq) &&
 	       braid_dlist_empty(&conn->sendq);
 }
 
+/* Tail loss probe timeout: two RTTs after the last transmission (RACK-TLP, RFC 8985). */
+static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	if (!f->srtt || f->tlp_out || braid_dlist_empty(&f->txorder))
+		return UINT64_MAX;
+	return f->last_tx + 2 * f->srtt + rd->cfg.ack_delay_ns;
+}
+
+/* Cross-path window: longer than any path's RTT can plausibly be. */
+static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint64_t w = f->rack_rtt + f->min_rtt / 4;
+	uint32_t i;
+
+	for (i = 0; i < f->paths.n; i++) {
+		const struct braid_path *p = &f->paths.p[i];
+		uint64_t t = (uint64_t)p->srtt_ns + 4ULL * p->rttvar_ns;
+
+		if (p->srtt_ns && t > w)
+			w = t;
+	}
+	return w + rd->cfg.ack_delay_ns;
+}
+
+/* Same-path window: packets on one path stay in order but for jitter. */
+static uint64_t path_wnd(const struct braid_rd *rd, const struct rd_flow *f, uint32_t path)
+{
+	uint64_t w = f->min_rtt / 4, v = f->paths.p[path].rttvar_ns;
+
+	/* + the receiver's ACK delay: the earlier packet's ACK may be held back */
+	return (v > w ? v : w) + rd->cfg.ack_delay_ns;
+}
+
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 {
 	uint64_t d = UINT64_MAX;
+	uint32_t i;
 
 	if (!braid_dlist_empty(&f->txorder)) {
 		const struct rd_txpkt *head =
 			braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
 		d = head->tx_time + flow_rto((struct braid_rd *)rd, f);
+		if (flow_pto(rd, f) < d)
+			d = flow_pto(rd, f);
 		if (braid_seq_lt(head->tx_seq, f->rack_seq)) {
-			uint64_t r = head->tx_time + f->rack_rtt + reo_wnd(f);
+			uint64_t r = head->tx_time + global_wnd(rd, f);
 
+			if (r < d)
+				d = r;
+		}
+		for (i = 0; i < f->paths.n; i++) {
+			const struct rd_pathrack *pr = &f->prack[i];
+			const struct rd_txpkt *ph;
+			uint64_t r;
+
+			if (braid_dlist_empty(&pr->inflight) || !pr->has_rack)
+				continue;
+			ph = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
+			if (!braid_seq_lt(ph->tx_seq, pr->rack_seq))
+				continue;
+			r = ph->tx_time + pr->rack_rtt + path_wnd(rd, f, i);
 			if (r < d)
 				d = r;
 		}
@@ -155,6 +194,7 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 static void pkt_lost(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p)
 {
 	braid_dlist_remove(&p->link);
+	braid_dlist_remove(&p->plink);
 	braid_dlist_insert_tail(&p->link, &f->retxq);
 	p->state = RD_PKT_LOST;
 	f->inflight--;
@@ -163,20 +203,44 @@ static void pkt_lost(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p)
 }
 
 /*
- * RACK (protocol.md §4.5): a packet is lost once a packet sent after it was
- * acknowledged and more than rack_rtt + reorder window passed since it was
- * sent. txorder is in transmit-time order, so the walk stops at the first
- * packet that is not (yet) lost.
+ * Time-based loss detection (RACK, protocol.md §4.5), in two forms:
+ *  - per path: packets on one path arrive in order but for jitter, so a
+ *    packet is lost once a packet sent after it on the same path was
+ *    acknowledged and its RTT plus the path's jitter window has passed;
+ *  - across paths: once a packet sent after it on any path was acknowledged
+ *    and longer than any path's RTT (srtt + 4 rttvar) has passed (this
+ *    catches a path that died, which acknowledges nothing at all).
+ * Both lists are in transmit order, so each walk stops at the first packet
+ * that is not (yet) lost.
  */
 static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 {
-	uint64_t wnd = reo_wnd(f);
+	uint64_t gw = global_wnd(rd, f);
 	bool any = false;
+	uint32_t i;
 
+	for (i = 0; i < f->paths.n; i++) {
+		struct rd_pathrack *pr = &f->prack[i];
+		uint64_t pw;
+
+		if (braid_dlist_empty(&pr->inflight) || !pr->has_rack)
+			continue;
+		pw = path_wnd(rd, f, i);
+		while (!braid_dlist_empty(&pr->inflight)) {
+			struct rd_txpkt *p = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
+
+			if (!braid_seq_lt(p->tx_seq, pr->rack_seq) || p->tx_time + pr->rack_rtt + pw > now)
+				break;
+			pkt_lost(rd, f, p);
+			rd->stats.rack_losses++;
+			rd->stats.rack_path_losses++;
+			any = true;
+		}
+	}
 	while (!braid_dlist_empty(&f->txorder)) {
 		struct rd_txpkt *p = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
-		if (!braid_seq_lt(p->tx_seq, f->rack_seq) || p->tx_time + f->rack_rtt + wnd > now)
+		if (!braid_seq_lt(p->tx_seq, f->rack_seq) || p->tx_time + gw > now)
 			break;
 		pkt_lost(rd, f, p);
 		rd->stats.rack_losses++;
@@ -202,12 +266,22 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 		struct rd_txpkt *head = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
 		if (now >= head->tx_time + flow_rto(rd, f)) {
-			/* tail loss: resend the oldest, back off */
-			pkt_lost(rd, f, head);
+			/* no ACK for a whole RTO: everything in flight is presumed lost
+			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off */
+			while (!braid_dlist_empty(&f->txorder))
+				pkt_lost(rd, f, braid_container_of(f->txorder.next,
+								   struct rd_txpkt, link));
 			rd->stats.rto_fires++;
 			if (f->rto_backoff < 10)
 				f->rto_backoff++;
 			rd->cfg.cc->on_rto(&f->cc, now);
+			rd_flow_ready(rd, f);
+		} else if (now >= flow_pto(rd, f)) {
+			/* nothing sent for two RTTs and no ACK: probe with the oldest packet,
+			 * so a lost tail is found in RTTs, not RTOs (no backoff, no CC cut) */
+			pkt_lost(rd, f, head);
+			f->tlp_out = true;
+			rd->stats.tlp_probes++;
 			rd_flow_ready(rd, f);
 		}
 	}
@@ -220,9 +294,18 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 {
 	struct rd_send *op = p->op;
 
-	if (p->state == RD_PKT_INFLIGHT)
+	if (p->state == RD_PKT_INFLIGHT) {
+		struct rd_pathrack *pr = &f->prack[p->path];
+
 		f->inflight--;
+		if (!pr->has_rack || braid_seq_gt(p->tx_seq, pr->rack_seq)) {
+			pr->has_rack = true;
+			pr->rack_seq = p->tx_seq;
+			pr->rack_rtt = now - p->tx_time;
+		}
+	}
 	braid_dlist_remove(&p->link);
+	braid_dlist_remove(&p->plink);
 	braid_path_acked(&f->paths.p[p->path], false);
 	if (braid_seq_gt(p->tx_seq, f->rack_seq) || !f->rack_xmit) {
 		f->rack_seq = p->tx_seq;
@@ -270,6 +353,7 @@ void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *f, uint32_t ack_psn, 
 	if (n) {
 		f->last_progress = now;
 		f->rto_backoff = 0;
+		f->tlp_out = false;
 		rd->cfg.cc->on_ack(&f->cc, n, 0, f->min_rtt, false, now);
 		detect_loss(rd, f, now);
 		rd_flow_ready(rd, f);
@@ -329,6 +413,7 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	if (n) {
 		f->last_progress = now;
 		f->rto_backoff = 0;
+		f->tlp_out = false;
 	}
 	rd->cfg.cc->on_ack(&f->cc, n, rtt, f->min_rtt, ecn, now);
 	detect_loss(rd, f, now);
@@ -400,6 +485,7 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	f->paths.p[p->path].sent++;
 	p->tx_time = now;
 	p->tx_seq = ++f->tx_counter;
+	f->last_tx = now;
 	rd->stats.tx_data++;
 	rd->stats.tx_bytes += p->len;
 }
@@ -429,6 +515,10 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		f->ack_deadline = 0;
 	}
 	allow = send_allowance(rd, f);
+	/* a lost packet never waits for cwnd room held by packets that may be lost
+	 * too: one retransmission goes out per ACK or timer event regardless */
+	if (!allow && !braid_dlist_empty(&f->retxq))
+		allow = 1;
 	/* retransmissions first, each on another path than it was lost on */
 	while (n < max && allow && !braid_dlist_empty(&f->retxq)) {
 		struct rd_txpkt *p = braid_container_of(f->retxq.next, struct rd_txpkt, link);
@@ -438,6 +528,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		p->retx++;
 		p->state = RD_PKT_INFLIGHT;
 		braid_dlist_insert_tail(&p->link, &f->txorder);
+		braid_dlist_insert_tail(&p->plink, &f->prack[p->path].inflight);
 		f->inflight++;
 		allow--;
 		emit(rd, f, p, now, &out[n++]);
@@ -460,6 +551,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		p->state = RD_PKT_INFLIGHT;
 		p->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
 		braid_dlist_insert_tail(&p->link, &f->txorder);
+		braid_dlist_insert_tail(&p->plink, &f->prack[p->path].inflight);
 		f->inflight++;
 		allow--;
 		op->next_off += seg;
@@ -487,6 +579,7 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 			if (p->state == RD_PKT_FREE)
 				continue;
 			braid_dlist_remove(&p->link);
+			braid_dlist_remove(&p->plink);
 			p->state = RD_PKT_FREE;
 			p->op = NULL;
 			if (--op->pkts_out == 0 && !op_in_sendq(op))
