@@ -1,0 +1,66 @@
+/* test_cc.c: unit tests of core/braid_cc.c (Swift-like delay-based congestion control). */
+#include <criterion/criterion.h>
+
+#include "braid_cc.h"
+
+#define US 1000ULL
+
+Test(braid_cc_swift, grows_below_target)
+{
+	struct braid_cc_state s;
+	uint32_t w0;
+
+	braid_cc_swift.init(&s, 256, 25 * US);
+	w0 = braid_cc_swift.cwnd(&s);
+	for (int i = 0; i < 2000; i++)
+		braid_cc_swift.on_ack(&s, 1, 12 * US, 10 * US, false, (uint64_t)i * US);
+	cr_assert_gt(braid_cc_swift.cwnd(&s), w0, "additive increase while RTT < base + target");
+	cr_assert_leq(braid_cc_swift.cwnd(&s), 256, "never above the flow window");
+}
+
+Test(braid_cc_swift, shrinks_above_target_once_per_rtt)
+{
+	struct braid_cc_state s;
+	uint32_t w0, w1;
+
+	braid_cc_swift.init(&s, 256, 25 * US);
+	w0 = braid_cc_swift.cwnd(&s);
+	braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1000 * US);
+	w1 = braid_cc_swift.cwnd(&s);
+	cr_assert_lt(w1, w0, "multiplicative decrease over the target");
+	cr_assert_geq(w1, w0 / 2, "at most by the max decrease factor");
+	braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1010 * US);
+	cr_assert_eq(braid_cc_swift.cwnd(&s), w1, "not again within one RTT");
+	braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1200 * US);
+	cr_assert_lt(braid_cc_swift.cwnd(&s), w1, "again after an RTT");
+}
+
+Test(braid_cc_swift, ecn_and_rto_reduce_loss_alone_does_not)
+{
+	struct braid_cc_state s;
+	uint32_t w0;
+
+	braid_cc_swift.init(&s, 256, 25 * US);
+	braid_cc_swift.on_ack(&s, 1, 12 * US, 10 * US, false, 1 * US);
+	w0 = braid_cc_swift.cwnd(&s);
+	braid_cc_swift.on_loss(&s, 12 * US, 2 * US);
+	cr_assert_eq(braid_cc_swift.cwnd(&s), w0, "random loss at low delay is not congestion");
+	braid_cc_swift.on_ack(&s, 1, 12 * US, 10 * US, true, 100 * US);
+	cr_assert_lt(braid_cc_swift.cwnd(&s), w0, "an ECN echo is");
+	w0 = braid_cc_swift.cwnd(&s);
+	braid_cc_swift.on_rto(&s, 500 * US);
+	cr_assert_eq(braid_cc_swift.cwnd(&s), w0 / 2 ? w0 / 2 : 1);
+	for (int i = 0; i < 20; i++)
+		braid_cc_swift.on_rto(&s, (uint64_t)(600 + i) * US);
+	cr_assert_eq(braid_cc_swift.cwnd(&s), 1, "never below one packet");
+}
+
+Test(braid_cc_none, always_the_window)
+{
+	struct braid_cc_state s;
+
+	braid_cc_none.init(&s, 77, 0);
+	braid_cc_none.on_rto(&s, 1);
+	braid_cc_none.on_ack(&s, 1, 1000000, 1, true, 2);
+	cr_assert_eq(braid_cc_none.cwnd(&s), 77);
+}
