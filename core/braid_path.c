@@ -27,6 +27,9 @@ void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint64_t seed)
 	ps->rr = 0;
 	ps->rng = seed;
 	ps->redraws = 0;
+	ps->agg_age = 0;
+	ps->best_srtt = 0;
+	ps->mean_loss = 0;
 	/* slot i starts on entropy i: distinct routes on the UDP wire's sockets */
 	for (i = 0; i < ps->n; i++)
 		path_reset(&ps->p[i], (uint16_t)i);
@@ -60,20 +63,25 @@ static bool path_sick(const struct braid_path *p, float mean, uint32_t best_srtt
 
 uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid)
 {
-	uint32_t best = 0, i, a;
-	float mean = 0;
+	uint32_t best, i, a;
+	float mean;
 
 	if (ps->n == 1)
 		return 0;
-	if (health) {
-		mean = mean_loss(ps);
+	if (health && ps->agg_age-- == 0) {
+		/* the cross-path view changes slowly: refresh it every 32 packets */
+		ps->agg_age = 31;
+		ps->mean_loss = mean_loss(ps);
+		ps->best_srtt = 0;
 		for (i = 0; i < ps->n; i++) {
 			uint32_t s = ps->p[i].srtt_ns;
 
-			if (s && (!best || s < best))
-				best = s;
+			if (s && (!ps->best_srtt || s < ps->best_srtt))
+				ps->best_srtt = s;
 		}
 	}
+	best = ps->best_srtt;
+	mean = ps->mean_loss;
 	/* round robin (even load on equal paths) */
 	a = ps->rr++ % ps->n;
 	if ((int)a == avoid)

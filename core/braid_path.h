@@ -33,6 +33,10 @@ struct braid_pathset {
 	uint64_t rng;
 	/** @redraws: entropy re-draws so far. */
 	uint32_t redraws;
+	/** @agg_age, @best_srtt, @mean_loss: cross-path aggregates, refreshed every 32 picks. */
+	uint32_t agg_age;
+	uint32_t best_srtt;
+	float mean_loss;
 	struct braid_path p[];
 };
 

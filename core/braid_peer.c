@@ -20,6 +20,19 @@
  * urcu_memb_call_rcu() after a grace period. A getter that meets a dead
  * entry helps unlink it (cds_lfht_del() lets exactly one caller win; the
  * winner owns the free) and looks again, so it never waits on the evictor.
+ *
+ * Resizing
+ *
+ * The table sizes itself instead of using CDS_LFHT_AUTO_RESIZE: in liburcu
+ * up to at least 0.15, __cds_lfht_resize_lazy_launch() queues the resize
+ * work before it sets ht->resize_initiated, so when the worker finishes
+ * first the flag stays set and the table never resizes again (fixed
+ * upstream by commit 6f05e9b "fix resize problems"). Seen here as 100,000
+ * inserts into a table stuck at a few buckets: seconds instead of 0.1 s.
+ * So an insert that takes the load past PEER_LOAD_GROW grows the table
+ * with cds_lfht_resize() (outside any read-side section; one resizer at a
+ * time, the others carry on), and braid_peer_evict_idle() also shrinks it
+ * when the load falls under PEER_LOAD_SHRINK.
  */
 
 /* @ref's dead mark: the entry is being removed; no new reference. */
@@ -27,6 +40,12 @@
 
 /* Largest initial bucket count asked of cds_lfht (it grows past it). */
 #define PEER_TABLE_MAX_INITIAL (1UL << 24)
+/* Bucket count ceiling: far beyond any domain's peers. */
+#define PEER_TABLE_MAX_BUCKETS (1UL << 32)
+/* Grow when entries exceed this many per bucket ... */
+#define PEER_LOAD_GROW 2
+/* ... and shrink (at eviction) when buckets exceed this many per entry. */
+#define PEER_LOAD_SHRINK 8
 
 /* The idle state stays small: 72 bytes on LP64 (see the unit test). */
 _Static_assert(sizeof(struct braid_peer) <= 128, "struct braid_peer grew past 128 bytes");
@@ -35,12 +54,18 @@ _Static_assert(sizeof(struct braid_peer) <= 128, "struct braid_peer grew past 12
  * struct braid_peer_table - the cds_lfht and what its RCU callbacks need.
  */
 struct braid_peer_table {
-	/** @ht: the RCU hash table (memb flavour, auto-resize, accounting). */
+	/** @ht: the RCU hash table (memb flavour, resized by peer_table_resize()). */
 	struct cds_lfht *ht;
 	/** @release_active: frees an entry's @active state, or NULL. */
 	void (*release_active)(void *active);
 	/** @count: entries linked in @ht (incremented before insert, so >= 0). */
 	atomic_long count;
+	/** @buckets: @ht's bucket count, a power of two; written by the resizer. */
+	atomic_ulong buckets;
+	/** @min_buckets: never shrink below this (the size asked at open). */
+	unsigned long min_buckets;
+	/** @resizing: a thread is in peer_table_resize(); others skip it. */
+	atomic_bool resizing;
 };
 
 /* ---- thread registration ------------------------------------------------- */
@@ -204,6 +229,63 @@ static struct braid_peer *peer_insert_locked(struct braid_peer_table *table,
 	}
 }
 
+/* ---- sizing --------------------------------------------------------------- */
+
+/* The smallest power of two >= @n, within [1, PEER_TABLE_MAX_BUCKETS]. */
+static unsigned long pow2_ceil(unsigned long n)
+{
+	unsigned long p = 1;
+
+	while (p < n && p < PEER_TABLE_MAX_BUCKETS)
+		p <<= 1;
+	return p;
+}
+
+/* The bucket count @table should move to, or 0 to stay. */
+static unsigned long peer_table_want(struct braid_peer_table *table, bool may_shrink)
+{
+	long count = atomic_load(&table->count);
+	unsigned long buckets = atomic_load(&table->buckets);
+	unsigned long entries = count > 0 ? (unsigned long)count : 0;
+	unsigned long want;
+
+	if (entries / PEER_LOAD_GROW > buckets && buckets < PEER_TABLE_MAX_BUCKETS)
+		return pow2_ceil(entries);
+	if (may_shrink && buckets > table->min_buckets &&
+	    entries < buckets / PEER_LOAD_SHRINK) {
+		want = pow2_ceil(entries);
+		return want > table->min_buckets ? want : table->min_buckets;
+	}
+	return 0;
+}
+
+/*
+ * Resize @table if its load asks for it. Call outside any read-side
+ * section (a shrink waits for a grace period). One thread resizes at a
+ * time; a thread that finds another resizing returns at once, and the
+ * resizer looks at the count again before it leaves.
+ */
+static void peer_table_resize(struct braid_peer_table *table, bool may_shrink)
+{
+	unsigned long want;
+
+	/* Called from inside the caller's own read-side section: next time. */
+	if (urcu_memb_read_ongoing())
+		return;
+	for (;;) {
+		if (!peer_table_want(table, may_shrink))
+			return;
+		if (atomic_exchange(&table->resizing, true))
+			return;
+		want = peer_table_want(table, may_shrink);
+		if (want) {
+			cds_lfht_resize(table->ht, want);
+			atomic_store(&table->buckets, want);
+		}
+		atomic_store(&table->resizing, false);
+	}
+}
+
 /* ---- the API ------------------------------------------------------------- */
 
 int braid_peer_table_open(struct braid_peer_table **table, size_t initial,
@@ -223,14 +305,15 @@ int braid_peer_table_open(struct braid_peer_table **table, size_t initial,
 		return -FI_ENOMEM;
 	t->release_active = release_active;
 	atomic_init(&t->count, 0);
+	atomic_init(&t->buckets, buckets);
+	t->min_buckets = buckets;
+	atomic_init(&t->resizing, false);
 	/*
 	 * max_nr_buckets 0: unbounded, order-based bucket tables (memory
-	 * follows the size). ACCOUNTING lets the table shrink after evictions
-	 * and grow from node counts rather than chain lengths.
+	 * follows the size). No AUTO_RESIZE (see "Resizing" above), so no
+	 * ACCOUNTING either: liburcu only uses its counters to resize.
 	 */
-	t->ht = cds_lfht_new_flavor(buckets, 1, 0,
-				    CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-				    &urcu_memb_flavor, NULL);
+	t->ht = cds_lfht_new_flavor(buckets, 1, 0, 0, &urcu_memb_flavor, NULL);
 	if (!t->ht) {
 		free(t);
 		return -FI_ENOMEM;
@@ -296,6 +379,7 @@ struct braid_peer *braid_peer_get(struct braid_peer_table *table, uint64_t key,
 	if (peer == fresh) {
 		if (created)
 			*created = 1;
+		peer_table_resize(table, false);
 	} else {
 		/* Never published: no grace period needed. */
 		free(fresh);
@@ -343,6 +427,8 @@ size_t braid_peer_evict_idle(struct braid_peer_table *table, uint64_t now, uint6
 		removed++;
 	}
 	urcu_memb_read_unlock();
+	if (removed)
+		peer_table_resize(table, true);
 	peer_rcu_leave(temporary);
 	return removed;
 }
