@@ -1,6 +1,5 @@
 /* braid_peer.c: the domain-wide table of remote peers (liburcu cds_lfht, memb flavour). */
 #include <assert.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -23,16 +22,20 @@
  *
  * Resizing
  *
- * The table sizes itself instead of using CDS_LFHT_AUTO_RESIZE: in liburcu
- * up to at least 0.15, __cds_lfht_resize_lazy_launch() queues the resize
- * work before it sets ht->resize_initiated, so when the worker finishes
- * first the flag stays set and the table never resizes again (fixed
- * upstream by commit 6f05e9b "fix resize problems"). Seen here as 100,000
- * inserts into a table stuck at a few buckets: seconds instead of 0.1 s.
+ * The table sizes itself instead of using CDS_LFHT_AUTO_RESIZE. In every
+ * liburcu release up to 0.15.6, __cds_lfht_resize_lazy_launch() queues the
+ * resize work before it sets ht->resize_initiated; when the worker runs
+ * and finishes first, the flag stays set and the table never resizes
+ * again (the fix, commit 6f05e9b "fix resize problems", sits unmerged in
+ * urcu/userspace-rcu pull request 26). On 0.13.2 one run in three of
+ * 100,000 inserts stuck at a handful of buckets: 25-35 s instead of 0.1 s.
  * So an insert that takes the load past PEER_LOAD_GROW grows the table
- * with cds_lfht_resize() (outside any read-side section; one resizer at a
- * time, the others carry on), and braid_peer_evict_idle() also shrinks it
- * when the load falls under PEER_LOAD_SHRINK.
+ * itself with cds_lfht_resize() (outside any read-side section; one
+ * resizer at a time, the others carry on), and braid_peer_evict_idle()
+ * also shrinks it when the load falls under 1 / PEER_LOAD_SHRINK. A grow
+ * costs the inserting thread time linear in the new bucket count (3-10 ms
+ * for the grow to 64 Ki buckets on a 2-core VM): braid_peer_table_open()'s
+ * @initial sizes the table up front to keep that off the data path.
  */
 
 /* @ref's dead mark: the entry is being removed; no new reference. */
@@ -95,6 +98,9 @@ static void rcu_key_create(void)
 int braid_rcu_register(void)
 {
 	if (rcu_registered)
+		return 0;
+	/* Registered by the application itself: its registration, not ours. */
+	if (URCU_TLS(urcu_memb_reader).registered)
 		return 0;
 	pthread_once(&rcu_key_once, rcu_key_create);
 	if (rcu_key_err)

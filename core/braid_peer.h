@@ -25,7 +25,11 @@
  * caller (the provider's domain lock), and braid_peer_evict_idle() runs
  * under that same serialisation; the table itself is safe for concurrent
  * lookup/insert/remove from any thread (each public call registers its
- * thread with urcu-memb on first use).
+ * thread with urcu-memb on first use). The table resizes itself, from
+ * braid_peer_get() and braid_peer_evict_idle(), not with liburcu's
+ * CDS_LFHT_AUTO_RESIZE (a lost-resize race in liburcu <= 0.15; see
+ * braid_peer.c); neither resizes when called inside the caller's own RCU
+ * read-side section.
  */
 
 /** braid_peer_key() - the table key of a remote endpoint (host byte order inputs). */
@@ -68,7 +72,9 @@ struct braid_peer {
 /**
  * braid_peer_table_open() - create an empty table.
  * @table: out.
- * @initial: expected number of peers (the table grows past it).
+ * @initial: expected number of peers. The table is sized for it up front
+ *	and grows past it; a grow runs in the inserting thread and costs time
+ *	linear in the table size, so size it generously.
  * @release_active: called (from the RCU callback) to free a peer's @active
  *	state when the entry is freed, or NULL.
  * Return: 0, -FI_EINVAL (NULL @table), -FI_ENOMEM.
@@ -124,6 +130,8 @@ size_t braid_peer_count(struct braid_peer_table *table);
  * (idempotent); it is unregistered automatically when it exits (a
  * pthread key destructor). Exiting the process without pthread_exit()
  * leaves the main thread registered, which is harmless.
+ * A thread the application registered with urcu-memb itself is left
+ * alone (it must then stay registered while it calls into braid).
  * Return: 0 once the thread is registered, -FI_ENOMEM when the thread-exit
  * hook cannot be installed (the thread is then left unregistered; braid's
  * own calls fall back to registering for the duration of each call).

@@ -222,7 +222,7 @@ Test(braid_peer_table_close, releases_active_state)
 			     "token %d", i);
 }
 
-Test(braid_peer_get, hundred_thousand_peers)
+Test(braid_peer_get, hundred_thousand_peers, .timeout = 30)
 {
 	enum { N = 100000, NOW = 1000000, IDLE = 1000 };
 	struct braid_peer_table *table;
@@ -288,7 +288,7 @@ Test(braid_peer_get, hundred_thousand_peers)
 }
 
 /* Heap bytes per idle peer, the hash table's buckets included. */
-Test(braid_peer_get, idle_memory_per_peer)
+Test(braid_peer_get, idle_memory_per_peer, .timeout = 30)
 {
 	enum { N = 100000 };
 	struct braid_peer_table *table;
@@ -393,7 +393,7 @@ Test(braid_peer_get, concurrent_creators_get_one_entry, .timeout = 30)
 	free(ctx);
 }
 
-enum { CHURN_GETTERS = 3, CHURN_KEYS = 2000, CHURN_ROUNDS = 40 };
+enum { CHURN_GETTERS = 3, CHURN_KEYS = 256, CHURN_ROUNDS = 300 };
 
 struct churn_ctx {
 	struct braid_peer_table *table;
@@ -413,7 +413,7 @@ static void *churn_getter(void *p)
 	pthread_barrier_wait(&ctx->start);
 	for (r = 0; r < CHURN_ROUNDS; r++) {
 		for (i = 0; i < CHURN_KEYS; i++) {
-			struct braid_peer *peer;
+			struct braid_peer *peer, *again;
 
 			peer = braid_peer_get(ctx->table, key_of(i), 1, &created);
 			if (!peer || peer->key != key_of(i) ||
@@ -422,6 +422,11 @@ static void *churn_getter(void *p)
 				continue;
 			}
 			created_here += created;
+			/* Referenced, so still the table's entry for the key. */
+			again = braid_peer_get(ctx->table, key_of(i), 0, NULL);
+			bad += again != peer;
+			if (again)
+				braid_peer_put(again);
 			braid_peer_put(peer);
 		}
 	}
@@ -520,5 +525,38 @@ Test(braid_rcu_register, once_per_thread_and_unregistered_at_exit)
 	cr_assert_eq(braid_peer_count(table), 1);
 	/* A grace period must not wait on the exited threads. */
 	urcu_memb_synchronize_rcu();
+	braid_peer_table_close(table);
+}
+
+static void *app_registered_thread(void *p)
+{
+	struct register_arg *arg = p;
+
+	counted_thread = true;
+	urcu_memb_register_thread();	/* the application's own registration */
+	arg->failures += braid_rcu_register() != 0;
+	arg->peer = braid_peer_get(arg->table, key_of(2), 1, NULL);
+	if (arg->peer)
+		braid_peer_put(arg->peer);
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+Test(braid_rcu_register, leaves_application_registration_alone)
+{
+	struct braid_peer_table *table;
+	struct register_arg arg = { 0 };
+	pthread_t thread;
+
+	atomic_store(&registers, 0);
+	atomic_store(&unregisters, 0);
+	cr_assert_eq(braid_peer_table_open(&table, 1, NULL), 0);
+	arg.table = table;
+	cr_assert_eq(pthread_create(&thread, NULL, app_registered_thread, &arg), 0);
+	pthread_join(thread, NULL);
+	cr_assert_eq(arg.failures, 0);
+	cr_assert_not_null(arg.peer);
+	cr_assert_eq(atomic_load(&registers), 1, "braid did not register the thread again");
+	cr_assert_eq(atomic_load(&unregisters), 1, "nor unregister it at exit");
 	braid_peer_table_close(table);
 }
