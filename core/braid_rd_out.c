@@ -106,7 +106,12 @@ static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 	if (rto < rd->cfg.rto_min_ns)
 		rto = rd->cfg.rto_min_ns;
 	rto <<= f->rto_backoff;
-	return rto > rd->cfg.rto_max_ns ? rd->cfg.rto_max_ns : rto;
+	if (rto > rd->cfg.rto_max_ns)
+		rto = rd->cfg.rto_max_ns;
+	/* probe several times within the peer timeout, so a live but slow peer is heard */
+	if (rto > rd->cfg.peer_timeout_ns / 4)
+		rto = rd->cfg.peer_timeout_ns / 4;
+	return rto;
 }
 
 bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
@@ -410,8 +415,10 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		}
 	}
 	advance_una(rd, f);
+	/* any ACK shows the peer alive, even one that refuses data for lack of
+	 * buffer (rwnd 0): the peer timeout measures silence, not slowness */
+	f->last_progress = now;
 	if (n) {
-		f->last_progress = now;
 		f->rto_backoff = 0;
 		f->tlp_out = false;
 	}
