@@ -114,31 +114,48 @@ struct braid_domain {
 	struct braid_eq *eq;
 };
 
-struct braid_wait;
-
 /**
- * struct braid_wait - a wait object: an epoll set holding the receive file
- * descriptors of the endpoints bound to the owner, plus an eventfd that
- * fi_*_signal and other threads' completions write.
+ * struct braid_wait - the wait object of a CQ or counter (fi_cq(3) wait_obj).
+ * FI_WAIT_FD: an epoll set holding the receive fds of the endpoints bound to
+ * the owner plus an eventfd that fi_*_signal and other threads'
+ * completions write; FI_WAIT_YIELD: sched_yield between polls;
+ * FI_WAIT_NONE: blocking calls are refused.
  */
 struct braid_wait {
-	/** @epfd: the epoll fd (what FI_GETWAIT returns). */
+	/** @obj: FI_WAIT_NONE, FI_WAIT_FD or FI_WAIT_YIELD. */
+	enum fi_wait_obj obj;
+	/** @epfd: the epoll fd (what FI_GETWAIT returns), FI_WAIT_FD only. */
 	int epfd;
-	/** @evfd: the eventfd for signals. */
+	/** @evfd: the eventfd for signals, FI_WAIT_FD only. */
 	int evfd;
 	/** @waiters: threads blocked in a wait call. */
 	atomic_int waiters;
 };
 
-int braid_wait_construct(struct braid_wait *wait);
-void braid_wait_destruct(struct braid_wait *wait);
+/* Validate @requested (UNSPEC means FD) and set up: 0, -FI_ENOSYS (wait sets,
+ * mutex/cond), -FI_EINVAL, -FI_ENOMEM. Undo with braid_wait_close(). */
+int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested);
+void braid_wait_close(struct braid_wait *wait);
+static inline bool braid_wait_enabled(const struct braid_wait *w) { return w->obj != FI_WAIT_NONE; }
+/* Add, watch/ignore (@armed) or remove an endpoint fd; no-ops unless FI_WAIT_FD. */
 int braid_wait_add_fd(struct braid_wait *wait, int fd);
-/* Watch (@armed) or ignore an fd already in the set, without removing it. */
 void braid_wait_arm_fd(struct braid_wait *wait, int fd, bool armed);
 void braid_wait_del_fd(struct braid_wait *wait, int fd);
+/* Wake blocked waiters (if any) after new completions; fi_*_signal: always. */
+void braid_wait_wake(struct braid_wait *wait);
 void braid_wait_signal(struct braid_wait *wait);
-/* Block up to @timeout_ms (-1 forever) for activity; 0 or -FI_EINTR. */
-int braid_wait_block(struct braid_wait *wait, int timeout_ms);
+/* fi_control(FI_GETWAIT, FI_GETWAITOBJ) of the owner. */
+int braid_wait_control(struct braid_wait *wait, int command, void *arg);
+/*
+ * A blocking call registers as a waiter (enter) before it checks its
+ * condition, so a completion from another thread between the check and the
+ * sleep still wakes it; then alternates check and step; then leaves.
+ * braid_wait_step: one wait of a call that started at @start with @timeout
+ * ms (-1 forever): 0 to check again, -FI_ETIMEDOUT, -FI_EINTR.
+ */
+void braid_wait_enter(struct braid_wait *wait);
+void braid_wait_leave(struct braid_wait *wait);
+int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int timeout);
 
 struct braid_ep;
 
@@ -174,7 +191,6 @@ struct braid_cq {
 	atomic_int ref;
 	enum fi_cq_format format;
 	size_t entry_size;
-	enum fi_wait_obj wait_obj;
 	/** @slots: ring of @size successful completions. */
 	struct braid_cq_slot *slots;
 	size_t size, head, count;
@@ -187,7 +203,6 @@ struct braid_cq {
 	struct braid_cq_err *err_last;
 	struct braid_epset eps;
 	struct braid_wait wait;
-	bool has_wait;
 	atomic_int signaled;
 };
 
@@ -198,8 +213,6 @@ struct braid_cntr {
 	atomic_uint_fast64_t value, err;
 	struct braid_epset eps;
 	struct braid_wait wait;
-	bool has_wait;
-	enum fi_wait_obj wait_obj;
 };
 
 struct braid_eq_entry {
@@ -330,6 +343,7 @@ int braid_eq_report(struct braid_eq *eq, uint32_t event, const void *buf, size_t
 /* braid_av.c */
 int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		  struct fid_av **av, void *context);
+int braid_parse_addr_str(const char *str, struct sockaddr_in *sin);
 int braid_av_lookup_addr(struct braid_av *av, fi_addr_t fi_addr, struct sockaddr_in *sin);
 fi_addr_t braid_av_reverse(struct braid_av *av, struct in_addr ip, uint16_t port);
 /* braid_cq.c */
@@ -363,6 +377,7 @@ extern struct fi_ops_msg braid_dgram_msg_ops;
 void braid_ep_progress(struct braid_ep *ep);
 int braid_dgram_cancel_locked(struct braid_ep *ep, void *context);
 void braid_dgram_flush_locked(struct braid_ep *ep);
+void braid_dgram_discard_locked(struct braid_ep *ep);
 void braid_ep_rx_arm(struct braid_ep *ep, bool armed);
 
 /* Progress every endpoint in @set (the caller holds the domain lock). */

@@ -158,7 +158,7 @@ static void iface_fabric_name(const struct braid_iface *ifc, char *buf, size_t l
 /* ---- address resolution ---- */
 
 /* "fi_sockaddr_in://1.2.3.4:5678" (FI_ADDR_STR), as fi_getinfo(3) allows for node. */
-static int parse_addr_str(const char *str, struct sockaddr_in *sin)
+int braid_parse_addr_str(const char *str, struct sockaddr_in *sin)
 {
 	const char *prefix = "fi_sockaddr_in://";
 	char host[INET_ADDRSTRLEN + 1];
@@ -198,7 +198,7 @@ static int resolve(const char *node, const char *service, bool passive,
 	if (node && !strncmp(node, "fi_", 3)) {
 		if (service)
 			return -FI_EINVAL;
-		return parse_addr_str(node, sin);
+		return braid_parse_addr_str(node, sin);
 	}
 	hints.ai_family = AF_INET;
 	hints.ai_socktype = SOCK_DGRAM;

@@ -186,12 +186,18 @@ static int av_insertsvc(struct fid_av *av_fid, const char *node, const char *ser
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *res;
 	struct sockaddr_in sin;
 
-	if (!node || !service)
+	if (!node)
 		return -FI_EINVAL;
-	if (getaddrinfo(node, service, &hints, &res))
-		return -FI_EADDRNOTAVAIL;
-	memcpy(&sin, res->ai_addr, sizeof(sin));
-	freeaddrinfo(res);
+	if (!service) {
+		/* fi_av(3): an FI_ADDR_STR node ("fi_sockaddr_in://ip:port") with no service */
+		if (braid_parse_addr_str(node, &sin))
+			return -FI_EINVAL;
+	} else {
+		if (getaddrinfo(node, service, &hints, &res))
+			return -FI_EADDRNOTAVAIL;
+		memcpy(&sin, res->ai_addr, sizeof(sin));
+		freeaddrinfo(res);
+	}
 	return av_insert(av_fid, &sin, 1, fi_addr, flags, context);
 }
 

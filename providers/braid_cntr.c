@@ -1,5 +1,4 @@
 /* braid_cntr.c: completion counters (fi_cntr(3)): success and error counts, blocking waits. */
-#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -7,9 +6,7 @@
 
 static void cntr_wake(struct braid_cntr *cntr)
 {
-	if (cntr->has_wait && cntr->wait_obj != FI_WAIT_YIELD &&
-	    atomic_load(&cntr->wait.waiters))
-		braid_wait_signal(&cntr->wait);
+	braid_wait_wake(&cntr->wait);
 }
 
 void braid_cntr_inc(struct braid_cntr *cntr)
@@ -87,33 +84,29 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 {
 	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
 	uint64_t err0 = atomic_load(&cntr->err);
-	struct timespec start, now;
-	int left = timeout;
+	struct timespec start;
+	int ret;
 
-	if (!cntr->has_wait)
+	if (!braid_wait_enabled(&cntr->wait))
 		return -FI_EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	braid_wait_enter(&cntr->wait);
 	for (;;) {
 		cntr_progress(cntr);
-		if (atomic_load(&cntr->value) >= threshold)
-			return 0;
-		if (atomic_load(&cntr->err) != err0)
-			return -FI_EAVAIL;
-		if (timeout >= 0) {
-			long ms;
-
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			ms = (now.tv_sec - start.tv_sec) * 1000 +
-			     (now.tv_nsec - start.tv_nsec) / 1000000;
-			if (ms >= timeout)
-				return -FI_ETIMEDOUT;
-			left = (int)(timeout - ms);
+		if (atomic_load(&cntr->value) >= threshold) {
+			ret = 0;
+			break;
 		}
-		if (cntr->wait_obj == FI_WAIT_YIELD)
-			sched_yield();
-		else if (braid_wait_block(&cntr->wait, left) == -FI_EINTR)
-			return -FI_EINTR;
+		if (atomic_load(&cntr->err) != err0) {
+			ret = -FI_EAVAIL;
+			break;
+		}
+		ret = braid_wait_step(&cntr->wait, &start, timeout);
+		if (ret)
+			break;
 	}
+	braid_wait_leave(&cntr->wait);
+	return ret;
 }
 
 static int cntr_close(struct fid *fid)
@@ -122,8 +115,7 @@ static int cntr_close(struct fid *fid)
 
 	if (atomic_load(&cntr->ref))
 		return -FI_EBUSY;
-	if (cntr->has_wait && cntr->wait_obj != FI_WAIT_YIELD)
-		braid_wait_destruct(&cntr->wait);
+	braid_wait_close(&cntr->wait);
 	braid_epset_destruct(&cntr->eps);
 	atomic_fetch_sub(&cntr->domain->ref, 1);
 	free(cntr);
@@ -134,22 +126,7 @@ static int cntr_control(struct fid *fid, int command, void *arg)
 {
 	struct braid_cntr *cntr = braid_container_of(fid, struct braid_cntr, cntr_fid.fid);
 
-	switch (command) {
-	case FI_GETWAIT:
-		if (!arg)
-			return -FI_EINVAL;
-		if (cntr->wait_obj != FI_WAIT_FD)
-			return -FI_ENODATA;
-		*(int *)arg = cntr->wait.epfd;
-		return 0;
-	case FI_GETWAITOBJ:
-		if (!arg)
-			return -FI_EINVAL;
-		*(enum fi_wait_obj *)arg = cntr->wait_obj;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return braid_wait_control(&cntr->wait, command, arg);
 }
 
 static struct fi_ops cntr_fi_ops = {
@@ -186,30 +163,14 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		return -FI_EINVAL;
 	if (attr->flags)
 		return -FI_EBADFLAGS;
-	switch (attr->wait_obj) {
-	case FI_WAIT_NONE:
-	case FI_WAIT_UNSPEC:
-	case FI_WAIT_FD:
-	case FI_WAIT_YIELD:
-		break;
-	case FI_WAIT_SET:
-	case FI_WAIT_MUTEX_COND:
-		return -FI_ENOSYS;
-	default:
-		return -FI_EINVAL;
-	}
 	dom = braid_container_of(domain, struct braid_domain, domain_fid);
 	cntr = calloc(1, sizeof(*cntr));
 	if (!cntr)
 		return -FI_ENOMEM;
-	cntr->wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_FD : attr->wait_obj;
-	cntr->has_wait = cntr->wait_obj != FI_WAIT_NONE;
-	if (cntr->has_wait && cntr->wait_obj != FI_WAIT_YIELD) {
-		ret = braid_wait_construct(&cntr->wait);
-		if (ret) {
-			free(cntr);
-			return ret;
-		}
+	ret = braid_wait_open(&cntr->wait, attr->wait_obj);
+	if (ret) {
+		free(cntr);
+		return ret;
 	}
 	cntr->domain = dom;
 	atomic_init(&cntr->ref, 0);

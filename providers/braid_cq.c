@@ -1,5 +1,4 @@
 /* braid_cq.c: completion queues (fi_cq(3)): every format, error entries, readfrom, blocking reads. */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,8 +28,7 @@ bool braid_cq_has_room(struct braid_cq *cq)
 
 static void cq_wake(struct braid_cq *cq)
 {
-	if (cq->has_wait && atomic_load(&cq->wait.waiters))
-		braid_wait_signal(&cq->wait);
+	braid_wait_wake(&cq->wait);
 }
 
 int braid_cq_write(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
@@ -185,41 +183,31 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			    fi_addr_t *src, const void *cond, int timeout)
 {
 	struct braid_cq *cq = braid_container_of(cq_fid, struct braid_cq, cq_fid);
-	struct timespec start, now;
+	struct timespec start;
 	ssize_t ret;
-	int left = timeout;
 
-	if (!cq->has_wait)
+	if (!braid_wait_enabled(&cq->wait))
 		return -FI_EINVAL;
 	if (!buf && count)
 		return -FI_EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	braid_wait_enter(&cq->wait);
 	for (;;) {
 		braid_domain_lock(cq->domain);
 		ret = cq_read_locked(cq, buf, count, src);
 		braid_domain_unlock(cq->domain);
 		if (ret != -FI_EAGAIN)
-			return ret;
+			break;
 		if (atomic_exchange(&cq->signaled, 0))
-			return -FI_EAGAIN;
-		if (timeout >= 0) {
-			long ms;
-
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			ms = (now.tv_sec - start.tv_sec) * 1000 +
-			     (now.tv_nsec - start.tv_nsec) / 1000000;
-			if (ms >= timeout)
-				return -FI_EAGAIN;
-			left = (int)(timeout - ms);
+			break;
+		ret = braid_wait_step(&cq->wait, &start, timeout);
+		if (ret) {
+			ret = ret == -FI_ETIMEDOUT ? -FI_EAGAIN : ret;
+			break;
 		}
-		if (cq->wait_obj == FI_WAIT_YIELD) {
-			sched_yield();
-			continue;
-		}
-		ret = braid_wait_block(&cq->wait, left);
-		if (ret == -FI_EINTR)
-			return -FI_EINTR;
 	}
+	braid_wait_leave(&cq->wait);
+	return ret;
 }
 
 static ssize_t cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -233,8 +221,7 @@ static int cq_signal(struct fid_cq *cq_fid)
 	struct braid_cq *cq = braid_container_of(cq_fid, struct braid_cq, cq_fid);
 
 	atomic_store(&cq->signaled, 1);
-	if (cq->has_wait && cq->wait_obj != FI_WAIT_YIELD)
-		braid_wait_signal(&cq->wait);
+	braid_wait_signal(&cq->wait);
 	return 0;
 }
 
@@ -260,8 +247,7 @@ static int cq_close(struct fid *fid)
 		return -FI_EBUSY;
 	while ((node = braid_dlist_pop_head(&cq->errs)))
 		free(braid_container_of(node, struct braid_cq_err, node));
-	if (cq->has_wait && cq->wait_obj != FI_WAIT_YIELD)
-		braid_wait_destruct(&cq->wait);
+	braid_wait_close(&cq->wait);
 	braid_epset_destruct(&cq->eps);
 	atomic_fetch_sub(&cq->domain->ref, 1);
 	free(cq->slots);
@@ -273,22 +259,7 @@ static int cq_control(struct fid *fid, int command, void *arg)
 {
 	struct braid_cq *cq = braid_container_of(fid, struct braid_cq, cq_fid.fid);
 
-	switch (command) {
-	case FI_GETWAIT:
-		if (!arg)
-			return -FI_EINVAL;
-		if (cq->wait_obj != FI_WAIT_FD)
-			return -FI_ENODATA;
-		*(int *)arg = cq->wait.epfd;
-		return 0;
-	case FI_GETWAITOBJ:
-		if (!arg)
-			return -FI_EINVAL;
-		*(enum fi_wait_obj *)arg = cq->wait_obj;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return braid_wait_control(&cq->wait, command, arg);
 }
 
 static struct fi_ops cq_fi_ops = {
@@ -328,18 +299,6 @@ int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		return -FI_EINVAL;
 	if (attr->flags & ~(uint64_t)FI_AFFINITY)
 		return -FI_EBADFLAGS;
-	switch (attr->wait_obj) {
-	case FI_WAIT_NONE:
-	case FI_WAIT_UNSPEC:
-	case FI_WAIT_FD:
-	case FI_WAIT_YIELD:
-		break;
-	case FI_WAIT_SET:
-	case FI_WAIT_MUTEX_COND:
-		return -FI_ENOSYS;
-	default:
-		return -FI_EINVAL;
-	}
 	if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD)
 		return -FI_EINVAL;
 
@@ -354,15 +313,11 @@ int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	}
 	cq->format = format;
 	cq->entry_size = cq_entry_size(format);
-	cq->wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_FD : attr->wait_obj;
-	cq->has_wait = cq->wait_obj != FI_WAIT_NONE;
-	if (cq->has_wait && cq->wait_obj != FI_WAIT_YIELD) {
-		ret = braid_wait_construct(&cq->wait);
-		if (ret) {
-			free(cq->slots);
-			free(cq);
-			return ret;
-		}
+	ret = braid_wait_open(&cq->wait, attr->wait_obj);
+	if (ret) {
+		free(cq->slots);
+		free(cq);
+		return ret;
 	}
 	braid_dlist_init(&cq->errs);
 	cq->domain = dom;

@@ -110,13 +110,46 @@ static void dgram_rx_complete(struct braid_ep *ep, struct braid_rx_entry *rx,
 		braid_cntr_inc(ep->recv_cntr);
 }
 
+/* Copy the payload that landed in @from's buffers into @to's (same packet, earlier receive). */
+static void dgram_rx_move(struct braid_rx_entry *from, struct braid_rx_entry *to,
+			  struct braid_pkt *pkt)
+{
+	size_t have = pkt->len - BRAID_DGRAM_HDR, done = 0, fi = 1, fo = 0, ti = 1, to_off = 0;
+
+	if (have > from->capacity)
+		have = from->capacity;	/* what did not fit in @from is lost: report truncation */
+	to->hdr = from->hdr;
+	while (done < have && fi <= from->iov_count && ti <= to->iov_count) {
+		size_t a = from->iov[fi].iov_len - fo, b = to->iov[ti].iov_len - to_off;
+		size_t l = a < b ? a : b;
+
+		if (l > have - done)
+			l = have - done;
+		memmove((uint8_t *)to->iov[ti].iov_base + to_off,
+			(uint8_t *)from->iov[fi].iov_base + fo, l);
+		done += l;
+		fo += l;
+		to_off += l;
+		if (fo == from->iov[fi].iov_len) {
+			fi++;
+			fo = 0;
+		}
+		if (to_off == to->iov[ti].iov_len) {
+			ti++;
+			to_off = 0;
+		}
+	}
+	if (pkt->len - BRAID_DGRAM_HDR > from->capacity)
+		pkt->flags |= BRAID_PKT_TRUNC;
+}
+
 static void dgram_progress_rx(struct braid_ep *ep)
 {
 	struct braid_rx_entry *rxs[BRAID_MAX_BATCH];
 	struct braid_pkt pkts[BRAID_MAX_BATCH];
 	struct braid_dgram_view view;
 	struct braid_dlist *it;
-	int n, got, i, ret;
+	int n, got, i, ret, next;
 	size_t room;
 
 	while (!braid_dlist_empty(&ep->rx_posted)) {
@@ -141,6 +174,13 @@ static void dgram_progress_rx(struct braid_ep *ep)
 		if (!n)
 			return;
 		got = ep->wire->ops->rx_burst(ep->wire, pkts, n);
+		/*
+		 * Receives complete in the order they were posted (fi_msg(3)). A
+		 * dropped packet leaves its receive posted; a later good packet in
+		 * the same burst landed in a later receive's buffer, so its payload
+		 * moves to the earliest receive still waiting.
+		 */
+		next = 0;
 		for (i = 0; i < got; i++) {
 			ret = braid_dgram_hdr_decode(&rxs[i]->hdr, pkts[i].len, &view);
 			if (ret) {
@@ -148,9 +188,12 @@ static void dgram_progress_rx(struct braid_ep *ep)
 				ep->stats.drops[-ret - 1]++;
 				continue;
 			}
-			braid_dlist_remove(&rxs[i]->node);
-			dgram_rx_complete(ep, rxs[i], &pkts[i], &view);
-			braid_pool_release(&ep->rx_pool, rxs[i]);
+			if (next != i)
+				dgram_rx_move(rxs[i], rxs[next], &pkts[i]);
+			braid_dlist_remove(&rxs[next]->node);
+			dgram_rx_complete(ep, rxs[next], &pkts[i], &view);
+			braid_pool_release(&ep->rx_pool, rxs[next]);
+			next++;
 		}
 		if (got < n)
 			break;
@@ -163,12 +206,12 @@ static void dgram_progress_rx(struct braid_ep *ep)
 
 static void dgram_tx_done(struct braid_ep *ep, struct braid_tx_pending *tx, int status)
 {
-	bool comp = !(tx->flags & FI_INJECT) && ep->tx_cq &&
-		    (!ep->tx_selective || (tx->flags & FI_COMPLETION));
+	bool comp = tx->comp;
 	uint64_t flags = FI_SEND | FI_MSG;
 
 	if (status) {
-		if (ep->tx_cq && !(tx->flags & FI_INJECT))
+		/* fi_cq(3): errors are reported for every operation, fi_inject's too */
+		if (ep->tx_cq)
 			braid_cq_write_err(ep->tx_cq, tx->context, flags, tx->len, tx->buf, 0, 0,
 					   0, -status, BRAID_PERR_WIRE_SEND, FI_ADDR_NOTAVAIL);
 		if (ep->send_cntr)
@@ -214,8 +257,14 @@ void braid_dgram_flush_locked(struct braid_ep *ep)
 	ep->tx_npending = n - sent;
 }
 
+/*
+ * @nocomp: fi_inject/fi_injectdata, which behave as if selective completion
+ * were on and FI_COMPLETION off (fi_msg(3)); FI_INJECT alone only means the
+ * buffer is free on return and does not suppress the completion.
+ */
 static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, size_t count,
-				 fi_addr_t dest, void *context, uint64_t data, uint64_t flags)
+				 fi_addr_t dest, void *context, uint64_t data, uint64_t flags,
+				 bool nocomp)
 {
 	struct braid_tx_pending *tx;
 	struct sockaddr_in sin;
@@ -241,8 +290,7 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 	if (braid_av_lookup_addr(ep->av, dest, &sin))
 		return -FI_EINVAL;
 
-	comp = !(flags & FI_INJECT) && ep->tx_cq &&
-	       (!ep->tx_selective || (flags & FI_COMPLETION));
+	comp = !nocomp && ep->tx_cq && (!ep->tx_selective || (flags & FI_COMPLETION));
 	braid_domain_lock(ep->domain);
 	if (ep->tx_npending == BRAID_MAX_BATCH)
 		braid_dgram_flush_locked(ep);
@@ -295,7 +343,7 @@ static ssize_t dgram_send(struct fid_ep *ep_fid, const void *buf, size_t len, vo
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return dgram_send_common(ep, &iov, 1, dest_addr, context, 0,
-				 ep->tx_op_flags & DGRAM_TX_FLAGS);
+				 ep->tx_op_flags & DGRAM_TX_FLAGS, false);
 }
 
 static ssize_t dgram_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -304,7 +352,7 @@ static ssize_t dgram_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void 
 	struct braid_ep *ep = dgram_ep(ep_fid);
 
 	return dgram_send_common(ep, iov, count, dest_addr, context, 0,
-				 ep->tx_op_flags & DGRAM_TX_FLAGS);
+				 ep->tx_op_flags & DGRAM_TX_FLAGS, false);
 }
 
 static ssize_t dgram_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
@@ -312,7 +360,7 @@ static ssize_t dgram_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, ui
 	if (!msg)
 		return -FI_EINVAL;
 	return dgram_send_common(dgram_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr,
-				 msg->context, msg->data, flags);
+				 msg->context, msg->data, flags, false);
 }
 
 static ssize_t dgram_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -320,7 +368,7 @@ static ssize_t dgram_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return dgram_send_common(dgram_ep(ep_fid), &iov, 1, dest_addr, NULL, 0, FI_INJECT);
+	return dgram_send_common(dgram_ep(ep_fid), &iov, 1, dest_addr, NULL, 0, FI_INJECT, true);
 }
 
 static ssize_t dgram_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -330,7 +378,7 @@ static ssize_t dgram_senddata(struct fid_ep *ep_fid, const void *buf, size_t len
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return dgram_send_common(ep, &iov, 1, dest_addr, context, data,
-				 (ep->tx_op_flags & DGRAM_TX_FLAGS) | FI_REMOTE_CQ_DATA);
+				 (ep->tx_op_flags & DGRAM_TX_FLAGS) | FI_REMOTE_CQ_DATA, false);
 }
 
 static ssize_t dgram_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -339,7 +387,7 @@ static ssize_t dgram_injectdata(struct fid_ep *ep_fid, const void *buf, size_t l
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return dgram_send_common(dgram_ep(ep_fid), &iov, 1, dest_addr, NULL, data,
-				 FI_INJECT | FI_REMOTE_CQ_DATA);
+				 FI_INJECT | FI_REMOTE_CQ_DATA, true);
 }
 
 struct fi_ops_msg braid_dgram_msg_ops = {
@@ -354,6 +402,19 @@ struct fi_ops_msg braid_dgram_msg_ops = {
 	.senddata = dgram_senddata,
 	.injectdata = dgram_injectdata,
 };
+
+/* Drop sends still held by FI_MORE, with no completions (endpoint close). */
+void braid_dgram_discard_locked(struct braid_ep *ep)
+{
+	int i;
+
+	for (i = 0; i < ep->tx_npending; i++) {
+		if (ep->tx_pending[i].comp && ep->tx_cq)
+			ep->tx_cq->reserved--;
+	}
+	ep->tx_npending = 0;
+	ep->pending_comps = 0;
+}
 
 /* ---- progress and cancel ---- */
 

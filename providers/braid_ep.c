@@ -40,20 +40,18 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 	return 0;
 }
 
-/* Add/remove the wire's fd from the receive-side wait objects (rx CQ, recv counter). */
+/* Add/remove the wire's fd in the receive-side wait objects (rx CQ, recv counter). */
 static void ep_rx_wait_update(struct braid_ep *ep, bool add)
 {
 	int fd = ep->wire->ops->wait_fd(ep->wire);
 
-	if (fd < 0)
-		return;
-	if (ep->rx_cq && ep->rx_cq->has_wait && ep->rx_cq->wait_obj == FI_WAIT_FD) {
+	if (ep->rx_cq) {
 		if (add)
 			braid_wait_add_fd(&ep->rx_cq->wait, fd);
 		else
 			braid_wait_del_fd(&ep->rx_cq->wait, fd);
 	}
-	if (ep->recv_cntr && ep->recv_cntr->has_wait && ep->recv_cntr->wait_obj == FI_WAIT_FD) {
+	if (ep->recv_cntr) {
 		if (add)
 			braid_wait_add_fd(&ep->recv_cntr->wait, fd);
 		else
@@ -65,11 +63,9 @@ void braid_ep_rx_arm(struct braid_ep *ep, bool armed)
 {
 	int fd = ep->wire->ops->wait_fd(ep->wire);
 
-	if (fd < 0)
-		return;
-	if (ep->rx_cq && ep->rx_cq->has_wait && ep->rx_cq->wait_obj == FI_WAIT_FD)
+	if (ep->rx_cq)
 		braid_wait_arm_fd(&ep->rx_cq->wait, fd, armed);
-	if (ep->recv_cntr && ep->recv_cntr->has_wait && ep->recv_cntr->wait_obj == FI_WAIT_FD)
+	if (ep->recv_cntr)
 		braid_wait_arm_fd(&ep->recv_cntr->wait, fd, armed);
 }
 
@@ -79,7 +75,8 @@ static int ep_close(struct fid *fid)
 	struct braid_domain *dom = ep->domain;
 
 	braid_domain_lock(dom);
-	braid_dgram_flush_locked(ep);
+	/* fi_endpoint(3): operations still pending are discarded, with no completions */
+	braid_dgram_discard_locked(ep);
 	if (ep->tx_cq) {
 		braid_epset_remove(&ep->tx_cq->eps, ep);
 		atomic_fetch_sub(&ep->tx_cq->ref, 1);
@@ -94,10 +91,7 @@ static int ep_close(struct fid *fid)
 		atomic_fetch_sub(&ep->send_cntr->ref, 1);
 	}
 	if (ep->recv_cntr) {
-		if (!ep->rx_cq)
-			ep_rx_wait_update(ep, false);
-		else if (ep->recv_cntr->has_wait && ep->recv_cntr->wait_obj == FI_WAIT_FD)
-			braid_wait_del_fd(&ep->recv_cntr->wait, ep->wire->ops->wait_fd(ep->wire));
+		braid_wait_del_fd(&ep->recv_cntr->wait, ep->wire->ops->wait_fd(ep->wire));
 		braid_epset_remove(&ep->recv_cntr->eps, ep);
 		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
 	}
@@ -177,8 +171,7 @@ static int ep_bind_cntr(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t f
 			goto out;
 		ep->recv_cntr = cntr;
 		atomic_fetch_add(&cntr->ref, 1);
-		if (cntr->has_wait && cntr->wait_obj == FI_WAIT_FD)
-			braid_wait_add_fd(&cntr->wait, ep->wire->ops->wait_fd(ep->wire));
+		braid_wait_add_fd(&cntr->wait, ep->wire->ops->wait_fd(ep->wire));
 	}
 out:
 	braid_domain_unlock(ep->domain);

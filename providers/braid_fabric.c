@@ -29,7 +29,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 			struct braid_cq *cq = braid_container_of(fids[i], struct braid_cq, cq_fid.fid);
 			bool busy;
 
-			if (!cq->has_wait)
+			if (!braid_wait_enabled(&cq->wait))
 				return -FI_EINVAL;
 			braid_domain_lock(cq->domain);
 			braid_epset_progress_locked(&cq->eps);
@@ -42,7 +42,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 		case FI_CLASS_CNTR: {
 			struct braid_cntr *cntr = braid_container_of(fids[i], struct braid_cntr, cntr_fid.fid);
 
-			if (!cntr->has_wait)
+			if (!braid_wait_enabled(&cntr->wait))
 				return -FI_EINVAL;
 			braid_domain_lock(cntr->domain);
 			braid_epset_progress_locked(&cntr->eps);

@@ -3,42 +3,60 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "braid.h"
 
-int braid_wait_construct(struct braid_wait *wait)
+int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 
+	wait->epfd = wait->evfd = -1;
+	atomic_init(&wait->waiters, 0);
+	switch (requested) {
+	case FI_WAIT_NONE:
+	case FI_WAIT_YIELD:
+		wait->obj = requested;
+		return 0;
+	case FI_WAIT_UNSPEC:
+	case FI_WAIT_FD:
+		wait->obj = FI_WAIT_FD;
+		break;
+	case FI_WAIT_SET:
+	case FI_WAIT_MUTEX_COND:
+		return -FI_ENOSYS;
+	default:
+		return -FI_EINVAL;
+	}
 	wait->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (wait->epfd < 0)
 		return -FI_ENOMEM;
 	wait->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (wait->evfd < 0) {
-		close(wait->epfd);
-		return -FI_ENOMEM;
-	}
 	ev.data.fd = wait->evfd;
-	if (epoll_ctl(wait->epfd, EPOLL_CTL_ADD, wait->evfd, &ev)) {
-		close(wait->evfd);
-		close(wait->epfd);
+	if (wait->evfd < 0 || epoll_ctl(wait->epfd, EPOLL_CTL_ADD, wait->evfd, &ev)) {
+		braid_wait_close(wait);
 		return -FI_ENOMEM;
 	}
-	atomic_init(&wait->waiters, 0);
 	return 0;
 }
 
-void braid_wait_destruct(struct braid_wait *wait)
+void braid_wait_close(struct braid_wait *wait)
 {
-	close(wait->evfd);
-	close(wait->epfd);
+	if (wait->evfd >= 0)
+		close(wait->evfd);
+	if (wait->epfd >= 0)
+		close(wait->epfd);
+	wait->epfd = wait->evfd = -1;
 }
 
 int braid_wait_add_fd(struct braid_wait *wait, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
 
+	if (wait->obj != FI_WAIT_FD || fd < 0)
+		return 0;
 	if (epoll_ctl(wait->epfd, EPOLL_CTL_ADD, fd, &ev) && errno != EEXIST)
 		return -FI_ENOMEM;
 	return 0;
@@ -48,30 +66,81 @@ void braid_wait_arm_fd(struct braid_wait *wait, int fd, bool armed)
 {
 	struct epoll_event ev = { .events = armed ? EPOLLIN : 0, .data.fd = fd };
 
-	(void)epoll_ctl(wait->epfd, EPOLL_CTL_MOD, fd, &ev);
+	if (wait->obj == FI_WAIT_FD && fd >= 0)
+		(void)epoll_ctl(wait->epfd, EPOLL_CTL_MOD, fd, &ev);
 }
 
 void braid_wait_del_fd(struct braid_wait *wait, int fd)
 {
-	(void)epoll_ctl(wait->epfd, EPOLL_CTL_DEL, fd, NULL);
+	if (wait->obj == FI_WAIT_FD && fd >= 0)
+		(void)epoll_ctl(wait->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 void braid_wait_signal(struct braid_wait *wait)
 {
 	uint64_t one = 1;
 
-	(void)!write(wait->evfd, &one, sizeof(one));
+	if (wait->obj == FI_WAIT_FD)
+		(void)!write(wait->evfd, &one, sizeof(one));
 }
 
-int braid_wait_block(struct braid_wait *wait, int timeout_ms)
+void braid_wait_wake(struct braid_wait *wait)
+{
+	if (atomic_load(&wait->waiters))
+		braid_wait_signal(wait);
+}
+
+int braid_wait_control(struct braid_wait *wait, int command, void *arg)
+{
+	switch (command) {
+	case FI_GETWAIT:
+		if (!arg)
+			return -FI_EINVAL;
+		if (wait->obj != FI_WAIT_FD)
+			return -FI_ENODATA;
+		*(int *)arg = wait->epfd;
+		return 0;
+	case FI_GETWAITOBJ:
+		if (!arg)
+			return -FI_EINVAL;
+		*(enum fi_wait_obj *)arg = wait->obj;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+void braid_wait_enter(struct braid_wait *wait)
+{
+	atomic_fetch_add(&wait->waiters, 1);
+}
+
+void braid_wait_leave(struct braid_wait *wait)
+{
+	atomic_fetch_sub(&wait->waiters, 1);
+}
+
+int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int timeout)
 {
 	struct epoll_event evs[8];
+	struct timespec now;
+	int left = -1, n, i;
 	uint64_t val;
-	int n, i;
 
-	atomic_fetch_add(&wait->waiters, 1);
-	n = epoll_wait(wait->epfd, evs, 8, timeout_ms);
-	atomic_fetch_sub(&wait->waiters, 1);
+	if (timeout >= 0) {
+		long ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
+		if (ms >= timeout)
+			return -FI_ETIMEDOUT;
+		left = (int)(timeout - ms);
+	}
+	if (wait->obj == FI_WAIT_YIELD) {
+		sched_yield();
+		return 0;
+	}
+	n = epoll_wait(wait->epfd, evs, 8, left);
 	if (n < 0)
 		return errno == EINTR ? -FI_EINTR : -FI_EOTHER;
 	for (i = 0; i < n; i++) {

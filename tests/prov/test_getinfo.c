@@ -1,0 +1,412 @@
+/* test_getinfo.c: fi_getinfo(3) against braid: what it offers, which hints it refuses, node/service handling. */
+#include "prov_test.h"
+
+static int getinfo(const char *node, const char *service, uint64_t flags,
+		   const struct fi_info *hints, struct fi_info **info)
+{
+	*info = NULL;
+	return fi_getinfo(PT_VERSION, node, service, flags, hints, info);
+}
+
+/* Expect -FI_ENODATA (and no list) for @hints. */
+static void expect_nodata(struct fi_info *hints, const char *what)
+{
+	struct fi_info *info = NULL;
+	int ret = getinfo(NULL, NULL, 0, hints, &info);
+
+	cr_expect_eq(ret, -FI_ENODATA, "%s: fi_getinfo = %d, expected -FI_ENODATA", what, ret);
+	cr_expect_null(info, "%s: info returned", what);
+	if (!ret)
+		fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+static const struct sockaddr_in *sin_of(const void *addr)
+{
+	return (const struct sockaddr_in *)addr;
+}
+
+Test(fi_getinfo, lists_dgram)
+{
+	struct fi_info *hints = pt_hints(FI_EP_UNSPEC), *info, *cur;
+	int ret, n = 0;
+
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	for (cur = info; cur; cur = cur->next) {
+		if (!pt_is_plain_braid(cur))
+			continue;
+		n++;
+		cr_expect_eq(cur->ep_attr->type, FI_EP_DGRAM);
+		cr_expect_eq(cur->addr_format, FI_SOCKADDR_IN);
+		cr_expect(cur->caps & FI_MSG, "FI_MSG not in caps");
+		cr_expect_not_null(cur->src_addr);
+		cr_expect_eq(cur->src_addrlen, sizeof(struct sockaddr_in));
+		cr_expect_gt(cur->ep_attr->max_msg_size, 0);
+		cr_expect_not_null(cur->domain_attr->name);
+		cr_expect_not_null(cur->fabric_attr->name);
+		cr_expect_eq(cur->mode, 0, "mode 0x%llx although the hints allow no mode",
+			     (unsigned long long)cur->mode);
+	}
+	cr_expect_gt(n, 0, "no plain braid entry");
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, dgram_type_gives_only_braid_dgram)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info, *cur;
+	int ret;
+
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	for (cur = info; cur; cur = cur->next) {
+		cr_expect(pt_is_plain_braid(cur), "entry from %s", cur->fabric_attr->prov_name);
+		cr_expect_eq(cur->ep_attr->type, FI_EP_DGRAM);
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, no_hints_include_braid)
+{
+	struct fi_info *info, *cur;
+	int ret, n = 0;
+
+	ret = getinfo(NULL, NULL, 0, NULL, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	for (cur = info; cur; cur = cur->next)
+		n += pt_is_plain_braid(cur);
+	cr_expect_gt(n, 0, "braid missing from the unfiltered list");
+	fi_freeinfo(info);
+}
+
+Test(fi_getinfo, caps_rma)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->caps = FI_MSG | FI_RMA;
+	expect_nodata(hints, "FI_RMA");
+}
+
+Test(fi_getinfo, caps_tagged)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->caps = FI_TAGGED;
+	expect_nodata(hints, "FI_TAGGED");
+}
+
+Test(fi_getinfo, caps_atomic)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->caps = FI_MSG | FI_ATOMIC;
+	expect_nodata(hints, "FI_ATOMIC");
+}
+
+Test(fi_getinfo, caps_source_echoed)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info;
+	int ret;
+
+	hints->caps = FI_MSG | FI_SOURCE;
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	cr_expect_eq(info->caps & (FI_MSG | FI_SOURCE), FI_MSG | FI_SOURCE);
+	cr_expect_eq(info->caps & (FI_RMA | FI_TAGGED | FI_ATOMIC), 0);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, ep_msg)
+{
+	expect_nodata(pt_hints(FI_EP_MSG), "FI_EP_MSG");
+}
+
+/* RDM over braid is the ofi_rxd layering ("braid;ofi_rxd"); braid itself offers no RDM. */
+Test(fi_getinfo, ep_rdm_not_plain_braid)
+{
+	struct fi_info *hints = pt_hints(FI_EP_RDM), *info, *cur;
+	int ret;
+
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert(ret == 0 || ret == -FI_ENODATA, "fi_getinfo = %d", ret);
+	for (cur = ret ? NULL : info; cur; cur = cur->next) {
+		cr_expect(!pt_is_plain_braid(cur), "plain braid offered FI_EP_RDM");
+		cr_expect_eq(cur->ep_attr->type, FI_EP_RDM);
+	}
+	if (!ret)
+		fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, addr_format_str)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->addr_format = FI_ADDR_STR;
+	expect_nodata(hints, "FI_ADDR_STR");
+}
+
+Test(fi_getinfo, addr_format_in6)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->addr_format = FI_SOCKADDR_IN6;
+	expect_nodata(hints, "FI_SOCKADDR_IN6");
+}
+
+Test(fi_getinfo, addr_format_foreign)
+{
+	static const uint32_t formats[] = {
+		FI_SOCKADDR_IB, FI_ADDR_PSMX, FI_ADDR_GNI, FI_ADDR_BGQ, FI_ADDR_MLX,
+		FI_ADDR_PSMX2, FI_ADDR_IB_UD, FI_ADDR_EFA, FI_ADDR_PSMX3, FI_ADDR_OPX,
+		FI_ADDR_CXI,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+		char what[32];
+
+		hints->addr_format = formats[i];
+		snprintf(what, sizeof(what), "addr_format %u", formats[i]);
+		expect_nodata(hints, what);
+	}
+}
+
+Test(fi_getinfo, addr_format_sockaddr_in_accepted)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info;
+	int ret;
+
+	hints->addr_format = FI_SOCKADDR_IN;
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	cr_expect_eq(info->addr_format, FI_SOCKADDR_IN);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, api_version_1_4)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info = NULL;
+	int ret;
+
+	ret = fi_getinfo(FI_VERSION(1, 4), NULL, NULL, 0, hints, &info);
+	cr_expect_eq(ret, -FI_ENODATA, "fi_getinfo(1.4) = %d", ret);
+	if (!ret)
+		fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, data_progress_auto)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	expect_nodata(hints, "data_progress FI_PROGRESS_AUTO");
+}
+
+Test(fi_getinfo, control_progress_auto)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
+	expect_nodata(hints, "control_progress FI_PROGRESS_AUTO");
+}
+
+Test(fi_getinfo, progress_manual_accepted)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info;
+	int ret;
+
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	cr_expect_eq(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
+	cr_expect_eq(info->domain_attr->control_progress, FI_PROGRESS_MANUAL);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, cq_data_size_16)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->domain_attr->cq_data_size = 16;
+	expect_nodata(hints, "cq_data_size 16");
+}
+
+Test(fi_getinfo, cq_data_size_8_accepted)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info;
+	int ret;
+
+	hints->domain_attr->cq_data_size = 8;
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	cr_expect_geq(info->domain_attr->cq_data_size, 8);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, tx_iov_limit_1000)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->tx_attr->iov_limit = 1000;
+	expect_nodata(hints, "tx_attr->iov_limit 1000");
+}
+
+Test(fi_getinfo, rx_iov_limit_1000)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->rx_attr->iov_limit = 1000;
+	expect_nodata(hints, "rx_attr->iov_limit 1000");
+}
+
+Test(fi_getinfo, max_msg_size_too_large)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->ep_attr->max_msg_size = (size_t)1 << 30;
+	expect_nodata(hints, "max_msg_size 1 GiB");
+}
+
+Test(fi_getinfo, tx_ctx_cnt_2)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->ep_attr->tx_ctx_cnt = 2;
+	expect_nodata(hints, "tx_ctx_cnt 2");
+}
+
+Test(fi_getinfo, node_service_sets_dest)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info, *cur;
+	int ret;
+
+	ret = getinfo("127.0.0.1", "9999", 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	for (cur = info; cur; cur = cur->next) {
+		const struct sockaddr_in *dest = sin_of(cur->dest_addr);
+		const struct sockaddr_in *src = sin_of(cur->src_addr);
+
+		cr_assert_not_null(dest, "dest_addr not set");
+		cr_expect_eq(cur->dest_addrlen, sizeof(struct sockaddr_in));
+		cr_expect_eq(dest->sin_family, AF_INET);
+		cr_expect_eq(ntohs(dest->sin_port), 9999);
+		cr_expect_eq(dest->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+		/* the source is the interface that reaches 127.0.0.1: lo */
+		cr_assert_not_null(src, "src_addr not set");
+		cr_expect_eq(src->sin_family, AF_INET);
+		cr_expect_eq(src->sin_addr.s_addr, htonl(INADDR_LOOPBACK),
+			     "src_addr is %s, not on lo", inet_ntoa(src->sin_addr));
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, node_service_fi_source_sets_src)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info, *cur;
+	int ret;
+
+	ret = getinfo("127.0.0.1", "9999", FI_SOURCE, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	for (cur = info; cur; cur = cur->next) {
+		const struct sockaddr_in *src = sin_of(cur->src_addr);
+
+		cr_assert_not_null(src, "src_addr not set");
+		cr_expect_eq(cur->src_addrlen, sizeof(struct sockaddr_in));
+		cr_expect_eq(src->sin_family, AF_INET);
+		cr_expect_eq(ntohs(src->sin_port), 9999);
+		cr_expect_eq(src->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+		cr_expect_null(cur->dest_addr, "dest_addr set with FI_SOURCE and no dest hint");
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, addr_str_node)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info;
+	const struct sockaddr_in *dest;
+	int ret;
+
+	ret = getinfo("fi_sockaddr_in://127.0.0.1:4567", NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	dest = sin_of(info->dest_addr);
+	cr_assert_not_null(dest);
+	cr_expect_eq(dest->sin_family, AF_INET);
+	cr_expect_eq(ntohs(dest->sin_port), 4567);
+	cr_expect_eq(dest->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, addr_str_node_fi_source)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info;
+	const struct sockaddr_in *src;
+	int ret;
+
+	ret = getinfo("fi_sockaddr_in://127.0.0.1:4568", NULL, FI_SOURCE, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	src = sin_of(info->src_addr);
+	cr_assert_not_null(src);
+	cr_expect_eq(ntohs(src->sin_port), 4568);
+	cr_expect_eq(src->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, threading_domain_echoed)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info, *cur;
+	int ret;
+
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	for (cur = info; cur; cur = cur->next)
+		cr_expect_eq(cur->domain_attr->threading, FI_THREAD_DOMAIN);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, fabric_name_selects_lo)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info, *cur;
+	int ret;
+
+	hints->fabric_attr->name = strdup("127.0.0.0/8");
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	for (cur = info; cur; cur = cur->next) {
+		cr_expect_str_eq(cur->fabric_attr->name, "127.0.0.0/8");
+		cr_expect_eq(sin_of(cur->src_addr)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, unknown_fabric_name)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->fabric_attr->name = strdup("no-such-fabric");
+	expect_nodata(hints, "fabric name no-such-fabric");
+}
+
+Test(fi_getinfo, unknown_domain_name)
+{
+	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
+
+	hints->domain_attr->name = strdup("no-such-domain0");
+	expect_nodata(hints, "domain name no-such-domain0");
+}
