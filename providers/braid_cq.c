@@ -228,13 +228,8 @@ static int cq_signal(struct fid_cq *cq_fid)
 static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
 			       char *buf, size_t len)
 {
-	const char *msg = braid_prov_strerror(prov_errno);
-
-	if (buf && len) {
-		strncpy(buf, msg, len - 1);
-		buf[len - 1] = '\0';
-		return buf;
-	}
+	return braid_prov_strerror_r(prov_errno, buf, len);
+}
 	return msg;
 }
 

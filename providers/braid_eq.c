@@ -201,13 +201,8 @@ static ssize_t eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_
 static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
 			       char *buf, size_t len)
 {
-	const char *msg = braid_prov_strerror(prov_errno);
-
-	if (buf && len) {
-		strncpy(buf, msg, len - 1);
-		buf[len - 1] = '\0';
-		return buf;
-	}
+	return braid_prov_strerror_r(prov_errno, buf, len);
+}
 	return msg;
 }
 

@@ -2,6 +2,8 @@
 #ifndef BRAID_ERRNO_H
 #define BRAID_ERRNO_H
 
+#include <stddef.h>
+
 /*
  * One X-macro table: name, value, message. The value goes into
  * fi_cq_err_entry.prov_errno; fi_cq_strerror() gives the message.
@@ -30,5 +32,12 @@ enum braid_prov_errno {
  * Return: a static string; "unknown braid error" for values not in the table.
  */
 const char *braid_prov_strerror(int prov_errno);
+
+/**
+ * braid_prov_strerror_r() - the message copied into @buf (truncated, always
+ * NUL-terminated) when @buf and @len are given, as fi_cq_strerror(3) asks.
+ * Return: @buf, or the static message when @buf is NULL or @len is 0.
+ */
+const char *braid_prov_strerror_r(int prov_errno, char *buf, size_t len);
 
 #endif /* BRAID_ERRNO_H */

@@ -12,3 +12,14 @@ Test(braid_prov_strerror, known_and_unknown)
 	for (int i = 0; i < BRAID_PERR_MAX; i++)
 		cr_assert_str_neq(braid_prov_strerror(i), "unknown braid error");
 }
+
+Test(braid_prov_strerror_r, copies_and_truncates)
+{
+	char buf[8];
+
+	cr_assert_eq(braid_prov_strerror_r(BRAID_PERR_OK, buf, sizeof(buf)), buf);
+	cr_assert_str_eq(buf, "success");
+	braid_prov_strerror_r(BRAID_PERR_TRUNC, buf, sizeof(buf));
+	cr_assert_eq(strlen(buf), 7, "truncated to the buffer, NUL-terminated");
+	cr_assert_str_eq(braid_prov_strerror_r(BRAID_PERR_OK, NULL, 0), "success");
+}
