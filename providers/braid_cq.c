@@ -230,8 +230,6 @@ static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *er
 {
 	return braid_prov_strerror_r(prov_errno, buf, len);
 }
-	return msg;
-}
 
 static int cq_close(struct fid *fid)
 {

@@ -203,8 +203,6 @@ static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *er
 {
 	return braid_prov_strerror_r(prov_errno, buf, len);
 }
-	return msg;
-}
 
 static int eq_control(struct fid *fid, int command, void *arg)
 {
