@@ -80,8 +80,8 @@ void braid_rd_config_default(struct braid_rd_config *cfg);
 /* braid_rd_send.flags / braid_rd_recv.flags */
 #define BRAID_RD_TAGGED		(1u << 0)	/* tagged message (tag matching) */
 #define BRAID_RD_CQ_DATA	(1u << 1)	/* send: carry @data as remote CQ data */
-#define BRAID_RD_INJECT		(1u << 2)	/* send: copy now; no completion */
-#define BRAID_RD_NO_COMP	(1u << 3)	/* no success completion (errors still reported) */
+#define BRAID_RD_INJECT		(1u << 2)	/* send: copy the payload now; the caller may reuse it */
+#define BRAID_RD_NO_COMP	(1u << 3)	/* the success completion is marked BRAID_RD_COMP_SILENT */
 
 /** struct braid_rd_send - a message to send. */
 struct braid_rd_send {
@@ -109,6 +109,8 @@ struct braid_rd_recv {
 #define BRAID_RD_COMP_RECV	(1u << 1)
 #define BRAID_RD_COMP_TAGGED	(1u << 2)
 #define BRAID_RD_COMP_CQ_DATA	(1u << 3)
+/* the operation asked for no success completion: count it, do not report it */
+#define BRAID_RD_COMP_SILENT	(1u << 4)
 
 /** struct braid_rd_comp - a finished operation. */
 struct braid_rd_comp {
@@ -204,11 +206,18 @@ uint64_t braid_rd_next_deadline(const struct braid_rd *rd);
 /** braid_rd_timer() - run every timer due at @now (retransmissions, ACKs, peer timeouts). */
 void braid_rd_timer(struct braid_rd *rd, uint64_t now);
 
-/** braid_rd_poll() - take up to @max completions. Return: how many. */
+/**
+ * braid_rd_poll() - take up to @max completions. Every operation produces
+ * exactly one (successes of BRAID_RD_NO_COMP operations carry
+ * BRAID_RD_COMP_SILENT). Return: how many.
+ */
 int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max);
 
 /** braid_rd_pending() - true while sends are unacknowledged or packets wait to go out. */
 bool braid_rd_pending(const struct braid_rd *rd);
+
+/** braid_rd_room() - sends and receives that can still be queued before -FI_EAGAIN. */
+void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs);
 
 /** braid_rd_stats() - the engine's counters. */
 const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd);

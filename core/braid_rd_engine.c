@@ -62,6 +62,12 @@ const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd)
 	return &rd->stats;
 }
 
+void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
+{
+	*sends = rd->sends.count - rd->sends.in_use;
+	*recvs = rd->recvs.count - rd->recvs.in_use;
+}
+
 size_t braid_rd_flow_bytes(const struct braid_rd *rd)
 {
 	return rd->flow_size;

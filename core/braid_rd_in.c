@@ -73,8 +73,9 @@ static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov
 		c.prov_errno = BRAID_PERR_TRUNC;
 		c.olen = m->len - r->capacity;
 	}
-	if (err || !(r->flags & BRAID_RD_NO_COMP) || c.err)
-		rd_comp_push(rd, &c);
+	if (!c.err && (r->flags & BRAID_RD_NO_COMP))
+		c.flags |= BRAID_RD_COMP_SILENT;
+	rd_comp_push(rd, &c);
 	if (!err)
 		rd->stats.msgs_received++;
 	stage_free_all(rd, m);

@@ -27,8 +27,9 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
 		.peer = op->conn->key,
 	};
 
-	if (err || !(op->flags & (BRAID_RD_NO_COMP | BRAID_RD_INJECT)))
-		rd_comp_push(rd, &c);
+	if (!err && (op->flags & BRAID_RD_NO_COMP))
+		c.flags |= BRAID_RD_COMP_SILENT;
+	rd_comp_push(rd, &c);
 	if (!err)
 		rd->stats.msgs_sent++;
 	if (op->inject)

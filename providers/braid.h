@@ -26,6 +26,8 @@
 #include "braid/braid_wire.h"
 #include "braid/braid_errno.h"
 #include "braid_hdr.h"
+#include "braid_peer.h"
+#include "braid_rd.h"
 
 #define BRAID_PROV_NAME		"braid"
 #define BRAID_MAJOR		0
@@ -36,6 +38,7 @@
 #define BRAID_DGRAM_HDR		sizeof(struct braid_dgram_hdr)
 #define BRAID_CQ_DATA_SIZE	8
 #define BRAID_MAX_BATCH		32
+#define BRAID_RDM_MAX_MSG	0xffffffffULL	/* RD offsets are 32 bits (protocol.md §4.2) */
 
 extern struct fi_provider braid_prov;
 
@@ -62,12 +65,17 @@ struct braid_config {
 	size_t eq_size;
 	/** @sockbuf: socket buffer bytes per socket (0: system default). */
 	int sockbuf;
+	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */
+	size_t unexp_bytes;
+	/** @peer_timeout_ms: RDM: a peer silent this long fails its operations. */
+	int peer_timeout_ms;
 };
 
 extern struct braid_config braid_cfg;
 
 /* braid_attr.c */
 extern const struct fi_info braid_dgram_info_template;
+extern const struct fi_info braid_rdm_info_template;
 int braid_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints, struct fi_info **info);
 int braid_check_info(const struct fi_info *info);
@@ -112,6 +120,8 @@ struct braid_domain {
 	uint64_t mr_next_key;
 	/** @eq: bound EQ for asynchronous events, or NULL. */
 	struct braid_eq *eq;
+	/** @peers: the domain-wide peer table the RDM endpoints share. */
+	struct braid_peer_table *peers;
 };
 
 /**
@@ -155,7 +165,8 @@ int braid_wait_control(struct braid_wait *wait, int command, void *arg);
  */
 void braid_wait_enter(struct braid_wait *wait);
 void braid_wait_leave(struct braid_wait *wait);
-int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int timeout);
+int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int timeout,
+		    int cap_ms);
 
 struct braid_ep;
 
@@ -324,6 +335,14 @@ struct braid_ep {
 	struct braid_ep_stats stats;
 	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
 	size_t pending_comps;
+	/** @type: FI_EP_DGRAM or FI_EP_RDM. */
+	enum fi_ep_type type;
+	/** @rd: the reliable-datagram engine (RDM; created at fi_enable). */
+	struct braid_rd *rd;
+	/** @rx_bufs: BRAID_MAX_BATCH receive buffers of wire->mtu bytes (RDM). */
+	uint8_t *rx_bufs;
+	/** @rdm_tx_drops: engine packets the wire refused (the engine resends them). */
+	uint64_t rdm_tx_drops;
 };
 
 /* braid_domain.c */
@@ -374,7 +393,9 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **ep, void *context);
 /* braid_dgram.c: the DGRAM data path */
 extern struct fi_ops_msg braid_dgram_msg_ops;
+/* Drive one endpoint (the caller holds the domain lock). */
 void braid_ep_progress(struct braid_ep *ep);
+void braid_dgram_progress_locked(struct braid_ep *ep);
 int braid_dgram_cancel_locked(struct braid_ep *ep, void *context);
 void braid_dgram_flush_locked(struct braid_ep *ep);
 void braid_dgram_discard_locked(struct braid_ep *ep);
@@ -382,6 +403,17 @@ void braid_ep_rx_arm(struct braid_ep *ep, bool armed);
 
 /* Progress every endpoint in @set (the caller holds the domain lock). */
 void braid_epset_progress_locked(struct braid_epset *set);
+/* Milliseconds until the earliest engine timer of @set's endpoints (-1: none). */
+int braid_epset_timer_ms(struct braid_epset *set);
+
+/* braid_rdm.c: the FI_EP_RDM data path over the RD engine */
+extern struct fi_ops_msg braid_rdm_msg_ops;
+extern struct fi_ops_tagged braid_rdm_tagged_ops;
+int braid_rdm_enable(struct braid_ep *ep);
+void braid_rdm_close(struct braid_ep *ep);
+void braid_rdm_progress_locked(struct braid_ep *ep);
+int braid_rdm_cancel_locked(struct braid_ep *ep, void *context);
+uint64_t braid_now_ns(void);
 
 /* Interface enumeration shared by getinfo and the wire (braid_attr.c). */
 struct braid_iface {

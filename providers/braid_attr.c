@@ -19,6 +19,11 @@
 				 FI_TRANSMIT_COMPLETE)
 #define BRAID_RX_OP_FLAGS	(FI_COMPLETION)
 
+#define BRAID_RDM_TX_CAPS	(FI_MSG | FI_TAGGED | FI_SEND)
+#define BRAID_RDM_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE)
+#define BRAID_RDM_CAPS		(BRAID_RDM_TX_CAPS | BRAID_RDM_RX_CAPS | BRAID_DOMAIN_CAPS)
+#define BRAID_RDM_TX_OP_FLAGS	(BRAID_TX_OP_FLAGS | FI_DELIVERY_COMPLETE)
+
 static struct fi_tx_attr dgram_tx_attr = {
 	.caps = BRAID_DGRAM_TX_CAPS,
 	.op_flags = 0,
@@ -75,6 +80,46 @@ static struct fi_domain_attr dgram_domain_attr = {
 
 static struct fi_fabric_attr dgram_fabric_attr = {
 	.prov_version = FI_VERSION(BRAID_MAJOR, BRAID_MINOR),
+};
+
+static struct fi_tx_attr rdm_tx_attr = {
+	.caps = BRAID_RDM_TX_CAPS,
+	.op_flags = 0,
+	.msg_order = FI_ORDER_SAS,
+	.comp_order = FI_ORDER_NONE,
+	.iov_limit = BRAID_IOV_LIMIT,
+	.rma_iov_limit = 0,
+};
+
+static struct fi_rx_attr rdm_rx_attr = {
+	.caps = BRAID_RDM_RX_CAPS,
+	.op_flags = 0,
+	.msg_order = FI_ORDER_SAS,
+	.comp_order = FI_ORDER_NONE,
+	.total_buffered_recv = 0,
+	.iov_limit = BRAID_IOV_LIMIT,
+};
+
+static struct fi_ep_attr rdm_ep_attr = {
+	.type = FI_EP_RDM,
+	.protocol = FI_PROTO_UNSPEC,
+	.protocol_version = BRAID_PROTO_VERSION,
+	.max_msg_size = BRAID_RDM_MAX_MSG,
+	.msg_prefix_size = 0,
+	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,	/* libfabric's FI_TAG_GENERIC: any 64-bit tag */
+	.tx_ctx_cnt = 1,
+	.rx_ctx_cnt = 1,
+};
+
+const struct fi_info braid_rdm_info_template = {
+	.caps = BRAID_RDM_CAPS,
+	.mode = 0,
+	.addr_format = FI_SOCKADDR_IN,
+	.tx_attr = &rdm_tx_attr,
+	.rx_attr = &rdm_rx_attr,
+	.ep_attr = &rdm_ep_attr,
+	.domain_attr = &dgram_domain_attr,
+	.fabric_attr = &dgram_fabric_attr,
 };
 
 const struct fi_info braid_dgram_info_template = {
@@ -237,37 +282,66 @@ static int route_source(const struct sockaddr_in *dest, struct in_addr *src)
 
 /* ---- hint matching ---- */
 
+/* What differs between the endpoint types braid offers. */
+struct ep_kind {
+	const struct fi_info *tmpl;
+	enum fi_ep_type type;
+	uint64_t caps, tx_caps, rx_caps, tx_op_flags, rx_op_flags;
+	/* bytes of braid header in each packet */
+	size_t hdr;
+};
+
+/* the product first: fi_getinfo(3) wants the best endpoints first */
+static const struct ep_kind ep_kinds[] = {
+	{ &braid_rdm_info_template, FI_EP_RDM, BRAID_RDM_CAPS, BRAID_RDM_TX_CAPS,
+	  BRAID_RDM_RX_CAPS, BRAID_RDM_TX_OP_FLAGS, BRAID_RX_OP_FLAGS,
+	  sizeof(struct braid_rd_data_hdr) },
+	{ &braid_dgram_info_template, FI_EP_DGRAM, BRAID_DGRAM_CAPS, BRAID_DGRAM_TX_CAPS,
+	  BRAID_DGRAM_RX_CAPS, BRAID_TX_OP_FLAGS, BRAID_RX_OP_FLAGS, BRAID_DGRAM_HDR },
+};
+
+static size_t kind_max_msg(const struct ep_kind *k, const struct braid_iface *ifc)
+{
+	return k->type == FI_EP_RDM ? BRAID_RDM_MAX_MSG : ifc->mtu_payload - k->hdr;
+}
+
+static size_t kind_inject(const struct ep_kind *k, const struct braid_iface *ifc)
+{
+	/* as large as one packet allows */
+	return ifc->mtu_payload - k->hdr;
+}
+
 static bool order_ok(uint64_t want, uint64_t have)
 {
 	return (want & ~have) == 0;
 }
 
-static bool tx_attr_ok(const struct fi_tx_attr *h, size_t max_msg)
+static bool tx_attr_ok(const struct ep_kind *k, const struct fi_tx_attr *h, size_t inject)
 {
 	if (!h)
 		return true;
-	if (h->caps & ~(BRAID_DGRAM_TX_CAPS | BRAID_DOMAIN_CAPS))
+	if (h->caps & ~(k->tx_caps | BRAID_DOMAIN_CAPS))
 		return false;
-	if (h->op_flags & ~BRAID_TX_OP_FLAGS)
+	if (h->op_flags & ~k->tx_op_flags)
 		return false;
-	if (!order_ok(h->msg_order, dgram_tx_attr.msg_order) ||
+	if (!order_ok(h->msg_order, k->tmpl->tx_attr->msg_order) ||
 	    (h->comp_order & ~FI_ORDER_NONE))
 		return false;
-	if (h->inject_size > max_msg || h->size > braid_cfg.tx_size ||
+	if (h->inject_size > inject || h->size > braid_cfg.tx_size ||
 	    h->iov_limit > BRAID_IOV_LIMIT || h->rma_iov_limit > 0)
 		return false;
 	return true;
 }
 
-static bool rx_attr_ok(const struct fi_rx_attr *h)
+static bool rx_attr_ok(const struct ep_kind *k, const struct fi_rx_attr *h)
 {
 	if (!h)
 		return true;
-	if (h->caps & ~(BRAID_DGRAM_RX_CAPS | BRAID_DOMAIN_CAPS))
+	if (h->caps & ~(k->rx_caps | BRAID_DOMAIN_CAPS))
 		return false;
-	if (h->op_flags & ~BRAID_RX_OP_FLAGS)
+	if (h->op_flags & ~k->rx_op_flags)
 		return false;
-	if (!order_ok(h->msg_order, dgram_rx_attr.msg_order) ||
+	if (!order_ok(h->msg_order, k->tmpl->rx_attr->msg_order) ||
 	    (h->comp_order & ~FI_ORDER_NONE))
 		return false;
 	if (h->total_buffered_recv > 0 || h->size > braid_cfg.rx_size ||
@@ -303,11 +377,11 @@ static bool domain_attr_ok(const struct fi_domain_attr *h, const char *ifname)
 	return true;
 }
 
-static bool ep_attr_ok(const struct fi_ep_attr *h, size_t max_msg)
+static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size_t max_msg)
 {
 	if (!h)
 		return true;
-	if (h->type != FI_EP_UNSPEC && h->type != FI_EP_DGRAM)
+	if (h->type != FI_EP_UNSPEC && h->type != k->type)
 		return false;
 	if (h->protocol != FI_PROTO_UNSPEC)
 		return false;
@@ -317,8 +391,8 @@ static bool ep_attr_ok(const struct fi_ep_attr *h, size_t max_msg)
 		return false;
 	if (h->tx_ctx_cnt > 1 || h->rx_ctx_cnt > 1)
 		return false;
-	if (h->mem_tag_format || h->max_order_raw_size || h->max_order_war_size ||
-	    h->max_order_waw_size)
+	if ((h->mem_tag_format && !k->tmpl->ep_attr->mem_tag_format) ||
+	    h->max_order_raw_size || h->max_order_war_size || h->max_order_waw_size)
 		return false;
 	if (h->auth_key || h->auth_key_size)
 		return false;
@@ -326,11 +400,11 @@ static bool ep_attr_ok(const struct fi_ep_attr *h, size_t max_msg)
 }
 
 /* Checks that do not depend on the interface. */
-static bool hints_ok(const struct fi_info *hints)
+static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints)
 {
 	if (!hints)
 		return true;
-	if (hints->caps & ~BRAID_DGRAM_CAPS)
+	if (hints->caps & ~k->caps)
 		return false;
 	switch (hints->addr_format) {
 	case FI_FORMAT_UNSPEC:
@@ -347,26 +421,24 @@ static bool hints_ok(const struct fi_info *hints)
 	    ((struct sockaddr *)hints->dest_addr)->sa_family != AF_INET))
 		return false;
 	if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
-	    hints->ep_attr->type != FI_EP_DGRAM)
+	    hints->ep_attr->type != k->type)
 		return false;
-	if (!rx_attr_ok(hints->rx_attr))
+	if (!rx_attr_ok(k, hints->rx_attr))
 		return false;
 	return true;
 }
 
-static bool iface_ok(const struct fi_info *hints, const struct braid_iface *ifc,
-		     const char *fabric_name)
+static bool iface_ok(const struct ep_kind *k, const struct fi_info *hints,
+		     const struct braid_iface *ifc, const char *fabric_name)
 {
-	size_t max_msg = ifc->mtu_payload - BRAID_DGRAM_HDR;
-
 	if (!hints)
 		return true;
 	if (hints->fabric_attr && hints->fabric_attr->name &&
 	    strcmp(hints->fabric_attr->name, fabric_name))
 		return false;
 	return domain_attr_ok(hints->domain_attr, ifc->name) &&
-	       ep_attr_ok(hints->ep_attr, max_msg) &&
-	       tx_attr_ok(hints->tx_attr, max_msg);
+	       ep_attr_ok(k, hints->ep_attr, kind_max_msg(k, ifc)) &&
+	       tx_attr_ok(k, hints->tx_attr, kind_inject(k, ifc));
 }
 
 static void *dup_sin(const struct sockaddr_in *sin)
@@ -378,12 +450,11 @@ static void *dup_sin(const struct sockaddr_in *sin)
 	return p;
 }
 
-static struct fi_info *info_build(const struct fi_info *hints, const struct braid_iface *ifc,
-				  const char *fabric_name, const struct sockaddr_in *src,
-				  const struct sockaddr_in *dest)
+static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info *hints,
+				  const struct braid_iface *ifc, const char *fabric_name,
+				  const struct sockaddr_in *src, const struct sockaddr_in *dest)
 {
-	struct fi_info *info = fi_dupinfo(&braid_dgram_info_template);
-	size_t max_msg = ifc->mtu_payload - BRAID_DGRAM_HDR;
+	struct fi_info *info = fi_dupinfo(k->tmpl);
 	uint64_t caps;
 
 	if (!info)
@@ -392,8 +463,8 @@ static struct fi_info *info_build(const struct fi_info *hints, const struct brai
 	info->domain_attr->name = strdup(ifc->name);
 	if (!info->fabric_attr->name || !info->domain_attr->name)
 		goto err;
-	info->ep_attr->max_msg_size = max_msg;
-	info->tx_attr->inject_size = max_msg;
+	info->ep_attr->max_msg_size = kind_max_msg(k, ifc);
+	info->tx_attr->inject_size = kind_inject(k, ifc);
 	info->tx_attr->size = braid_cfg.tx_size;
 	info->rx_attr->size = braid_cfg.rx_size;
 
@@ -411,10 +482,10 @@ static struct fi_info *info_build(const struct fi_info *hints, const struct brai
 		return info;
 
 	/* Echo what was asked where braid supports it (fi_getinfo(3)). */
-	caps = hints->caps ? hints->caps : BRAID_DGRAM_CAPS;
+	caps = hints->caps ? hints->caps : k->caps;
 	info->caps = caps;
-	info->tx_attr->caps = caps & (BRAID_DGRAM_TX_CAPS | BRAID_DOMAIN_CAPS);
-	info->rx_attr->caps = caps & (BRAID_DGRAM_RX_CAPS | BRAID_DOMAIN_CAPS);
+	info->tx_attr->caps = caps & (k->tx_caps | BRAID_DOMAIN_CAPS);
+	info->rx_attr->caps = caps & (k->rx_caps | BRAID_DOMAIN_CAPS);
 	info->domain_attr->caps = caps & BRAID_DOMAIN_CAPS;
 	if (hints->addr_format == FI_SOCKADDR)
 		info->addr_format = FI_SOCKADDR;
@@ -443,15 +514,17 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 {
 	struct sockaddr_in src = { .sin_family = AF_INET }, dest;
 	struct fi_info *head = NULL, **tail = &head, *cur;
-	bool have_dest = false, src_fixed = false;
+	bool have_dest = false, src_fixed = false, any_kind = false;
 	struct braid_iface *ifs = NULL;
-	size_t nifs = 0, i;
+	size_t nifs = 0, i, k;
 	int ret;
 
 	*info = NULL;
 	if (version < BRAID_MIN_API)
 		return -FI_ENODATA;
-	if (!hints_ok(hints))
+	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++)
+		any_kind |= hints_ok(&ep_kinds[k], hints);
+	if (!any_kind)
 		return -FI_ENODATA;
 
 	/* node/service: the source when FI_SOURCE is set (or only a service is
@@ -486,26 +559,33 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 	ret = braid_iface_list(&ifs, &nifs);
 	if (ret)
 		return ret;
-	for (i = 0; i < nifs; i++) {
-		struct sockaddr_in if_src = src;
-		char fabric_name[64];
+	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++) {
+		const struct ep_kind *kind = &ep_kinds[k];
 
-		if (src_fixed && ifs[i].addr.s_addr != src.sin_addr.s_addr)
+		if (!hints_ok(kind, hints))
 			continue;
-		if (ifs[i].mtu_payload <= BRAID_DGRAM_HDR)
-			continue;
-		iface_fabric_name(&ifs[i], fabric_name, sizeof(fabric_name));
-		if (!iface_ok(hints, &ifs[i], fabric_name))
-			continue;
-		if_src.sin_addr = ifs[i].addr;
-		cur = info_build(hints, &ifs[i], fabric_name, &if_src, have_dest ? &dest : NULL);
-		if (!cur) {
-			fi_freeinfo(head);
-			free(ifs);
-			return -FI_ENOMEM;
+		for (i = 0; i < nifs; i++) {
+			struct sockaddr_in if_src = src;
+			char fabric_name[64];
+
+			if (src_fixed && ifs[i].addr.s_addr != src.sin_addr.s_addr)
+				continue;
+			if (ifs[i].mtu_payload <= kind->hdr + 64)
+				continue;
+			iface_fabric_name(&ifs[i], fabric_name, sizeof(fabric_name));
+			if (!iface_ok(kind, hints, &ifs[i], fabric_name))
+				continue;
+			if_src.sin_addr = ifs[i].addr;
+			cur = info_build(kind, hints, &ifs[i], fabric_name, &if_src,
+					 have_dest ? &dest : NULL);
+			if (!cur) {
+				fi_freeinfo(head);
+				free(ifs);
+				return -FI_ENOMEM;
+			}
+			*tail = cur;
+			tail = &cur->next;
 		}
-		*tail = cur;
-		tail = &cur->next;
 	}
 	free(ifs);
 	if (!head)
@@ -517,13 +597,18 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 /* Check an fi_info handed to fi_domain/fi_endpoint: is it one braid can serve? */
 int braid_check_info(const struct fi_info *info)
 {
+	size_t k;
+
 	if (!info || !info->ep_attr || !info->domain_attr)
 		return -FI_EINVAL;
-	if (info->ep_attr->type != FI_EP_DGRAM)
-		return -FI_EINVAL;
-	if (info->caps & ~BRAID_DGRAM_CAPS)
-		return -FI_ENODATA;
-	if (!rx_attr_ok(info->rx_attr))
-		return -FI_EINVAL;
-	return 0;
+	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++) {
+		if (info->ep_attr->type != ep_kinds[k].type)
+			continue;
+		if (info->caps & ~ep_kinds[k].caps)
+			return -FI_ENODATA;
+		if (!rx_attr_ok(&ep_kinds[k], info->rx_attr))
+			return -FI_EINVAL;
+		return 0;
+	}
+	return -FI_EINVAL;
 }

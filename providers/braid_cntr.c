@@ -85,7 +85,7 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
 	uint64_t err0 = atomic_load(&cntr->err);
 	struct timespec start;
-	int ret;
+	int ret, cap;
 
 	if (!braid_wait_enabled(&cntr->wait))
 		return -FI_EINVAL;
@@ -101,7 +101,10 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 			ret = -FI_EAVAIL;
 			break;
 		}
-		ret = braid_wait_step(&cntr->wait, &start, timeout);
+		braid_domain_lock(cntr->domain);
+		cap = braid_epset_timer_ms(&cntr->eps);
+		braid_domain_unlock(cntr->domain);
+		ret = braid_wait_step(&cntr->wait, &start, timeout, cap);
 		if (ret)
 			break;
 	}

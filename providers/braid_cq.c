@@ -185,6 +185,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	struct braid_cq *cq = braid_container_of(cq_fid, struct braid_cq, cq_fid);
 	struct timespec start;
 	ssize_t ret;
+	int cap;
 
 	if (!braid_wait_enabled(&cq->wait))
 		return -FI_EINVAL;
@@ -200,7 +201,10 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			break;
 		if (atomic_exchange(&cq->signaled, 0))
 			break;
-		ret = braid_wait_step(&cq->wait, &start, timeout);
+		braid_domain_lock(cq->domain);
+		cap = braid_epset_timer_ms(&cq->eps);
+		braid_domain_unlock(cq->domain);
+		ret = braid_wait_step(&cq->wait, &start, timeout, cap);
 		if (ret) {
 			ret = ret == -FI_ETIMEDOUT ? -FI_EAGAIN : ret;
 			break;

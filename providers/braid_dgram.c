@@ -418,10 +418,8 @@ void braid_dgram_discard_locked(struct braid_ep *ep)
 
 /* ---- progress and cancel ---- */
 
-void braid_ep_progress(struct braid_ep *ep)
+void braid_dgram_progress_locked(struct braid_ep *ep)
 {
-	if (!ep->enabled)
-		return;
 	braid_dgram_flush_locked(ep);
 	dgram_progress_rx(ep);
 }

@@ -13,6 +13,8 @@ static int domain_close(struct fid *fid)
 	if (dom->eq)
 		atomic_fetch_sub(&dom->eq->ref, 1);
 	braid_map_destruct(&dom->mr_keys);
+	if (dom->peers)
+		braid_peer_table_close(dom->peers);
 	pthread_mutex_destroy(&dom->lock);
 	fi_freeinfo(dom->info);
 	atomic_fetch_sub(&dom->fabric->ref, 1);
@@ -138,6 +140,12 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (!dom->info) {
 		free(dom);
 		return -FI_ENOMEM;
+	}
+	ret = braid_peer_table_open(&dom->peers, 1024, NULL);
+	if (ret) {
+		fi_freeinfo(dom->info);
+		free(dom);
+		return ret;
 	}
 	pthread_mutex_init(&dom->lock, NULL);
 	braid_map_construct(&dom->mr_keys);

@@ -34,7 +34,10 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 		ep->wire_ops->close(ep->wire);
 	ep->wire = wire;
 	ep->bind_addr = *addr;
-	ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR ? wire->mtu - BRAID_DGRAM_HDR : 0;
+	if (ep->type == FI_EP_RDM)
+		ep->max_msg_size = BRAID_RDM_MAX_MSG;
+	else
+		ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR ? wire->mtu - BRAID_DGRAM_HDR : 0;
 	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
 		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
 	return 0;
@@ -57,6 +60,16 @@ static void ep_rx_wait_update(struct braid_ep *ep, bool add)
 		else
 			braid_wait_del_fd(&ep->recv_cntr->wait, fd);
 	}
+}
+
+void braid_ep_progress(struct braid_ep *ep)
+{
+	if (!ep->enabled)
+		return;
+	if (ep->type == FI_EP_RDM)
+		braid_rdm_progress_locked(ep);
+	else
+		braid_dgram_progress_locked(ep);
 }
 
 void braid_ep_rx_arm(struct braid_ep *ep, bool armed)
@@ -96,6 +109,7 @@ static int ep_close(struct fid *fid)
 		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
 	}
 	braid_domain_unlock(dom);
+	braid_rdm_close(ep);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	if (ep->eq)
@@ -232,6 +246,12 @@ static int ep_enable(struct braid_ep *ep)
 	if ((need_tx && !ep->tx_cq && !ep->send_cntr) ||
 	    (need_rx && !ep->rx_cq && !ep->recv_cntr))
 		return -FI_ENOCQ;
+	if (ep->type == FI_EP_RDM) {
+		int ret = braid_rdm_enable(ep);
+
+		if (ret)
+			return ret;
+	}
 	ep->enabled = true;
 	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu\n",
 		   ntohs(ep->wire->name.sin_port), ep->wire->paths, ep->max_msg_size);
@@ -338,7 +358,8 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	int ret;
 
 	braid_domain_lock(ep->domain);
-	ret = braid_dgram_cancel_locked(ep, context);
+	ret = ep->type == FI_EP_RDM ? braid_rdm_cancel_locked(ep, context) :
+				      braid_dgram_cancel_locked(ep, context);
 	braid_domain_unlock(ep->domain);
 	return ret;
 }
@@ -359,8 +380,14 @@ static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct braid_ep *ep = braid_container_of(ep_fid, struct braid_ep, ep_fid);
 
+	size_t sends, recvs;
+
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
+	if (ep->rd) {
+		braid_rd_room(ep->rd, &sends, &recvs);
+		return (ssize_t)recvs;
+	}
 	return (ssize_t)(ep->rx_pool.count - ep->rx_pool.in_use);
 }
 
@@ -368,8 +395,14 @@ static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
 {
 	struct braid_ep *ep = braid_container_of(ep_fid, struct braid_ep, ep_fid);
 
+	size_t sends, recvs;
+
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
+	if (ep->rd) {
+		braid_rd_room(ep->rd, &sends, &recvs);
+		return (ssize_t)sends;
+	}
 	return (ssize_t)(braid_cfg.tx_size - (size_t)ep->tx_npending);
 }
 
@@ -477,6 +510,7 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	}
 	ep->domain = dom;
+	ep->type = info->ep_attr->type;
 	ep->wire_ops = braid_wire_find(braid_cfg.wire);
 	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size : braid_cfg.rx_size;
 	ret = braid_pool_construct(&ep->rx_pool, sizeof(struct braid_rx_entry), rx_size);
@@ -494,9 +528,9 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->ep_fid.fid.ops = &ep_fi_ops;
 	ep->ep_fid.ops = &ep_ops;
 	ep->ep_fid.cm = &ep_cm_ops;
-	ep->ep_fid.msg = &braid_dgram_msg_ops;
+	ep->ep_fid.msg = ep->type == FI_EP_RDM ? &braid_rdm_msg_ops : &braid_dgram_msg_ops;
 	ep->ep_fid.rma = &braid_nosys_rma_ops;
-	ep->ep_fid.tagged = &braid_nosys_tagged_ops;
+	ep->ep_fid.tagged = ep->type == FI_EP_RDM ? &braid_rdm_tagged_ops : &braid_nosys_tagged_ops;
 	ep->ep_fid.atomic = &braid_nosys_atomic_ops;
 	ep->ep_fid.collective = &braid_nosys_collective_ops;
 	atomic_fetch_add(&dom->ref, 1);

@@ -13,6 +13,8 @@ struct braid_config braid_cfg = {
 	.cq_size = 1024,
 	.eq_size = 256,
 	.sockbuf = 4 << 20,
+	.unexp_bytes = 16 << 20,
+	.peer_timeout_ms = 5000,
 };
 
 static void braid_cleanup(void)
@@ -60,6 +62,15 @@ static void braid_init_env(void)
 			"Socket send/receive buffer bytes per UDP socket; 0 keeps the "
 			"system default. (default: %d)", braid_cfg.sockbuf);
 
+	fi_param_define(&braid_prov, "unexp_bytes", FI_PARAM_SIZE_T,
+			"RDM: bytes per endpoint for data that arrives before a receive "
+			"matches it; beyond it the sender is held back (flow control). "
+			"(default: %zu)", braid_cfg.unexp_bytes);
+	fi_param_define(&braid_prov, "peer_timeout_ms", FI_PARAM_INT,
+			"RDM: a peer that answers nothing for this long fails its "
+			"pending operations with FI_EHOSTUNREACH. (default: %d)",
+			braid_cfg.peer_timeout_ms);
+
 	if (!fi_param_get_str(&braid_prov, "wire", &str) && str && *str)
 		braid_cfg.wire = str;
 	if (!fi_param_get_str(&braid_prov, "iface", &str) && str && *str)
@@ -81,6 +92,10 @@ static void braid_init_env(void)
 		braid_cfg.eq_size = sz;
 	if (!fi_param_get_int(&braid_prov, "sockbuf", &val) && val >= 0)
 		braid_cfg.sockbuf = val;
+	if (!fi_param_get_size_t(&braid_prov, "unexp_bytes", &sz) && sz)
+		braid_cfg.unexp_bytes = sz;
+	if (!fi_param_get_int(&braid_prov, "peer_timeout_ms", &val) && val > 0)
+		braid_cfg.peer_timeout_ms = val;
 }
 
 FI_EXT_INI

@@ -120,7 +120,8 @@ void braid_wait_leave(struct braid_wait *wait)
 	atomic_fetch_sub(&wait->waiters, 1);
 }
 
-int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int timeout)
+int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int timeout,
+		    int cap_ms)
 {
 	struct epoll_event evs[8];
 	struct timespec now;
@@ -136,6 +137,9 @@ int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int t
 			return -FI_ETIMEDOUT;
 		left = (int)(timeout - ms);
 	}
+	/* wake for the endpoints' own timers (retransmissions, ACKs): progress is manual */
+	if (cap_ms >= 0 && (left < 0 || cap_ms < left))
+		left = cap_ms;
 	if (wait->obj == FI_WAIT_YIELD) {
 		sched_yield();
 		return 0;
@@ -211,4 +215,21 @@ void braid_epset_progress_locked(struct braid_epset *set)
 
 	for (i = 0; i < set->n; i++)
 		braid_ep_progress(set->eps[i]);
+}
+
+int braid_epset_timer_ms(struct braid_epset *set)
+{
+	uint64_t first = UINT64_MAX, now;
+	int i;
+
+	for (i = 0; i < set->n; i++) {
+		struct braid_ep *ep = set->eps[i];
+
+		if (ep->rd && braid_rd_next_deadline(ep->rd) < first)
+			first = braid_rd_next_deadline(ep->rd);
+	}
+	if (first == UINT64_MAX)
+		return -1;
+	now = braid_now_ns();
+	return first <= now ? 0 : (int)((first - now + 999999) / 1000000);
 }

@@ -26,10 +26,10 @@ static const struct sockaddr_in *sin_of(const void *addr)
 	return (const struct sockaddr_in *)addr;
 }
 
-Test(fi_getinfo, lists_dgram)
+Test(fi_getinfo, lists_rdm_and_dgram)
 {
 	struct fi_info *hints = pt_hints(FI_EP_UNSPEC), *info, *cur;
-	int ret, n = 0;
+	int ret, n = 0, ndgram = 0, nrdm = 0;
 
 	ret = getinfo(NULL, NULL, 0, hints, &info);
 	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
@@ -37,7 +37,9 @@ Test(fi_getinfo, lists_dgram)
 		if (!pt_is_plain_braid(cur))
 			continue;
 		n++;
-		cr_expect_eq(cur->ep_attr->type, FI_EP_DGRAM);
+		cr_expect(cur->ep_attr->type == FI_EP_DGRAM || cur->ep_attr->type == FI_EP_RDM);
+		ndgram += cur->ep_attr->type == FI_EP_DGRAM;
+		nrdm += cur->ep_attr->type == FI_EP_RDM;
 		cr_expect_eq(cur->addr_format, FI_SOCKADDR_IN);
 		cr_expect(cur->caps & FI_MSG, "FI_MSG not in caps");
 		cr_expect_not_null(cur->src_addr);
@@ -49,6 +51,8 @@ Test(fi_getinfo, lists_dgram)
 			     (unsigned long long)cur->mode);
 	}
 	cr_expect_gt(n, 0, "no plain braid entry");
+	cr_expect_gt(ndgram, 0, "no FI_EP_DGRAM entry");
+	cr_expect_gt(nrdm, 0, "no FI_EP_RDM entry");
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 }
@@ -124,20 +128,32 @@ Test(fi_getinfo, ep_msg)
 	expect_nodata(pt_hints(FI_EP_MSG), "FI_EP_MSG");
 }
 
-/* RDM over braid is the ofi_rxd layering ("braid;ofi_rxd"); braid itself offers no RDM. */
-Test(fi_getinfo, ep_rdm_not_plain_braid)
+/* braid's own FI_EP_RDM (the RD engine), with honest attributes; "braid;ofi_rxd" is listed too. */
+Test(fi_getinfo, ep_rdm_native)
 {
 	struct fi_info *hints = pt_hints(FI_EP_RDM), *info, *cur;
-	int ret;
+	int ret, native = 0;
 
 	ret = getinfo(NULL, NULL, 0, hints, &info);
-	cr_assert(ret == 0 || ret == -FI_ENODATA, "fi_getinfo = %d", ret);
-	for (cur = ret ? NULL : info; cur; cur = cur->next) {
-		cr_expect(!pt_is_plain_braid(cur), "plain braid offered FI_EP_RDM");
+	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
+	for (cur = info; cur; cur = cur->next) {
 		cr_expect_eq(cur->ep_attr->type, FI_EP_RDM);
+		if (!pt_is_plain_braid(cur))
+			continue;
+		native++;
+		cr_expect(cur->caps & FI_MSG);
+		cr_expect(cur->caps & FI_TAGGED);
+		cr_expect(cur->caps & FI_DIRECTED_RECV);
+		cr_expect(!(cur->caps & (FI_RMA | FI_ATOMIC | FI_MULTI_RECV)),
+			  "nothing advertised that is not implemented");
+		cr_expect(cur->tx_attr->msg_order & FI_ORDER_SAS);
+		cr_expect_eq(cur->ep_attr->max_msg_size, 0xffffffffULL);
+		cr_expect_gt(cur->tx_attr->inject_size, 1000);
+		cr_expect_eq(cur->domain_attr->cq_data_size, 8);
+		cr_expect_eq(cur->mode, 0);
 	}
-	if (!ret)
-		fi_freeinfo(info);
+	cr_expect_gt(native, 0, "no native braid FI_EP_RDM entry");
+	fi_freeinfo(info);
 	fi_freeinfo(hints);
 }
 

@@ -1,0 +1,478 @@
+/* braid_rdm.c: the FI_EP_RDM data path: libfabric calls in, the RD engine (core/braid_rd*.c) underneath, the wire below. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "braid.h"
+
+#define RDM_TX_FLAGS	(FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA | \
+			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+#define RDM_RX_FLAGS	(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA)
+#define RDM_RX_BURST	32
+#define RDM_OUT_BURST	32
+
+uint64_t braid_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline struct braid_ep *rdm_ep(struct fid_ep *ep_fid)
+{
+	return braid_container_of(ep_fid, struct braid_ep, ep_fid);
+}
+
+/* ---- enable / close ---- */
+
+int braid_rdm_enable(struct braid_ep *ep)
+{
+	struct braid_rd_config cfg;
+	struct timespec ts;
+	uint32_t seg;
+	int ret;
+
+	braid_rd_config_default(&cfg);
+	cfg.local_ip = ntohl(ep->wire->name.sin_addr.s_addr);
+	cfg.local_port = ntohs(ep->wire->name.sin_port);
+	/* the incarnation: real-time milliseconds, so a restarted endpoint is later (§4.1) */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	cfg.epoch = (uint32_t)((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	if (!cfg.epoch)
+		cfg.epoch = 1;
+	cfg.mtu = (uint32_t)ep->wire->mtu;
+	cfg.paths = (uint32_t)ep->wire->paths;
+	cfg.max_sends = (uint32_t)(ep->info->tx_attr && ep->info->tx_attr->size ?
+				   ep->info->tx_attr->size : braid_cfg.tx_size);
+	cfg.max_recvs = (uint32_t)(ep->info->rx_attr && ep->info->rx_attr->size ?
+				   ep->info->rx_attr->size : braid_cfg.rx_size);
+	cfg.max_msgs = cfg.max_recvs * 2;
+	seg = cfg.mtu - (uint32_t)sizeof(struct braid_rd_data_hdr);
+	cfg.stage_pkts = (uint32_t)(braid_cfg.unexp_bytes / seg) + 1;
+	cfg.inject_size = seg;
+	cfg.peer_timeout_ns = braid_cfg.peer_timeout_ms * 1000000ULL;
+	cfg.seed = cfg.epoch ^ ((uint64_t)cfg.local_port << 32);
+	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);
+	if (ret)
+		return ret;
+	ep->rx_bufs = malloc((size_t)RDM_RX_BURST * ep->wire->mtu);
+	if (!ep->rx_bufs) {
+		braid_rd_close(ep->rd);
+		ep->rd = NULL;
+		return -FI_ENOMEM;
+	}
+	/* RDM receives arrive at any time: the wire fd always wakes a waiting reader */
+	braid_ep_rx_arm(ep, true);
+	return 0;
+}
+
+void braid_rdm_close(struct braid_ep *ep)
+{
+	if (ep->rd)
+		braid_rd_close(ep->rd);
+	ep->rd = NULL;
+	free(ep->rx_bufs);
+	ep->rx_bufs = NULL;
+}
+
+/* ---- progress ---- */
+
+/* Hand every packet the engine wants out to the wire (the caller holds the domain lock). */
+static void rdm_flush(struct braid_ep *ep, uint64_t now)
+{
+	struct braid_rd_out out[RDM_OUT_BURST];
+	struct braid_pkt pkts[RDM_OUT_BURST];
+	struct iovec iovs[RDM_OUT_BURST][BRAID_RD_IOV_MAX + 1];
+	int n, i, sent;
+
+	while ((n = braid_rd_output(ep->rd, now, out, RDM_OUT_BURST)) > 0) {
+		for (i = 0; i < n; i++) {
+			iovs[i][0].iov_base = out[i].hdr;
+			iovs[i][0].iov_len = out[i].hdr_len;
+			memcpy(&iovs[i][1], out[i].payload,
+			       (size_t)out[i].payload_iovcnt * sizeof(struct iovec));
+			pkts[i].iov = iovs[i];
+			pkts[i].iovcnt = out[i].payload_iovcnt + 1;
+			/* the path's entropy picks the source port (socket) */
+			pkts[i].path = out[i].entropy % (uint32_t)ep->wire->paths;
+			pkts[i].status = 0;
+			memset(&pkts[i].addr, 0, sizeof(pkts[i].addr));
+			pkts[i].addr.sin_family = AF_INET;
+			pkts[i].addr.sin_addr.s_addr = htonl(out[i].dst_ip);
+			pkts[i].addr.sin_port = htons(out[i].dst_port);
+		}
+		sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
+		/* what the wire could not take now is as good as lost: the engine resends it */
+		ep->rdm_tx_drops += (uint64_t)(n - sent);
+		ep->stats.tx_pkts += (uint64_t)sent;
+		if (sent < n)
+			break;
+	}
+}
+
+static fi_addr_t rdm_source(struct braid_ep *ep, uint64_t peer)
+{
+	struct in_addr ip = { htonl((uint32_t)(peer >> 16)) };
+
+	if (!(ep->info->caps & FI_SOURCE) || !ep->av)
+		return FI_ADDR_NOTAVAIL;
+	return braid_av_reverse(ep->av, ip, (uint16_t)peer);
+}
+
+/* Report one engine completion on the CQ and counters. */
+static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
+{
+	bool recv = c->flags & BRAID_RD_COMP_RECV;
+	struct braid_cq *cq = recv ? ep->rx_cq : ep->tx_cq;
+	struct braid_cntr *cntr = recv ? ep->recv_cntr : ep->send_cntr;
+	uint64_t flags = (recv ? FI_RECV : FI_SEND) |
+			 ((c->flags & BRAID_RD_COMP_TAGGED) ? FI_TAGGED : FI_MSG);
+	fi_addr_t src = recv ? rdm_source(ep, c->peer) : FI_ADDR_NOTAVAIL;
+
+	if (recv && (c->flags & BRAID_RD_COMP_CQ_DATA))
+		flags |= FI_REMOTE_CQ_DATA;
+	if (c->err) {
+		if (cq)
+			braid_cq_write_err(cq, c->context, flags, c->len, c->buf, c->data,
+					   c->tag, c->olen, c->err, c->prov_errno, src);
+		if (cntr)
+			braid_cntr_inc_err(cntr);
+		return;
+	}
+	if (cq && !(c->flags & BRAID_RD_COMP_SILENT))
+		braid_cq_write(cq, c->context, flags, c->len, recv ? c->buf : NULL, c->data,
+			       recv ? c->tag : 0, src);
+	if (cntr)
+		braid_cntr_inc(cntr);
+}
+
+static bool cq_room(struct braid_cq *cq)
+{
+	return !cq || braid_cq_has_room(cq);
+}
+
+/* Move engine completions to the CQs while they have room (never overrun). */
+static void rdm_reap(struct braid_ep *ep)
+{
+	struct braid_rd_comp c;
+
+	while (cq_room(ep->tx_cq) && cq_room(ep->rx_cq) && braid_rd_poll(ep->rd, &c, 1) == 1)
+		rdm_report(ep, &c);
+}
+
+void braid_rdm_progress_locked(struct braid_ep *ep)
+{
+	struct braid_pkt pkts[RDM_RX_BURST];
+	struct iovec iovs[RDM_RX_BURST];
+	uint64_t now = braid_now_ns();
+	int n, i, rounds;
+
+	for (rounds = 0; rounds < 8; rounds++) {
+		for (i = 0; i < RDM_RX_BURST; i++) {
+			iovs[i].iov_base = ep->rx_bufs + (size_t)i * ep->wire->mtu;
+			iovs[i].iov_len = ep->wire->mtu;
+			pkts[i].iov = &iovs[i];
+			pkts[i].iovcnt = 1;
+		}
+		n = ep->wire->ops->rx_burst(ep->wire, pkts, RDM_RX_BURST);
+		for (i = 0; i < n; i++) {
+			ep->stats.rx_pkts++;
+			if (pkts[i].flags & BRAID_PKT_TRUNC) {
+				ep->stats.drops[BRAID_DROP_BAD_LEN]++;
+				continue;
+			}
+			braid_rd_input(ep->rd, iovs[i].iov_base, pkts[i].len,
+				       ntohl(pkts[i].addr.sin_addr.s_addr),
+				       pkts[i].flags & BRAID_PKT_ECN_CE, now);
+		}
+		if (n < RDM_RX_BURST)
+			break;
+	}
+	if (braid_rd_next_deadline(ep->rd) <= now)
+		braid_rd_timer(ep->rd, now);
+	rdm_flush(ep, now);
+	rdm_reap(ep);
+}
+
+int braid_rdm_cancel_locked(struct braid_ep *ep, void *context)
+{
+	int ret = braid_rd_cancel(ep->rd, context);
+
+	if (!ret)
+		rdm_reap(ep);
+	return ret;
+}
+
+/* ---- sends ---- */
+
+static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			fi_addr_t dest, void *context, uint64_t tag, uint64_t data,
+			uint64_t flags, bool tagged, bool nocomp)
+{
+	struct braid_rd_send req = {
+		.iov = iov, .iov_count = count, .tag = tag, .data = data, .context = context,
+	};
+	struct sockaddr_in sin;
+	size_t i, len = 0;
+	int ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (count > BRAID_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	if (flags & ~RDM_TX_FLAGS)
+		return -FI_EBADFLAGS;
+	for (i = 0; i < count; i++)
+		len += iov[i].iov_len;
+	if ((flags & FI_INJECT) && len > ep->info->tx_attr->inject_size)
+		return -FI_EMSGSIZE;
+	if (braid_av_lookup_addr(ep->av, dest, &sin))
+		return -FI_EINVAL;
+	req.peer = braid_peer_key(ntohl(sin.sin_addr.s_addr), ntohs(sin.sin_port));
+	if (tagged)
+		req.flags |= BRAID_RD_TAGGED;
+	if (flags & FI_REMOTE_CQ_DATA)
+		req.flags |= BRAID_RD_CQ_DATA;
+	if (flags & FI_INJECT)
+		req.flags |= BRAID_RD_INJECT;
+	/* fi_inject*: as if selective completion were on and FI_COMPLETION off (fi_msg(3)) */
+	if (nocomp || !ep->tx_cq || (ep->tx_selective && !(flags & FI_COMPLETION)))
+		req.flags |= BRAID_RD_NO_COMP;
+
+	braid_domain_lock(ep->domain);
+	ret = braid_rd_send(ep->rd, &req, braid_now_ns());
+	if (ret == -FI_EAGAIN) {
+		/* out of operations: make progress so the caller's retry can succeed */
+		braid_rdm_progress_locked(ep);
+	} else if (!ret && !(flags & FI_MORE)) {
+		rdm_flush(ep, braid_now_ns());
+	}
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+static ssize_t rdm_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
+			    fi_addr_t dest_addr, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, 1, dest_addr, context, 0, 0, ep->tx_op_flags, false, false);
+}
+
+static ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
+			     size_t count, fi_addr_t dest_addr, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+
+	return rdm_send(ep, iov, count, dest_addr, context, 0, 0, ep->tx_op_flags, false, false);
+}
+
+static ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return rdm_send(rdm_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+			0, msg->data, flags, false, false);
+}
+
+static ssize_t rdm_msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			      fi_addr_t dest_addr)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(rdm_ep(ep_fid), &iov, 1, dest_addr, NULL, 0, 0, FI_INJECT, false, true);
+}
+
+static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
+				uint64_t data, fi_addr_t dest_addr, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, 1, dest_addr, context, 0, data,
+			ep->tx_op_flags | FI_REMOTE_CQ_DATA, false, false);
+}
+
+static ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
+				  uint64_t data, fi_addr_t dest_addr)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(rdm_ep(ep_fid), &iov, 1, dest_addr, NULL, 0, data,
+			FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
+}
+
+/* ---- receives ---- */
+
+static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
+			uint64_t flags, bool tagged)
+{
+	struct braid_rd_recv req = {
+		.iov = iov, .iov_count = count, .tag = tag, .ignore = ignore, .context = context,
+	};
+	struct sockaddr_in sin;
+	int ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (count > BRAID_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MULTI_RECV))
+		return -FI_EOPNOTSUPP;	/* not in this release: see fi_braid(7) */
+	if (flags & ~RDM_RX_FLAGS)
+		return -FI_EBADFLAGS;
+	/* FI_DIRECTED_RECV: only from @src */
+	if (src != FI_ADDR_UNSPEC && (ep->info->caps & FI_DIRECTED_RECV)) {
+		if (braid_av_lookup_addr(ep->av, src, &sin))
+			return -FI_EINVAL;
+		req.peer = braid_peer_key(ntohl(sin.sin_addr.s_addr), ntohs(sin.sin_port));
+	}
+	if (tagged)
+		req.flags |= BRAID_RD_TAGGED;
+	if (!ep->rx_cq || (ep->rx_selective && !(flags & FI_COMPLETION)))
+		req.flags |= BRAID_RD_NO_COMP;
+	braid_domain_lock(ep->domain);
+	ret = braid_rd_post_recv(ep->rd, &req, braid_now_ns());
+	if (ret == -FI_EAGAIN)
+		braid_rdm_progress_locked(ep);
+	else if (!ret)
+		rdm_reap(ep);	/* an unexpected message may have completed it at once */
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+static ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
+			    fi_addr_t src_addr, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return rdm_recv(ep, &iov, 1, src_addr, context, 0, 0, ep->rx_op_flags, false);
+}
+
+static ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
+			     size_t count, fi_addr_t src_addr, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+
+	return rdm_recv(ep, iov, count, src_addr, context, 0, 0, ep->rx_op_flags, false);
+}
+
+static ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return rdm_recv(rdm_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+			0, 0, flags, false);
+}
+
+struct fi_ops_msg braid_rdm_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = rdm_msg_recv,
+	.recvv = rdm_msg_recvv,
+	.recvmsg = rdm_msg_recvmsg,
+	.send = rdm_msg_send,
+	.sendv = rdm_msg_sendv,
+	.sendmsg = rdm_msg_sendmsg,
+	.inject = rdm_msg_inject,
+	.senddata = rdm_msg_senddata,
+	.injectdata = rdm_msg_injectdata,
+};
+
+/* ---- tagged ---- */
+
+static ssize_t rdm_tag_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
+			    fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return rdm_recv(ep, &iov, 1, src_addr, context, tag, ignore, ep->rx_op_flags, true);
+}
+
+static ssize_t rdm_tag_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
+			     size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+			     void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+
+	return rdm_recv(ep, iov, count, src_addr, context, tag, ignore, ep->rx_op_flags, true);
+}
+
+static ssize_t rdm_tag_recvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return rdm_recv(rdm_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+			msg->tag, msg->ignore, flags, true);
+}
+
+static ssize_t rdm_tag_send(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
+			    fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, 1, dest_addr, context, tag, 0, ep->tx_op_flags, true, false);
+}
+
+static ssize_t rdm_tag_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
+			     size_t count, fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+
+	return rdm_send(ep, iov, count, dest_addr, context, tag, 0, ep->tx_op_flags, true, false);
+}
+
+static ssize_t rdm_tag_sendmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return rdm_send(rdm_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+			msg->tag, msg->data, flags, true, false);
+}
+
+static ssize_t rdm_tag_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			      fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(rdm_ep(ep_fid), &iov, 1, dest_addr, NULL, tag, 0, FI_INJECT, true, true);
+}
+
+static ssize_t rdm_tag_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
+				uint64_t data, fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, 1, dest_addr, context, tag, data,
+			ep->tx_op_flags | FI_REMOTE_CQ_DATA, true, false);
+}
+
+static ssize_t rdm_tag_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
+				  uint64_t data, fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(rdm_ep(ep_fid), &iov, 1, dest_addr, NULL, tag, data,
+			FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
+}
+
+struct fi_ops_tagged braid_rdm_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = rdm_tag_recv,
+	.recvv = rdm_tag_recvv,
+	.recvmsg = rdm_tag_recvmsg,
+	.send = rdm_tag_send,
+	.sendv = rdm_tag_sendv,
+	.sendmsg = rdm_tag_sendmsg,
+	.inject = rdm_tag_inject,
+	.senddata = rdm_tag_senddata,
+	.injectdata = rdm_tag_injectdata,
+};
