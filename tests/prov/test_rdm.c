@@ -265,3 +265,22 @@ Test(fi_trecvmsg, peek_is_refused_until_implemented)
 	cr_assert_eq(fi_trecvmsg(r.b.ep, &msg, FI_PEEK), -FI_EOPNOTSUPP);
 	rdm_close(&r);
 }
+
+Test(fi_cq_sread, rdm_wakes_on_arrival)
+{
+	struct fi_cq_tagged_entry e;
+	char buf[16] = "";
+	struct rdm r;
+	long t0;
+
+	rdm_open(&r, false);
+	cr_assert_eq(fi_recv(r.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, (void *)1), 0);
+	/* nothing sent: sread times out with -FI_EAGAIN */
+	cr_assert_eq(fi_cq_sread(r.b.rx_cq, &e, 1, NULL, 50), -FI_EAGAIN);
+	cr_assert_eq(fi_send(r.a.ep, "wake", 5, NULL, r.a.peer, (void *)2), 0);
+	t0 = pt_now_ms();
+	cr_assert_eq(fi_cq_sread(r.b.rx_cq, &e, 1, NULL, 5000), 1);
+	cr_assert_lt(pt_now_ms() - t0, 4000, "woken by the arrival, not the timeout");
+	cr_assert_str_eq(buf, "wake");
+	rdm_close(&r);
+}
