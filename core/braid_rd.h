@@ -184,6 +184,28 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 /** braid_rd_post_recv() - post a receive buffer. 0, -FI_EAGAIN, -FI_EINVAL. */
 int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now);
 
+/* braid_rd_peek() modes (fi_tagged(3) FI_PEEK, FI_CLAIM, FI_DISCARD) */
+#define BRAID_RD_PEEK		(1u << 0)
+#define BRAID_RD_CLAIM		(1u << 1)
+#define BRAID_RD_DISCARD	(1u << 2)
+
+/**
+ * braid_rd_peek() - look for an unexpected message matching @req, or retrieve
+ * one claimed earlier, as fi_tagged(3) describes:
+ *  PEEK: a completion with the message's length, tag, data and peer (no
+ *	data moved), or an error completion FI_ENOMSG when none matches;
+ *  PEEK|CLAIM: the same, and the message is kept for a later CLAIM with
+ *	the same @req->context, invisible to ordinary receives;
+ *  PEEK|DISCARD: the same, and the message is dropped;
+ *  CLAIM: the message claimed with @req->context is received into @req's
+ *	buffers (completion as for a receive);
+ *  CLAIM|DISCARD: the claimed message is dropped (a completion with len 0).
+ * Return: 0 (a completion follows), -FI_EAGAIN (no receive record free),
+ * -FI_EINVAL.
+ */
+int braid_rd_peek(struct braid_rd *rd, const struct braid_rd_recv *req, uint32_t mode,
+		  uint64_t now);
+
 /** braid_rd_cancel() - cancel a posted receive by context: 0 (an FI_ECANCELED completion follows) or -FI_ENOENT. */
 int braid_rd_cancel(struct braid_rd *rd, void *context);
 

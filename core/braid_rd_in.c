@@ -140,8 +140,12 @@ static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m)
 	if (!m->matched || !msg_complete(m))
 		return;
 	slot_release(rd, f, m);
-	if (m->recv)
+	if (m->discard) {
+		stage_free_all(rd, m);
+		braid_pool_release(&rd->msgs, m);
+	} else if (m->recv) {
 		msg_deliver(rd, m, 0, 0);
+	}
 	/* else: complete and unexpected; it waits in rd->unexpected for a receive */
 }
 
@@ -240,7 +244,9 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	}
 
 	/* §4.2 rule 6-7: place the payload, or stage it until the message is matched */
-	if (m->recv) {
+	if (m->discard) {
+		/* FI_DISCARD: count the bytes, keep none */
+	} else if (m->recv) {
 		recv_copy(m->recv, v->offset, v->payload, v->payload_len);
 	} else if (v->payload_len) {
 		struct rd_stage *s = braid_pool_alloc(&rd->stages);
@@ -355,21 +361,23 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 
 /* ---- receives posted by the application ---- */
 
-int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now)
+/* A receive record from @req: NULL with *@ret set on bad arguments or an empty pool. */
+static struct rd_recv *recv_new(struct braid_rd *rd, const struct braid_rd_recv *req, int *ret)
 {
-	struct braid_dlist *it;
 	struct rd_recv *r;
 	size_t i;
 
+	*ret = -FI_EINVAL;
 	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov))
-		return -FI_EINVAL;
+		return NULL;
 	for (i = 0; i < req->iov_count; i++) {
 		if (!req->iov[i].iov_base && req->iov[i].iov_len)
-			return -FI_EINVAL;
+			return NULL;
 	}
+	*ret = -FI_EAGAIN;
 	r = braid_pool_alloc(&rd->recvs);
 	if (!r)
-		return -FI_EAGAIN;
+		return NULL;
 	memcpy(r->iov, req->iov, req->iov_count * sizeof(struct iovec));
 	r->iov_count = req->iov_count;
 	for (i = 0; i < req->iov_count; i++)
@@ -379,12 +387,25 @@ int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uin
 	r->ignore = req->ignore;
 	r->flags = req->flags;
 	r->context = req->context;
+	*ret = 0;
+	return r;
+}
+
+int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now)
+{
+	struct braid_dlist *it;
+	struct rd_recv *r;
+	int ret;
+
+	r = recv_new(rd, req, &ret);
+	if (!r)
+		return ret;
 
 	/* an unexpected message first, oldest first */
 	braid_dlist_foreach(&rd->unexpected, it) {
 		struct rd_msg *m = braid_container_of(it, struct rd_msg, node);
 
-		if (!!(m->hflags & BRAID_RD_F_TAGGED) != !!(r->flags & BRAID_RD_TAGGED) ||
+		if (m->claim || !!(m->hflags & BRAID_RD_F_TAGGED) != !!(r->flags & BRAID_RD_TAGGED) ||
 		    !recv_matches(r, m))
 			continue;
 		braid_dlist_remove(&m->node);
@@ -427,4 +448,101 @@ int braid_rd_cancel(struct braid_rd *rd, void *context)
 		}
 	}
 	return -FI_ENOENT;
+}
+
+/* ---- FI_PEEK / FI_CLAIM / FI_DISCARD (fi_tagged(3)) ---- */
+
+/* The message's slot, if it still has one (incomplete or not yet matched). */
+static struct rd_flow *msg_flow(struct rd_msg *m)
+{
+	return m->conn ? m->conn->flow : NULL;
+}
+
+/* Drop an unexpected message now, or once its last bytes are absorbed. */
+static void msg_discard(struct braid_rd *rd, struct rd_msg *m)
+{
+	struct rd_flow *f = msg_flow(m);
+
+	braid_dlist_remove(&m->node);
+	m->unexpected = false;
+	m->claim = NULL;
+	m->discard = true;
+	stage_free_all(rd, m);
+	if (msg_complete(m)) {
+		if (f)
+			slot_release(rd, f, m);
+		braid_pool_release(&rd->msgs, m);
+	}
+}
+
+int braid_rd_peek(struct braid_rd *rd, const struct braid_rd_recv *req, uint32_t mode,
+		  uint64_t now)
+{
+	struct braid_rd_comp c = { 0 };
+	struct braid_dlist *it;
+	struct rd_msg *found = NULL;
+	struct rd_recv probe, *r;
+	int ret;
+
+	if (!req || !(mode & (BRAID_RD_PEEK | BRAID_RD_CLAIM)) ||
+	    (mode & ~(BRAID_RD_PEEK | BRAID_RD_CLAIM | BRAID_RD_DISCARD)))
+		return -FI_EINVAL;
+	memset(&probe, 0, sizeof(probe));
+	probe.peer = req->peer;
+	probe.tag = req->tag;
+	probe.ignore = req->ignore;
+	probe.flags = req->flags;
+	braid_dlist_foreach(&rd->unexpected, it) {
+		struct rd_msg *m = braid_container_of(it, struct rd_msg, node);
+
+		if (mode & BRAID_RD_PEEK) {
+			if (m->claim || !!(m->hflags & BRAID_RD_F_TAGGED) !=
+			    !!(req->flags & BRAID_RD_TAGGED) || !recv_matches(&probe, m))
+				continue;
+		} else if (m->claim != req->context) {
+			continue;
+		}
+		found = m;
+		break;
+	}
+	c.context = req->context;
+	c.flags = BRAID_RD_COMP_RECV | ((req->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0);
+	if (!found) {
+		c.err = FI_ENOMSG;
+		c.prov_errno = BRAID_PERR_OK;
+		c.tag = req->tag;
+		return rd_comp_push(rd, &c) ? 0 : -FI_EAGAIN;
+	}
+	c.flags |= (found->hflags & BRAID_RD_F_CQ_DATA) ? BRAID_RD_COMP_CQ_DATA : 0;
+	c.tag = found->tag;
+	c.data = found->data;
+	c.peer = found->peer;
+	if (mode & BRAID_RD_PEEK) {
+		c.len = found->len;
+		if (!rd_comp_push(rd, &c))
+			return -FI_EAGAIN;
+		if (mode & BRAID_RD_DISCARD)
+			msg_discard(rd, found);
+		else if (mode & BRAID_RD_CLAIM)
+			found->claim = req->context;
+		return 0;
+	}
+	if (mode & BRAID_RD_DISCARD) {
+		if (!rd_comp_push(rd, &c))
+			return -FI_EAGAIN;
+		msg_discard(rd, found);
+		return 0;
+	}
+	/* the paired FI_CLAIM receive: the claimed message goes into its buffers */
+	r = recv_new(rd, req, &ret);
+	if (!r)
+		return ret;
+	braid_dlist_remove(&found->node);
+	found->unexpected = false;
+	found->claim = NULL;
+	msg_bind(rd, found, r);
+	if (msg_complete(found))
+		msg_deliver(rd, found, 0, 0);
+	(void)now;
+	return 0;
 }

@@ -100,6 +100,10 @@ struct rd_msg {
 	/** @matched: its turn came (SAS): it has a receive or sits in the unexpected list. */
 	bool matched;
 	bool unexpected;
+	/** @discard: dropped by FI_DISCARD: its remaining bytes are absorbed, then it is freed. */
+	bool discard;
+	/** @claim: the context that claimed it (FI_PEEK|FI_CLAIM), or NULL. */
+	void *claim;
 	struct rd_recv *recv;
 	struct rd_stage *stage;
 };

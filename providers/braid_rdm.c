@@ -320,9 +320,13 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		return -FI_EOPBADSTATE;
 	if (count > BRAID_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
-	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MULTI_RECV))
+	if (flags & FI_MULTI_RECV)
 		return -FI_EOPNOTSUPP;	/* not in this release: see fi_braid(7) */
-	if (flags & ~RDM_RX_FLAGS)
+	if ((flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) && !tagged)
+		return -FI_EBADFLAGS;	/* fi_tagged(3) flags */
+	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
+		return -FI_EBADFLAGS;
+	if (flags & ~(RDM_RX_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD))
 		return -FI_EBADFLAGS;
 	/* FI_DIRECTED_RECV: only from @src */
 	if (src != FI_ADDR_UNSPEC && (ep->info->caps & FI_DIRECTED_RECV)) {
@@ -335,7 +339,17 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	if (!ep->rx_cq || (ep->rx_selective && !(flags & FI_COMPLETION)))
 		req.flags |= BRAID_RD_NO_COMP;
 	braid_domain_lock(ep->domain);
-	ret = braid_rd_post_recv(ep->rd, &req, braid_now_ns());
+	if (flags & (FI_PEEK | FI_CLAIM)) {
+		/* make sure what has arrived is seen before looking */
+		braid_rdm_progress_locked(ep);
+		ret = braid_rd_peek(ep->rd, &req,
+				    ((flags & FI_PEEK) ? BRAID_RD_PEEK : 0) |
+				    ((flags & FI_CLAIM) ? BRAID_RD_CLAIM : 0) |
+				    ((flags & FI_DISCARD) ? BRAID_RD_DISCARD : 0),
+				    braid_now_ns());
+	} else {
+		ret = braid_rd_post_recv(ep->rd, &req, braid_now_ns());
+	}
 	if (ret == -FI_EAGAIN)
 		braid_rdm_progress_locked(ep);
 	else if (!ret)

@@ -255,14 +255,69 @@ Test(fi_send, rdm_unreachable_peer_fails_in_bounded_time)
 	rdm_close(&r);
 }
 
-Test(fi_trecvmsg, peek_is_refused_until_implemented)
+static ssize_t trecvmsg(struct pt_ep *e, void *buf, size_t len, uint64_t tag, uint64_t ignore,
+			void *ctx, uint64_t flags)
 {
-	struct fi_msg_tagged msg = { 0 };
+	struct iovec iov = { buf, len };
+	struct fi_msg_tagged msg = {
+		.msg_iov = &iov, .iov_count = buf ? 1 : 0, .addr = FI_ADDR_UNSPEC,
+		.tag = tag, .ignore = ignore, .context = ctx,
+	};
+
+	return fi_trecvmsg(e->ep, &msg, flags);
+}
+
+Test(fi_trecvmsg, peek_claim_discard)
+{
+	struct fi_context ctx_peek, ctx_claim, ctx_disc;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	char buf[32] = "";
+	fi_addr_t src;
 	struct rdm r;
 
 	rdm_open(&r, false);
-	msg.addr = FI_ADDR_UNSPEC;
-	cr_assert_eq(fi_trecvmsg(r.b.ep, &msg, FI_PEEK), -FI_EOPNOTSUPP);
+	/* a peek with nothing there: an error completion FI_ENOMSG */
+	cr_assert_eq(trecvmsg(&r.b, NULL, 0, 0x77, 0, &ctx_peek, FI_PEEK), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, &err, 2000), -FI_EAVAIL);
+	cr_assert_eq(err.err, FI_ENOMSG);
+	cr_assert_eq(err.op_context, &ctx_peek);
+
+	cr_assert_eq(fi_tsenddata(r.a.ep, "claimed", 8, NULL, 42, r.a.peer, 0x77, (void *)1), 0);
+	cr_assert_eq(fi_tsend(r.a.ep, "dropped", 8, NULL, r.a.peer, 0x88, (void *)2), 0);
+	cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 2000), 1);
+
+	/* peek hit: length, tag, data and source, no data moved */
+	cr_assert_eq(trecvmsg(&r.b, NULL, 0, 0x77, 0, &ctx_peek, FI_PEEK), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, &src, NULL, 2000), 1);
+	cr_assert_eq(e.op_context, &ctx_peek);
+	cr_assert_eq(e.len, 8);
+	cr_assert_eq(e.tag, 0x77);
+	cr_assert_eq(e.data, 42);
+	cr_assert(e.flags & FI_REMOTE_CQ_DATA);
+	cr_assert_eq(src, r.b.peer);
+	/* peek + claim, then the paired claim receive gets the data */
+	cr_assert_eq(trecvmsg(&r.b, NULL, 0, 0x77, 0, &ctx_claim, FI_PEEK | FI_CLAIM), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 2000), 1);
+	/* a claimed message is invisible to ordinary receives and other peeks */
+	cr_assert_eq(trecvmsg(&r.b, NULL, 0, 0x77, 0, &ctx_peek, FI_PEEK), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, &err, 2000), -FI_EAVAIL);
+	cr_assert_eq(err.err, FI_ENOMSG);
+	cr_assert_eq(trecvmsg(&r.b, buf, sizeof(buf), 0, 0, &ctx_claim, FI_CLAIM), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_eq(e.op_context, &ctx_claim);
+	cr_assert_str_eq(buf, "claimed");
+	/* peek + discard drops the other message */
+	cr_assert_eq(trecvmsg(&r.b, NULL, 0, 0x88, 0, &ctx_disc, FI_PEEK | FI_DISCARD), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_eq(e.tag, 0x88);
+	cr_assert_eq(trecvmsg(&r.b, NULL, 0, 0x88, 0, &ctx_peek, FI_PEEK), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, &err, 2000), -FI_EAVAIL);
+	cr_assert_eq(err.err, FI_ENOMSG, "discarded");
+	/* bad flag combinations */
+	cr_assert_eq(trecvmsg(&r.b, buf, 8, 0, 0, NULL, FI_DISCARD), -FI_EBADFLAGS);
+	cr_assert_eq(trecvmsg(&r.b, buf, 8, 0, 0, NULL, FI_MULTI_RECV), -FI_EOPNOTSUPP);
 	rdm_close(&r);
 }
 
