@@ -109,6 +109,17 @@ static int ep_close(struct fid *fid)
 		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
 	}
 	braid_domain_unlock(dom);
+	if (ep->rd) {
+		const struct braid_rd_stats *st = braid_rd_get_stats(ep->rd);
+
+		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u closed: %lu data packets "
+			   "(%lu bytes) sent, %lu received (%lu bytes), %lu retransmitted, "
+			   "%lu messages sent, %lu received\n", ntohs(ep->wire->name.sin_port),
+			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
+			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
+			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
+			   (unsigned long)st->msgs_received);
+	}
 	braid_rdm_close(ep);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
