@@ -60,6 +60,8 @@ struct braid_rd_config {
 	uint32_t inject_size;
 	/** @rto_min_ns, @rto_max_ns, @rto_init_ns: retransmission timer bounds. */
 	uint64_t rto_min_ns, rto_max_ns, rto_init_ns;
+	/** @tlp_min_ns: floor of the tail-loss-probe timeout (scheduling jitter of the hosts). */
+	uint64_t tlp_min_ns;
 	/** @peer_timeout_ns: no ACK progress for this long with data in flight = peer unreachable. */
 	uint64_t peer_timeout_ns;
 	/** @ack_delay_ns: longest an ACK is held back for coalescing. */

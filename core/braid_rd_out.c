@@ -124,9 +124,14 @@ bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
 /* Tail loss probe timeout: two RTTs after the last transmission (RACK-TLP, RFC 8985). */
 static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
 {
+	uint64_t pto;
+
 	if (!f->srtt || f->tlp_out || braid_dlist_empty(&f->txorder))
 		return UINT64_MAX;
-	return f->last_tx + 2 * f->srtt + rd->cfg.ack_delay_ns;
+	pto = 2 * f->srtt + rd->cfg.ack_delay_ns;
+	if (pto < rd->cfg.tlp_min_ns)
+		pto = rd->cfg.tlp_min_ns;
+	return f->last_tx + pto;
 }
 
 /* Cross-path window: longer than any path's RTT can plausibly be. */

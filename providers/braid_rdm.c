@@ -52,6 +52,10 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.stage_pkts = (uint32_t)(braid_cfg.unexp_bytes / seg) + 1;
 	cfg.inject_size = seg;
 	cfg.peer_timeout_ns = braid_cfg.peer_timeout_ms * 1000000ULL;
+	/* user-space progress on busy hosts: RTTs jump by scheduling delays, so the
+	 * timers that fire without evidence of loss keep a floor well above them */
+	cfg.rto_min_ns = 1000000ULL;
+	cfg.tlp_min_ns = 300000ULL;
 	cfg.seed = cfg.epoch ^ ((uint64_t)cfg.local_port << 32);
 	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);
 	if (ret)
