@@ -237,6 +237,13 @@ void braid_rd_timer(struct braid_rd *rd, uint64_t now);
  */
 int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max);
 
+/**
+ * braid_rd_flush_acks() - make every held-back (delayed) ACK due now, so the
+ * next braid_rd_output() sends them (before the caller stops polling, e.g.
+ * at close).
+ */
+void braid_rd_flush_acks(struct braid_rd *rd);
+
 /** braid_rd_pending() - true while sends are unacknowledged or packets wait to go out. */
 bool braid_rd_pending(const struct braid_rd *rd);
 

@@ -189,7 +189,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	uint32_t w = rd->cfg.window;
 	struct rd_flow *f = rd_flow_attach(rd, conn, now);
 	struct rd_msg *m, **slot;
-	bool created = false, gap;
+	bool created = false, gap, done;
 	int32_t d;
 
 	if (!f)
@@ -279,10 +279,15 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	f->echo_time = v->tx_time;
 	f->echo_ecn = ecn;
 
+	done = msg_complete(m);
 	msg_settle(rd, f, m);
 	match_in_order(rd, f);
-	/* ACK at once on a gap, and when this packet filled one (RFC 5681 §4.2) */
-	ack_soon(rd, f, gap || conn->rcv_nxt - v->psn > 1, now);
+	/*
+	 * ACK at once on a gap, when this packet filled one (RFC 5681 §4.2), and
+	 * when it completed its message: the sender's completion waits for it, and
+	 * with manual progress the receiver may not be polled again soon.
+	 */
+	ack_soon(rd, f, gap || conn->rcv_nxt - v->psn > 1 || done, now);
 	return 0;
 
 no_buffer:
@@ -545,4 +550,18 @@ int braid_rd_peek(struct braid_rd *rd, const struct braid_rd_recv *req, uint32_t
 		msg_deliver(rd, found, 0, 0);
 	(void)now;
 	return 0;
+}
+
+void braid_rd_flush_acks(struct braid_rd *rd)
+{
+	struct braid_dlist *it;
+
+	braid_dlist_foreach(&rd->active, it) {
+		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
+
+		if (f->need_ack) {
+			f->ack_now = true;
+			rd_flow_ready(rd, f);
+		}
+	}
 }

@@ -24,6 +24,8 @@ static inline struct braid_ep *rdm_ep(struct fid_ep *ep_fid)
 	return braid_container_of(ep_fid, struct braid_ep, ep_fid);
 }
 
+static void rdm_flush(struct braid_ep *ep, uint64_t now);
+
 /* ---- enable / close ---- */
 
 int braid_rdm_enable(struct braid_ep *ep)
@@ -73,8 +75,12 @@ int braid_rdm_enable(struct braid_ep *ep)
 
 void braid_rdm_close(struct braid_ep *ep)
 {
-	if (ep->rd)
+	if (ep->rd) {
+		/* acknowledge what arrived before going: the senders' completions wait for it */
+		braid_rd_flush_acks(ep->rd);
+		rdm_flush(ep, braid_now_ns());
 		braid_rd_close(ep->rd);
+	}
 	ep->rd = NULL;
 	free(ep->rx_bufs);
 	ep->rx_bufs = NULL;
