@@ -343,6 +343,8 @@ struct braid_ep {
 	uint8_t *rx_bufs;
 	/** @rdm_tx_drops: engine packets the wire refused (the engine resends them). */
 	uint64_t rdm_tx_drops;
+	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */
+	unsigned int unflushed;
 };
 
 /* braid_domain.c */

@@ -202,6 +202,7 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 	if (braid_rd_next_deadline(ep->rd) <= now)
 		braid_rd_timer(ep->rd, now);
 	rdm_flush(ep, now);
+	ep->unflushed = 0;
 	rdm_reap(ep);
 }
 
@@ -255,7 +256,12 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	if (ret == -FI_EAGAIN) {
 		/* out of operations: make progress so the caller's retry can succeed */
 		braid_rdm_progress_locked(ep);
-	} else if (!ret && !(flags & FI_MORE)) {
+	} else if (!ret && !(flags & FI_MORE) && ep->unflushed++ % RDM_OUT_BURST == 0) {
+		/*
+		 * The first send after a progress call goes out at once (latency);
+		 * the ones that follow it before the next progress call are batched,
+		 * a burst at a time, into one sendmmsg (message rate).
+		 */
 		rdm_flush(ep, braid_now_ns());
 	}
 	braid_domain_unlock(ep->domain);
