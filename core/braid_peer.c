@@ -294,11 +294,27 @@ static void peer_table_resize(struct braid_peer_table *table, bool may_shrink)
 
 /* ---- the API ------------------------------------------------------------- */
 
+/*
+ * liburcu's call_rcu worker thread does not survive fork(): a child that then
+ * waits for an RCU barrier (closing a table) would wait forever. liburcu's
+ * own fork hooks re-create the worker in the child; they are registered once,
+ * from this shared object (glibc drops them again if it is unloaded).
+ */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_hooks_register(void)
+{
+	(void)pthread_atfork(urcu_memb_call_rcu_before_fork, urcu_memb_call_rcu_after_fork_parent,
+			     urcu_memb_call_rcu_after_fork_child);
+}
+
 int braid_peer_table_open(struct braid_peer_table **table, size_t initial,
 			  void (*release_active)(void *active))
 {
 	struct braid_peer_table *t;
 	unsigned long buckets = 1;
+
+	pthread_once(&fork_once, fork_hooks_register);
 
 	if (!table)
 		return -FI_EINVAL;

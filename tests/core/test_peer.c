@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <criterion/criterion.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <rdma/fi_errno.h>
 
 #include "braid_peer.h"
@@ -559,4 +561,38 @@ Test(braid_rcu_register, leaves_application_registration_alone)
 	cr_assert_eq(atomic_load(&registers), 1, "braid did not register the thread again");
 	cr_assert_eq(atomic_load(&unregisters), 1, "nor unregister it at exit");
 	braid_peer_table_close(table);
+}
+
+/* A process that forked after using the table can still close one in the child
+ * (liburcu's call_rcu worker is re-created there by the fork hooks). */
+Test(braid_peer_table_close, works_in_a_forked_child, .timeout = 20)
+{
+	struct braid_peer_table *t;
+	struct braid_peer *p;
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(braid_peer_table_open(&t, 16, NULL), 0);
+	p = braid_peer_get(t, 42, 1, NULL);
+	cr_assert_not_null(p);
+	braid_peer_put(p);
+	cr_assert_eq(braid_peer_evict_idle(t, 1000000, 1), 1);	/* a call_rcu free in flight */
+	braid_peer_table_close(t);
+	pid = fork();
+	if (pid == 0) {
+		struct braid_peer_table *c;
+
+		alarm(10);
+		if (braid_peer_table_open(&c, 16, NULL))
+			_exit(2);
+		p = braid_peer_get(c, 7, 1, NULL);
+		braid_peer_put(p);
+		braid_peer_evict_idle(c, 1000000, 1);
+		braid_peer_table_close(c);
+		_exit(0);
+	}
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the child closed its table (status 0x%x)", status);
 }
