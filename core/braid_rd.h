@@ -84,6 +84,8 @@ void braid_rd_config_default(struct braid_rd_config *cfg);
 #define BRAID_RD_CQ_DATA	(1u << 1)	/* send: carry @data as remote CQ data */
 #define BRAID_RD_INJECT		(1u << 2)	/* send: copy the payload now; the caller may reuse it */
 #define BRAID_RD_NO_COMP	(1u << 3)	/* the success completion is marked BRAID_RD_COMP_SILENT */
+#define BRAID_RD_MULTI		(1u << 4)	/* recv: one buffer (one iov) for many messages, each
+						 * given the next free part of it (FI_MULTI_RECV) */
 
 /** struct braid_rd_send - a message to send. */
 struct braid_rd_send {
@@ -102,8 +104,10 @@ struct braid_rd_recv {
 	size_t iov_count;
 	uint64_t peer;		/* only from this peer; 0 = any */
 	uint64_t tag, ignore;	/* tagged: match when (tag ^ msg tag) & ~ignore == 0 */
-	uint32_t flags;		/* BRAID_RD_TAGGED: a tagged receive; BRAID_RD_NO_COMP */
+	uint32_t flags;		/* BRAID_RD_TAGGED, BRAID_RD_NO_COMP, BRAID_RD_MULTI */
 	void *context;
+	/** @min_free: BRAID_RD_MULTI: retire the buffer when less than this is left. */
+	uint64_t min_free;
 };
 
 /* braid_rd_comp.flags */
@@ -113,6 +117,8 @@ struct braid_rd_recv {
 #define BRAID_RD_COMP_CQ_DATA	(1u << 3)
 /* the operation asked for no success completion: count it, do not report it */
 #define BRAID_RD_COMP_SILENT	(1u << 4)
+/* the last completion of a BRAID_RD_MULTI buffer: the buffer is the caller's again */
+#define BRAID_RD_COMP_MULTI_RECV	(1u << 5)
 
 /** struct braid_rd_comp - a finished operation. */
 struct braid_rd_comp {

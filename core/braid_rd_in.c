@@ -75,12 +75,53 @@ static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov
 	}
 	if (!c.err && (r->flags & BRAID_RD_NO_COMP))
 		c.flags |= BRAID_RD_COMP_SILENT;
+	if (r->parent && --r->parent->refs == 0 && r->parent->retired) {
+		/* the last message in a retired multi-receive buffer hands it back */
+		c.flags |= BRAID_RD_COMP_MULTI_RECV;
+		c.flags &= ~BRAID_RD_COMP_SILENT;
+		braid_pool_release(&rd->recvs, r->parent);
+	}
 	rd_comp_push(rd, &c);
 	if (!err)
 		rd->stats.msgs_received++;
 	stage_free_all(rd, m);
 	braid_pool_release(&rd->recvs, r);
 	braid_pool_release(&rd->msgs, m);
+}
+
+/*
+ * Take @r (posted) for message @m. A plain receive leaves the posted list; a
+ * multi-receive buffer gives @m its next free part (a child record) and
+ * leaves the list only when less than its floor is left.
+ * Return: the record to bind, or NULL (no record free for the part).
+ */
+static struct rd_recv *recv_take(struct braid_rd *rd, struct rd_recv *r, const struct rd_msg *m)
+{
+	struct rd_recv *part;
+	uint64_t room;
+
+	if (!(r->flags & BRAID_RD_MULTI)) {
+		braid_dlist_remove(&r->node);
+		return r;
+	}
+	part = braid_pool_alloc(&rd->recvs);
+	if (!part)
+		return NULL;
+	room = r->capacity - r->used;
+	part->iov[0].iov_base = (uint8_t *)r->iov[0].iov_base + r->used;
+	part->iov[0].iov_len = m->len < room ? m->len : room;
+	part->iov_count = 1;
+	part->capacity = part->iov[0].iov_len;
+	part->flags = r->flags & ~BRAID_RD_MULTI;
+	part->context = r->context;
+	part->parent = r;
+	r->used += part->capacity;
+	r->refs++;
+	if (r->capacity - r->used < r->min_free) {
+		r->retired = true;
+		braid_dlist_remove(&r->node);
+	}
+	return part;
 }
 
 /* Give a message its receive: staged bytes move into the buffer. */
@@ -114,8 +155,11 @@ static void msg_match(struct braid_rd *rd, struct rd_msg *m)
 		struct rd_recv *r = braid_container_of(it, struct rd_recv, node);
 
 		if (recv_matches(r, m)) {
-			braid_dlist_remove(&r->node);
-			msg_bind(rd, m, r);
+			struct rd_recv *take = recv_take(rd, r, m);
+
+			if (!take)
+				break;
+			msg_bind(rd, m, take);
 			return;
 		}
 	}
@@ -398,7 +442,7 @@ static struct rd_recv *recv_new(struct braid_rd *rd, const struct braid_rd_recv 
 
 int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now)
 {
-	struct braid_dlist *it;
+	struct braid_dlist *it, *tmp;
 	struct rd_recv *r;
 	int ret;
 
@@ -406,22 +450,35 @@ int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uin
 	if (!r)
 		return ret;
 
-	/* an unexpected message first, oldest first */
-	braid_dlist_foreach(&rd->unexpected, it) {
+	if (r->flags & BRAID_RD_MULTI) {
+		if (r->iov_count != 1) {
+			braid_pool_release(&rd->recvs, r);
+			return -FI_EINVAL;
+		}
+		r->min_free = req->min_free;
+	}
+	/* the posted list first, so recv_take can take a multi-receive off it */
+	braid_dlist_insert_tail(&r->node,
+				(r->flags & BRAID_RD_TAGGED) ? &rd->posted_tagged : &rd->posted_msg);
+	/* unexpected messages, oldest first (a multi-receive buffer takes several) */
+	braid_dlist_foreach_safe(&rd->unexpected, it, tmp) {
 		struct rd_msg *m = braid_container_of(it, struct rd_msg, node);
+		struct rd_recv *take;
 
 		if (m->claim || !!(m->hflags & BRAID_RD_F_TAGGED) != !!(r->flags & BRAID_RD_TAGGED) ||
 		    !recv_matches(r, m))
 			continue;
+		take = recv_take(rd, r, m);
+		if (!take)
+			break;
 		braid_dlist_remove(&m->node);
 		m->unexpected = false;
-		msg_bind(rd, m, r);
+		msg_bind(rd, m, take);
 		if (msg_complete(m))
 			msg_deliver(rd, m, 0, 0);
-		return 0;
+		if (take == r || r->retired)
+			break;
 	}
-	braid_dlist_insert_tail(&r->node,
-				(r->flags & BRAID_RD_TAGGED) ? &rd->posted_tagged : &rd->posted_msg);
 	return 0;
 }
 
@@ -447,8 +504,15 @@ int braid_rd_cancel(struct braid_rd *rd, void *context)
 			if (r->context != context)
 				continue;
 			braid_dlist_remove(&r->node);
+			if (r->refs) {
+				/* parts still filling: the last of them hands the buffer back */
+				r->retired = true;
+			} else {
+				if (r->flags & BRAID_RD_MULTI)
+					c.flags |= BRAID_RD_COMP_MULTI_RECV;
+				braid_pool_release(&rd->recvs, r);
+			}
 			rd_comp_push(rd, &c);
-			braid_pool_release(&rd->recvs, r);
 			return 0;
 		}
 	}

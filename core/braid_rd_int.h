@@ -85,6 +85,12 @@ struct rd_recv {
 	uint64_t peer, tag, ignore;
 	uint32_t flags;
 	void *context;
+	/* BRAID_RD_MULTI buffers: the part given out, the floor, messages using it */
+	uint64_t used, min_free;
+	uint32_t refs;
+	bool retired;
+	/** @parent: for the part of a multi-receive buffer one message got. */
+	struct rd_recv *parent;
 };
 
 /** A message being received (pool: max_msgs). */

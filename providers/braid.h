@@ -38,6 +38,7 @@
 #define BRAID_DGRAM_HDR		sizeof(struct braid_dgram_hdr)
 #define BRAID_CQ_DATA_SIZE	8
 #define BRAID_MAX_BATCH		32
+#define BRAID_MIN_MULTI_RECV	64	/* default FI_OPT_MIN_MULTI_RECV */
 #define BRAID_RDM_MAX_MSG	0xffffffffULL	/* RD offsets are 32 bits (protocol.md §4.2) */
 
 extern struct fi_provider braid_prov;
@@ -343,6 +344,8 @@ struct braid_ep {
 	uint8_t *rx_bufs;
 	/** @rdm_tx_drops: engine packets the wire refused (the engine resends them). */
 	uint64_t rdm_tx_drops;
+	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
+	size_t min_multi_recv;
 	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */
 	unsigned int unflushed;
 };

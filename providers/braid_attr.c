@@ -20,7 +20,8 @@
 #define BRAID_RX_OP_FLAGS	(FI_COMPLETION)
 
 #define BRAID_RDM_TX_CAPS	(FI_MSG | FI_TAGGED | FI_SEND)
-#define BRAID_RDM_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE)
+#define BRAID_RDM_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
+				 FI_MULTI_RECV)
 #define BRAID_RDM_CAPS		(BRAID_RDM_TX_CAPS | BRAID_RDM_RX_CAPS | BRAID_DOMAIN_CAPS)
 #define BRAID_RDM_TX_OP_FLAGS	(BRAID_TX_OP_FLAGS | FI_DELIVERY_COMPLETE)
 
@@ -294,7 +295,7 @@ struct ep_kind {
 /* the product first: fi_getinfo(3) wants the best endpoints first */
 static const struct ep_kind ep_kinds[] = {
 	{ &braid_rdm_info_template, FI_EP_RDM, BRAID_RDM_CAPS, BRAID_RDM_TX_CAPS,
-	  BRAID_RDM_RX_CAPS, BRAID_RDM_TX_OP_FLAGS, BRAID_RX_OP_FLAGS,
+	  BRAID_RDM_RX_CAPS, BRAID_RDM_TX_OP_FLAGS, BRAID_RX_OP_FLAGS | FI_MULTI_RECV,
 	  sizeof(struct braid_rd_data_hdr) },
 	{ &braid_dgram_info_template, FI_EP_DGRAM, BRAID_DGRAM_CAPS, BRAID_DGRAM_TX_CAPS,
 	  BRAID_DGRAM_RX_CAPS, BRAID_TX_OP_FLAGS, BRAID_RX_OP_FLAGS, BRAID_DGRAM_HDR },

@@ -346,20 +346,37 @@ static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
+	struct braid_ep *ep = ep_of(fid);
+
 	if (!optval || !optlen)
 		return -FI_EINVAL;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
-	/* DGRAM endpoints have no multi-recv, CM data or buffering options */
+	/* RDM: the floor of a multi-receive buffer; nothing else (no CM data, no buffering) */
+	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type == FI_EP_RDM) {
+		if (*optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		*(size_t *)optval = ep->min_multi_recv;
+		*optlen = sizeof(size_t);
+		return 0;
+	}
 	return -FI_ENOPROTOOPT;
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
+	struct braid_ep *ep = ep_of(fid);
+
 	if (!optval)
 		return -FI_EINVAL;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
+	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type == FI_EP_RDM) {
+		if (optlen != sizeof(size_t))
+			return -FI_EINVAL;
+		ep->min_multi_recv = *(const size_t *)optval;
+		return 0;
+	}
 	return -FI_ENOPROTOOPT;
 }
 
@@ -522,6 +539,7 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	}
 	ep->domain = dom;
 	ep->type = info->ep_attr->type;
+	ep->min_multi_recv = BRAID_MIN_MULTI_RECV;
 	ep->wire_ops = braid_wire_find(braid_cfg.wire);
 	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size : braid_cfg.rx_size;
 	ret = braid_pool_construct(&ep->rx_pool, sizeof(struct braid_rx_entry), rx_size);

@@ -7,7 +7,7 @@
 
 #define RDM_TX_FLAGS	(FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA | \
 			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
-#define RDM_RX_FLAGS	(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA)
+#define RDM_RX_FLAGS	(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA | FI_MULTI_RECV)
 #define RDM_RX_BURST	32
 #define RDM_OUT_BURST	32
 
@@ -142,6 +142,8 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
 
 	if (recv && (c->flags & BRAID_RD_COMP_CQ_DATA))
 		flags |= FI_REMOTE_CQ_DATA;
+	if (c->flags & BRAID_RD_COMP_MULTI_RECV)
+		flags |= FI_MULTI_RECV;	/* the buffer is the application's again */
 	if (c->err) {
 		if (cq)
 			braid_cq_write_err(cq, c->context, flags, c->len, c->buf, c->data,
@@ -336,8 +338,8 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		return -FI_EOPBADSTATE;
 	if (count > BRAID_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
-	if (flags & FI_MULTI_RECV)
-		return -FI_EOPNOTSUPP;	/* not in this release: see fi_braid(7) */
+	if ((flags & FI_MULTI_RECV) && (tagged || count != 1 || !(ep->info->caps & FI_MULTI_RECV)))
+		return tagged ? -FI_EBADFLAGS : -FI_EINVAL;	/* fi_msg(3): one buffer, untagged */
 	if ((flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) && !tagged)
 		return -FI_EBADFLAGS;	/* fi_tagged(3) flags */
 	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
@@ -354,6 +356,10 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		req.flags |= BRAID_RD_TAGGED;
 	if (!ep->rx_cq || (ep->rx_selective && !(flags & FI_COMPLETION)))
 		req.flags |= BRAID_RD_NO_COMP;
+	if (flags & FI_MULTI_RECV) {
+		req.flags |= BRAID_RD_MULTI;
+		req.min_free = ep->min_multi_recv;
+	}
 	braid_domain_lock(ep->domain);
 	if (flags & (FI_PEEK | FI_CLAIM)) {
 		/* make sure what has arrived is seen before looking */
@@ -420,7 +426,8 @@ static ssize_t rdm_tag_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *
 	struct braid_ep *ep = rdm_ep(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, 1, src_addr, context, tag, ignore, ep->rx_op_flags, true);
+	return rdm_recv(ep, &iov, 1, src_addr, context, tag, ignore,
+			ep->rx_op_flags & ~FI_MULTI_RECV, true);
 }
 
 static ssize_t rdm_tag_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -429,7 +436,8 @@ static ssize_t rdm_tag_recvv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 {
 	struct braid_ep *ep = rdm_ep(ep_fid);
 
-	return rdm_recv(ep, iov, count, src_addr, context, tag, ignore, ep->rx_op_flags, true);
+	return rdm_recv(ep, iov, count, src_addr, context, tag, ignore,
+			ep->rx_op_flags & ~FI_MULTI_RECV, true);
 }
 
 static ssize_t rdm_tag_recvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,

@@ -13,7 +13,7 @@ static struct fi_info *rdm_info(void)
 	struct fi_info *hints = pt_hints(FI_EP_RDM), *list = NULL, *cur, *info = NULL;
 	int ret;
 
-	hints->caps = FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV;
+	hints->caps = FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV | FI_MULTI_RECV;
 	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &list);
 	fi_freeinfo(hints);
 	cr_assert_eq(ret, 0, "fi_getinfo(braid RDM) = %d", ret);
@@ -317,7 +317,8 @@ Test(fi_trecvmsg, peek_claim_discard)
 	cr_assert_eq(err.err, FI_ENOMSG, "discarded");
 	/* bad flag combinations */
 	cr_assert_eq(trecvmsg(&r.b, buf, 8, 0, 0, NULL, FI_DISCARD), -FI_EBADFLAGS);
-	cr_assert_eq(trecvmsg(&r.b, buf, 8, 0, 0, NULL, FI_MULTI_RECV), -FI_EOPNOTSUPP);
+	cr_assert_eq(trecvmsg(&r.b, buf, 8, 0, 0, NULL, FI_MULTI_RECV), -FI_EBADFLAGS,
+		     "multi-receive is for untagged messages");
 	rdm_close(&r);
 }
 
@@ -337,5 +338,60 @@ Test(fi_cq_sread, rdm_wakes_on_arrival)
 	cr_assert_eq(fi_cq_sread(r.b.rx_cq, &e, 1, NULL, 5000), 1);
 	cr_assert_lt(pt_now_ms() - t0, 4000, "woken by the arrival, not the timeout");
 	cr_assert_str_eq(buf, "wake");
+	rdm_close(&r);
+}
+
+Test(fi_recvmsg, multi_recv_buffer_takes_many_messages)
+{
+	static uint8_t pool[2][4096], src[10][500];	/* a send's buffer is the caller's only after completion */
+	struct fi_context ctx[2];
+	struct fi_cq_tagged_entry e;
+	size_t min = 200, len = sizeof(min);
+	int i, multi_flag_seen = 0;
+	struct rdm r;
+
+	rdm_open(&r, false);
+	cr_assert_eq(fi_setopt(&r.b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+			       sizeof(min)), 0);
+	min = 0;
+	cr_assert_eq(fi_getopt(&r.b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, &len), 0);
+	cr_assert_eq(min, 200);
+	for (i = 0; i < 2; i++) {
+		struct iovec iov = { pool[i], sizeof(pool[i]) };
+		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+				      .context = &ctx[i] };
+
+		cr_assert_eq(fi_recvmsg(r.b.ep, &msg, FI_MULTI_RECV), 0);
+	}
+	for (i = 0; i < 10; i++) {
+		memset(src[i], 'a' + i, sizeof(src[i]));
+		cr_assert_eq(fi_send(r.a.ep, src[i], sizeof(src[i]), NULL, r.a.peer, NULL), 0);
+	}
+	/* 4096 bytes, floor 200: messages 0..7 fill the first buffer (8 x 500 leaves 96),
+	 * the 8th hands it back with FI_MULTI_RECV; 8 and 9 go to the second */
+	for (i = 0; i < 10; i++) {
+		uint8_t *want = i < 8 ? pool[0] + 500 * i : pool[1] + 500 * (i - 8);
+
+		cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 5000), 1, "message %d", i);
+		cr_assert_eq(e.len, 500);
+		cr_assert_eq(e.buf, want, "message %d placed after the previous one", i);
+		cr_assert_eq(e.op_context, i < 8 ? &ctx[0] : &ctx[1]);
+		cr_assert_eq(((uint8_t *)e.buf)[0], 'a' + i);
+		cr_assert_eq(((uint8_t *)e.buf)[499], 'a' + i);
+		if (e.flags & FI_MULTI_RECV) {
+			multi_flag_seen++;
+			cr_assert_eq(i, 7, "FI_MULTI_RECV on the first buffer's last message");
+		}
+	}
+	cr_assert_eq(multi_flag_seen, 1);
+	/* the second buffer is still posted: cancelling hands it back */
+	cr_assert_eq(fi_cancel(&r.b.ep->fid, &ctx[1]), 0);
+	{
+		struct fi_cq_err_entry err;
+
+		cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, &err, 2000), -FI_EAVAIL);
+		cr_assert_eq(err.err, FI_ECANCELED);
+		cr_assert(err.flags & FI_MULTI_RECV);
+	}
 	rdm_close(&r);
 }
