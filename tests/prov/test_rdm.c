@@ -395,3 +395,41 @@ Test(fi_recvmsg, multi_recv_buffer_takes_many_messages)
 	}
 	rdm_close(&r);
 }
+
+/* Messages of any size: 1 GiB into a posted buffer, and 64 MiB sent before its
+ * receive is posted (beyond the receiver's buffer for unexpected data: flow control). */
+Test(fi_send, rdm_one_gib_and_large_unexpected, .timeout = 180)
+{
+	const size_t gib = 1ull << 30, big = 64u << 20;
+	uint8_t *src = malloc(gib), *dst = malloc(gib);
+	struct fi_cq_tagged_entry e;
+	struct rdm r;
+
+	cr_assert(src && dst);
+	for (size_t i = 0; i < gib; i += 4096)
+		src[i] = (uint8_t)(i >> 12), src[i + 4095] = (uint8_t)(i >> 20);
+	memset(dst, 0, gib);
+	rdm_open(&r, false);
+	cr_assert_eq(fi_recv(r.b.ep, dst, gib, NULL, FI_ADDR_UNSPEC, (void *)1), 0);
+	cr_assert_eq(fi_send(r.a.ep, src, gib, NULL, r.a.peer, (void *)2), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 120000), 1, "1 GiB arrived");
+	cr_assert_eq(e.len, gib);
+	cr_assert_eq(memcmp(src, dst, gib), 0, "1 GiB intact");
+	cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 10000), 1);
+
+	/* unexpected: sent first, the receive posted once the sender has had to wait */
+	memset(dst, 0, big);
+	cr_assert_eq(fi_send(r.a.ep, src, big, NULL, r.a.peer, (void *)3), 0);
+	for (long t = pt_now_ms() + 300; pt_now_ms() < t;) {
+		(void)fi_cq_read(r.a.tx_cq, NULL, 0);
+		(void)fi_cq_read(r.b.rx_cq, NULL, 0);
+	}
+	cr_assert_eq(fi_recv(r.b.ep, dst, big, NULL, FI_ADDR_UNSPEC, (void *)4), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 60000), 1, "64 MiB unexpected arrived");
+	cr_assert_eq(e.len, big);
+	cr_assert_eq(memcmp(src, dst, big), 0, "64 MiB intact");
+	cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 10000), 1);
+	rdm_close(&r);
+	free(src);
+	free(dst);
+}
