@@ -230,6 +230,13 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 /** braid_rd_output() - up to @max packets to transmit now. Return: how many. */
 int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out, int max);
 
+/**
+ * braid_rd_unsent() - the wire could not take @n packets returned by the last
+ * braid_rd_output() (from @out on): they go back to the front of their queues,
+ * to be returned again by the next braid_rd_output(), with no loss counted.
+ */
+void braid_rd_unsent(struct braid_rd *rd, const struct braid_rd_out *out, int n);
+
 /** braid_rd_next_deadline() - when braid_rd_timer() next has work (UINT64_MAX: none). */
 uint64_t braid_rd_next_deadline(const struct braid_rd *rd);
 

@@ -57,6 +57,8 @@ struct rd_txpkt {
 	uint16_t path;
 	uint8_t state;
 	uint8_t retx;
+	/** @unsent: returned by braid_rd_unsent(): goes again as it was, not as a retransmission. */
+	bool unsent;
 };
 
 /** Per-path loss detection state of a flow (RACK per path, protocol.md §4.5). */

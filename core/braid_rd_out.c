@@ -537,16 +537,24 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		struct rd_txpkt *p = braid_container_of(f->retxq.next, struct rd_txpkt, link);
 
 		braid_dlist_remove(&p->link);
-		p->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, p->path);
-		p->retx++;
+		if (p->unsent) {
+			/* the wire was full last time: same packet, same path */
+			p->unsent = false;
+		} else {
+			p->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health,
+							       p->path);
+			p->retx++;
+		}
 		p->state = RD_PKT_INFLIGHT;
 		braid_dlist_insert_tail(&p->link, &f->txorder);
 		braid_dlist_insert_tail(&p->plink, &f->prack[p->path].inflight);
 		f->inflight++;
 		allow--;
 		emit(rd, f, p, now, &out[n++]);
-		rd->stats.retx_pkts++;
-		rd->stats.retx_bytes += p->len;
+		if (p->retx) {
+			rd->stats.retx_pkts++;
+			rd->stats.retx_bytes += p->len;
+		}
 	}
 	/* then new data, within the window, cwnd and the receiver's window */
 	while (n < max && allow && !braid_dlist_empty(&conn->sendq) &&
@@ -605,5 +613,49 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 		struct rd_send *op = braid_container_of(it, struct rd_send, node);
 
 		send_finish(rd, op, err, prov_errno);
+	}
+}
+
+void braid_rd_unsent(struct braid_rd *rd, const struct braid_rd_out *out, int n)
+{
+	int i;
+
+	/* walk backwards so the packets keep their order at the head of the queue */
+	for (i = n - 1; i >= 0; i--) {
+		struct braid_rd_data_view v;
+		struct rd_conn *conn = rd_conn_get(rd, braid_peer_key(out[i].dst_ip,
+								       out[i].dst_port), false);
+		struct rd_flow *f = conn ? conn->flow : NULL;
+		struct rd_txpkt *p;
+
+		if (!f)
+			continue;
+		if (((const struct braid_base_hdr *)out[i].hdr)->type == BRAID_PKT_RD_ACK) {
+			f->need_ack = true;
+			f->ack_now = true;
+			rd->stats.tx_acks--;
+			rd_flow_ready(rd, f);
+			continue;
+		}
+		if (braid_rd_data_decode(out[i].hdr, out[i].hdr_len, &v) &&
+		    braid_rd_data_decode(out[i].hdr, out[i].hdr_len + out[i].payload_len, &v))
+			continue;
+		p = tx_slot(rd, f, v.psn);
+		if (p->state != RD_PKT_INFLIGHT || p->psn != v.psn)
+			continue;
+		braid_dlist_remove(&p->link);
+		braid_dlist_remove(&p->plink);
+		braid_dlist_insert_head(&p->link, &f->retxq);
+		p->state = RD_PKT_LOST;
+		f->inflight--;
+		rd->stats.tx_data--;
+		rd->stats.tx_bytes -= p->len;
+		if (p->retx) {
+			/* a retransmission that never left: counted when it does */
+			rd->stats.retx_pkts--;
+			rd->stats.retx_bytes -= p->len;
+		}
+		p->unsent = true;
+		rd_flow_ready(rd, f);
 	}
 }

@@ -75,7 +75,8 @@ void ft_error(const struct ft_ctx *ctx, const char *what, int ret)
 
 /* ---- options ---- */
 
-static void ft_usage(const struct ft_opts *opts, const char *about, FILE *f)
+static void ft_usage(const struct ft_opts *opts, const char *about,
+		     const struct ft_extra_opts *extra, FILE *f)
 {
 	fprintf(f,
 		"usage: %s [options]              (server)\n"
@@ -85,7 +86,7 @@ static void ft_usage(const struct ft_opts *opts, const char *about, FILE *f)
 		"  -p PROV    provider, as fi_info -p (e.g. udp, braid, \"braid;ofi_rxd\", tcp)\n"
 		"  -f FABRIC  fabric name\n"
 		"  -d DOMAIN  domain name\n"
-		"  -e TYPE    endpoint type: dgram (default) or rdm\n"
+		"  -e TYPE    endpoint type: dgram or rdm (default %s)\n"
 		"  -S SIZE    message size: N, a list N,M,... or \"all\" (1, 2, 4, ... up\n"
 		"             to the endpoint's largest message, at most 1 MiB)\n"
 		"  -I ITERS   iterations\n"
@@ -93,11 +94,21 @@ static void ft_usage(const struct ft_opts *opts, const char *about, FILE *f)
 		"  -P PORT    server port the client sends to (default %s)\n"
 		"  -s ADDR    local (source) address\n"
 		"  -T SEC     per-operation timeout in seconds (default %d)\n"
+		"  -x         exact provider: only -p itself, not a utility provider layered\n"
+		"             over it (with -p braid -e rdm: braid's own RDM endpoint,\n"
+		"             never \"braid;ofi_rxd\")\n"
+		"  -u         never ask for FI_SOURCE: no source checks (for a provider whose\n"
+		"             FI_SOURCE is broken, like ofi_rxd 1.17, which always reports 0)\n"
 		"  -v         verbose: print the fi_info used and each step\n"
 		"  -h         this help\n"
-		"exit status: 0 pass, 1 test failure or timeout, 2 usage error or no provider\n",
-		opts->prog, opts->prog, about, FT_DEFAULT_PORT, FT_DEFAULT_PORT,
-		FT_DEFAULT_TIMEOUT);
+		"%s"
+		"exit status: 0 pass, 1 test failure or timeout, 2 usage error or no provider%s\n",
+		opts->prog, opts->prog, about,
+		ft_ep_type_str(extra && extra->ep_type ? extra->ep_type : FI_EP_DGRAM),
+		FT_DEFAULT_PORT, FT_DEFAULT_PORT, FT_DEFAULT_TIMEOUT,
+		extra && extra->usage ? extra->usage : "",
+		extra ? ",\n             77 skipped (the provider lacks what the selected tests need)" :
+		"");
 }
 
 static int ft_parse_long(const char *s, long min, long max, long *out)
@@ -115,16 +126,34 @@ static int ft_parse_long(const char *s, long min, long max, long *out)
 
 void ft_parse_opts(struct ft_opts *opts, int argc, char **argv, const char *about)
 {
+	ft_parse_opts_extra(opts, argc, argv, about, NULL);
+}
+
+void ft_parse_opts_extra(struct ft_opts *opts, int argc, char **argv,
+			 const char *about, const struct ft_extra_opts *extra)
+{
+	static const char common[] = "p:f:d:e:S:I:B:P:s:T:vxuh";
 	const char *slash = strrchr(argv[0], '/');
+	char optstring[sizeof(common) + 64];
 	long v;
 	int c;
 
 	memset(opts, 0, sizeof(*opts));
 	opts->prog = slash ? slash + 1 : argv[0];
-	opts->ep_type = FI_EP_DGRAM;
+	opts->ep_type = extra && extra->ep_type ? extra->ep_type : FI_EP_DGRAM;
 	opts->timeout_sec = FT_DEFAULT_TIMEOUT;
+	snprintf(optstring, sizeof(optstring), "%s%s", common,
+		 extra && extra->optstring ? extra->optstring : "");
 
-	while ((c = getopt(argc, argv, "p:f:d:e:S:I:B:P:s:T:vh")) != -1) {
+	while ((c = getopt(argc, argv, optstring)) != -1) {
+		if (c != '?' && c != ':' && extra && extra->optstring &&
+		    strchr(extra->optstring, c)) {
+			if (extra->parse(extra->arg, c, optarg)) {
+				ft_usage(opts, about, extra, stderr);
+				exit(FT_EXIT_USAGE);
+			}
+			continue;
+		}
 		switch (c) {
 		case 'p':
 			opts->prov_name = optarg;
@@ -183,19 +212,29 @@ void ft_parse_opts(struct ft_opts *opts, int argc, char **argv, const char *abou
 		case 'v':
 			opts->verbose++;
 			break;
+		case 'x':
+			opts->exact_prov = true;
+			break;
+		case 'u':
+			opts->no_source = true;
+			break;
 		case 'h':
-			ft_usage(opts, about, stdout);
+			ft_usage(opts, about, extra, stdout);
 			exit(FT_EXIT_PASS);
 		default:
-			ft_usage(opts, about, stderr);
+			ft_usage(opts, about, extra, stderr);
 			exit(FT_EXIT_USAGE);
 		}
+	}
+	if (opts->exact_prov && !opts->prov_name) {
+		fprintf(stderr, "%s: error: -x needs -p PROV\n", opts->prog);
+		exit(FT_EXIT_USAGE);
 	}
 	if (optind < argc)
 		opts->dst_addr = argv[optind++];
 	if (optind < argc) {
 		fprintf(stderr, "%s: error: unexpected argument '%s'\n", opts->prog, argv[optind]);
-		ft_usage(opts, about, stderr);
+		ft_usage(opts, about, extra, stderr);
 		exit(FT_EXIT_USAGE);
 	}
 }
@@ -419,9 +458,39 @@ static int ft_pick_server_info(struct ft_ctx *ctx)
 	return 0;
 }
 
+/*
+ * -x: keep only the entries whose provider is -p itself; a utility
+ * provider layered over it ("braid;ofi_rxd" for -p braid) does not count.
+ * Returns -FI_ENODATA, with the first layered name in layered, if none is left.
+ */
+static int ft_keep_exact(struct ft_ctx *ctx, char *layered, size_t len)
+{
+	const char *want = ctx->opts->prov_name;
+	struct fi_info *cur, *prev = NULL, *next;
+
+	for (cur = ctx->info; cur; cur = next) {
+		next = cur->next;
+		if (want && cur->fabric_attr->prov_name &&
+		    !strcmp(cur->fabric_attr->prov_name, want)) {
+			prev = cur;
+			continue;
+		}
+		if (!layered[0] && cur->fabric_attr->prov_name)
+			snprintf(layered, len, "%s", cur->fabric_attr->prov_name);
+		if (prev)
+			prev->next = next;
+		else
+			ctx->info = next;
+		cur->next = NULL;
+		fi_freeinfo(cur);
+	}
+	return ctx->info ? 0 : -FI_ENODATA;
+}
+
 static int ft_getinfo(struct ft_ctx *ctx, const struct ft_want *want, size_t nwant)
 {
 	struct ft_opts *opts = ctx->opts;
+	char layered[64] = "";
 	const char *node, *service;
 	uint64_t flags;
 	size_t i;
@@ -437,10 +506,12 @@ static int ft_getinfo(struct ft_ctx *ctx, const struct ft_want *want, size_t nwa
 		flags = 0;
 	}
 	for (i = 0; i < nwant; i++) {
-		ctx->hints->caps = want[i].caps;
+		ctx->hints->caps = want[i].caps & ~(opts->no_source ? FI_SOURCE : 0);
 		ctx->hints->tx_attr->msg_order = want[i].msg_order;
 		ctx->hints->rx_attr->msg_order = want[i].msg_order;
 		ret = fi_getinfo(FT_FIVERSION, node, service, flags, ctx->hints, &ctx->info);
+		if (!ret && opts->exact_prov)
+			ret = ft_keep_exact(ctx, layered, sizeof(layered));
 		if (ret != -FI_ENODATA)
 			break;
 		ft_debug(ctx, "fi_getinfo with caps %s, msg_order 0x%llx: no match",
@@ -457,6 +528,10 @@ static int ft_getinfo(struct ft_ctx *ctx, const struct ft_want *want, size_t nwa
 			fi_tostr(&want[nwant - 1].caps, FI_TYPE_CAPS),
 			ft_is_server(opts) ? "source" : "destination",
 			node ? node : "*", service, fi_strerror(FI_ENODATA));
+		if (layered[0])
+			ft_fail(ctx, "-x: only a utility provider layered over %s was offered (%s), "
+				"not %s's own %s endpoint", opts->prov_name, layered,
+				opts->prov_name, ft_ep_type_str(opts->ep_type));
 	} else if (ret) {
 		ft_fail(ctx, "fi_getinfo(%s:%s): %s (%d)", node ? node : "*", service,
 			fi_strerror(-ret), ret);
@@ -473,38 +548,68 @@ static void ft_ctrl_init(struct ft_ctx *ctx, char *at)
 	ft_op_init(ctx, &ctx->ctrl_rx, "control receive", at + region, FT_CTRL_SIZE, 1, NULL, 0);
 }
 
-static int ft_mr_open(struct ft_ctx *ctx)
+int ft_reg(struct ft_ctx *ctx, void *buf, size_t len, uint64_t access,
+	   struct fid_mr **mr, void **desc)
 {
 	uint64_t mr_mode = ctx->info->domain_attr->mr_mode;
 	int ret;
 
+	*mr = NULL;
+	*desc = NULL;
 	if (!(mr_mode & FI_MR_LOCAL))
 		return 0;
-	ret = fi_mr_reg(ctx->domain, ctx->buf, ctx->buf_size, FI_SEND | FI_RECV, 0, 0,
-			0, &ctx->mr, NULL);
+	ret = fi_mr_reg(ctx->domain, buf, len, access, 0, 0, 0, mr, NULL);
 	if (ret) {
+		*mr = NULL;
 		ft_error(ctx, "fi_mr_reg", ret);
 		return ret;
 	}
 	if (mr_mode & FI_MR_ENDPOINT) {
-		ret = fi_mr_bind(ctx->mr, &ctx->ep->fid, 0);
+		ret = fi_mr_bind(*mr, &ctx->ep->fid, 0);
 		if (ret) {
 			ft_error(ctx, "fi_mr_bind", ret);
 			return ret;
 		}
-		ret = fi_mr_enable(ctx->mr);
+		ret = fi_mr_enable(*mr);
 		if (ret) {
 			ft_error(ctx, "fi_mr_enable", ret);
 			return ret;
 		}
 	}
+	*desc = fi_mr_desc(*mr);
 	return 0;
+}
+
+static int ft_mr_open(struct ft_ctx *ctx)
+{
+	void *desc;
+
+	return ft_reg(ctx, ctx->buf, ctx->buf_size, FI_SEND | FI_RECV, &ctx->mr, &desc);
+}
+
+int ft_cq_open(struct ft_ctx *ctx, struct ft_cq *cq, const char *name)
+{
+	struct fi_cq_attr cq_attr = { .wait_obj = FI_WAIT_NONE };
+	char what[64];
+	int ret;
+
+	/* ft_setup chose the format: tagged when FI_TAGGED was asked for. */
+	cq->tagged = (ctx->hints->caps & FI_TAGGED) != 0;
+	cq_attr.format = cq->tagged ? FI_CQ_FORMAT_TAGGED : FI_CQ_FORMAT_DATA;
+	cq->name = name;
+	cq->readfrom = ctx->source;
+	ret = fi_cq_open(ctx->domain, &cq_attr, &cq->cq, cq);
+	if (ret) {
+		cq->cq = NULL;
+		snprintf(what, sizeof(what), "fi_cq_open(%s)", name);
+		ft_error(ctx, what, ret);
+	}
+	return ret;
 }
 
 int ft_setup(struct ft_ctx *ctx, struct ft_opts *opts, const struct ft_want *want,
 	     size_t nwant)
 {
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE };
 	struct fi_av_attr av_attr = { .count = 4 };
 	struct fi_info *info;
 	size_t max_msg;
@@ -545,7 +650,7 @@ int ft_setup(struct ft_ctx *ctx, struct ft_opts *opts, const struct ft_want *wan
 	ctx->prefix = (info->mode & FI_MSG_PREFIX) ? info->ep_attr->msg_prefix_size : 0;
 	max_msg = info->ep_attr->max_msg_size;
 	ctx->max_payload = max_msg > ctx->prefix ? max_msg - ctx->prefix : 0;
-	ctx->source = (info->caps & FI_SOURCE) != 0;
+	ctx->source = !opts->no_source && (info->caps & FI_SOURCE) != 0;
 	if (ctx->max_payload < FT_CTRL_HDR_LEN + FT_MAX_ADDRLEN / 4) {
 		ft_fail(ctx, "max_msg_size %zu is too small for the address exchange", max_msg);
 		return -FI_EINVAL;
@@ -561,17 +666,13 @@ int ft_setup(struct ft_ctx *ctx, struct ft_opts *opts, const struct ft_want *wan
 		ft_error(ctx, "fi_domain", ret);
 		return ret;
 	}
-	ret = fi_cq_open(ctx->domain, &cq_attr, &ctx->txcq.cq, &ctx->txcq);
-	if (ret) {
-		ft_error(ctx, "fi_cq_open(tx)", ret);
+	ret = ft_cq_open(ctx, &ctx->txcq, "tx");
+	if (ret)
 		return ret;
-	}
-	ret = fi_cq_open(ctx->domain, &cq_attr, &ctx->rxcq.cq, &ctx->rxcq);
-	if (ret) {
-		ft_error(ctx, "fi_cq_open(rx)", ret);
+	ctx->txcq.readfrom = false;
+	ret = ft_cq_open(ctx, &ctx->rxcq, "rx");
+	if (ret)
 		return ret;
-	}
-	ctx->rxcq.readfrom = ctx->source;
 	av_attr.type = info->domain_attr->av_type;
 	ret = fi_av_open(ctx->domain, &av_attr, &ctx->av, NULL);
 	if (ret) {
@@ -794,6 +895,32 @@ int ft_post_send(struct ft_ctx *ctx, struct ft_op *op, size_t len)
 	return (int)ret;
 }
 
+int ft_post_trecv(struct ft_ctx *ctx, struct ft_op *op, uint64_t tag, uint64_t ignore)
+{
+	ssize_t ret;
+
+	assert(!op->posted);
+	FT_POST(ret, ctx, "fi_trecv",
+		fi_trecv(ctx->ep, op->base, ctx->prefix + op->cap, op->desc[0],
+			 FI_ADDR_UNSPEC, tag, ignore, &op->fctx));
+	if (!ret)
+		op->posted = true;
+	return (int)ret;
+}
+
+int ft_post_tsend(struct ft_ctx *ctx, struct ft_op *op, size_t len, uint64_t tag)
+{
+	ssize_t ret;
+
+	assert(!op->posted);
+	FT_POST(ret, ctx, "fi_tsend",
+		fi_tsend(ctx->ep, op->base, ctx->prefix + len, op->desc[0], ctx->peer, tag,
+			 &op->fctx));
+	if (!ret)
+		op->posted = true;
+	return (int)ret;
+}
+
 /* ---- completions ---- */
 
 static const char *ft_ctx_name(const struct ft_ctx *ctx, void *op_context)
@@ -805,68 +932,134 @@ static const char *ft_ctx_name(const struct ft_ctx *ctx, void *op_context)
 	return "a test operation";
 }
 
-static int ft_cq_report_err(struct ft_ctx *ctx, struct ft_cq *cq)
+/* Print an error entry read from cq (err_data as the provider gave it, or NULL). */
+static int ft_cq_print_err(const struct ft_ctx *ctx, const struct ft_cq *cq,
+			   const struct fi_cq_err_entry *err, const char *what)
 {
-	struct fi_cq_err_entry err = { 0 };
 	char buf[256];
 	const char *pstr;
+
+	pstr = fi_cq_strerror(cq->cq, err->prov_errno, err->err_data, buf, sizeof(buf));
+	ft_fail(ctx, "%s%serror completion on %s cq for %s (op_context %p): %s (err %d), "
+		"provider error %d (%s), len %zu, olen %zu, flags %s",
+		what ? what : "", what ? ": " : "",
+		cq->name, ft_ctx_name(ctx, err->op_context), err->op_context,
+		fi_strerror(err->err), err->err, err->prov_errno, pstr ? pstr : "?", err->len,
+		err->olen, fi_tostr(&err->flags, FI_TYPE_CQ_EVENT_FLAGS));
+	return err->err ? -err->err : -FI_EIO;
+}
+
+int ft_comp_fail(const struct ft_ctx *ctx, const struct ft_cq *cq,
+		 const struct ft_comp *comp, const char *what)
+{
+	struct fi_cq_err_entry err = {
+		.op_context = comp->e.op_context,
+		.flags = comp->e.flags,
+		.len = comp->e.len,
+		.olen = comp->olen,
+		.err = comp->err,
+		.prov_errno = comp->prov_errno,
+	};
+
+	return ft_cq_print_err(ctx, cq, &err, what);
+}
+
+/*
+ * An error entry is waiting: read it. On a keep_errors CQ it becomes the
+ * completion (1); otherwise it is printed and returned as a negative FI_E*.
+ */
+static int ft_cq_read_err(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_comp *comp)
+{
+	struct fi_cq_err_entry err = { 0 };
 	ssize_t ret;
 
 	ret = fi_cq_readerr(cq->cq, &err, 0);
+	if (ret == 0 || ret == -FI_EAGAIN)
+		return 0;
 	if (ret < 0) {
 		ft_error(ctx, "fi_cq_readerr", (int)ret);
 		return (int)ret;
 	}
-	pstr = fi_cq_strerror(cq->cq, err.prov_errno, err.err_data, buf, sizeof(buf));
-	ft_fail(ctx, "error completion on %s cq for %s (op_context %p): %s (err %d), "
-		"provider error %d (%s), len %zu, flags %s",
-		cq->name, ft_ctx_name(ctx, err.op_context), err.op_context,
-		fi_strerror(err.err), err.err, err.prov_errno, pstr ? pstr : "?", err.len,
-		fi_tostr(&err.flags, FI_TYPE_CQ_EVENT_FLAGS));
-	return err.err ? -err.err : -FI_EIO;
+	if (!cq->keep_errors)
+		return ft_cq_print_err(ctx, cq, &err, NULL);
+	memset(comp, 0, sizeof(*comp));
+	comp->e.op_context = err.op_context;
+	comp->e.flags = err.flags;
+	comp->e.len = err.len;
+	comp->e.buf = err.buf;
+	comp->e.data = err.data;
+	comp->e.tag = err.tag;
+	comp->src = FI_ADDR_NOTAVAIL;
+	comp->err = err.err ? err.err : FI_EIO;
+	comp->prov_errno = err.prov_errno;
+	comp->olen = err.olen;
+	return 1;
 }
 
 /* Read one completion straight from the provider: 1, 0 or a negative FI_E*. */
-static int ft_cq_read_one(struct ft_ctx *ctx, struct ft_cq *cq,
-			  struct fi_cq_data_entry *comp, fi_addr_t *src)
+static int ft_cq_read_one(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_comp *comp)
 {
+	struct fi_cq_data_entry data;
 	fi_addr_t from = FI_ADDR_NOTAVAIL;
+	void *entry = cq->tagged ? (void *)&comp->e : (void *)&data;
 	ssize_t n;
 
 	if (cq->readfrom)
-		n = fi_cq_readfrom(cq->cq, comp, 1, &from);
+		n = fi_cq_readfrom(cq->cq, entry, 1, &from);
 	else
-		n = fi_cq_read(cq->cq, comp, 1);
+		n = fi_cq_read(cq->cq, entry, 1);
 	if (n == 1) {
-		*src = from;
+		if (!cq->tagged) {
+			comp->e.op_context = data.op_context;
+			comp->e.flags = data.flags;
+			comp->e.len = data.len;
+			comp->e.buf = data.buf;
+			comp->e.data = data.data;
+			comp->e.tag = 0;
+		}
+		comp->src = from;
+		comp->err = 0;
+		comp->prov_errno = 0;
+		comp->olen = 0;
 		return 1;
 	}
 	if (n == 0 || n == -FI_EAGAIN)
 		return 0;
 	if (n == -FI_EAVAIL)
-		return ft_cq_report_err(ctx, cq);
+		return ft_cq_read_err(ctx, cq, comp);
 	ft_error(ctx, cq->readfrom ? "fi_cq_readfrom" : "fi_cq_read", (int)n);
 	return n < 0 ? (int)n : -FI_EIO;
+}
+
+int ft_cq_poll_comp(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_comp *comp)
+{
+	if (cq->count) {
+		*comp = cq->stash[cq->head];
+		cq->head = (cq->head + 1) % FT_STASH;
+		cq->count--;
+		return 1;
+	}
+	return ft_cq_read_one(ctx, cq, comp);
 }
 
 int ft_cq_poll(struct ft_ctx *ctx, struct ft_cq *cq,
 	       struct fi_cq_data_entry *comp, fi_addr_t *src)
 {
-	fi_addr_t from;
+	struct ft_comp c;
 	int ret;
 
-	if (cq->count) {
-		*comp = cq->stash[cq->head];
-		from = cq->stash_src[cq->head];
-		cq->head = (cq->head + 1) % FT_STASH;
-		cq->count--;
-	} else {
-		ret = ft_cq_read_one(ctx, cq, comp, &from);
-		if (ret <= 0)
-			return ret;
-	}
+	ret = ft_cq_poll_comp(ctx, cq, &c);
+	if (ret <= 0)
+		return ret;
+	if (c.err)
+		return ft_comp_fail(ctx, cq, &c, NULL);
+	comp->op_context = c.e.op_context;
+	comp->flags = c.e.flags;
+	comp->len = c.e.len;
+	comp->buf = c.e.buf;
+	comp->data = c.e.data;
 	if (src)
-		*src = from;
+		*src = c.src;
 	return 1;
 }
 
@@ -877,12 +1070,26 @@ static int ft_cq_fill(struct ft_ctx *ctx, struct ft_cq *cq)
 
 	while (cq->count < FT_STASH) {
 		slot = (cq->head + cq->count) % FT_STASH;
-		ret = ft_cq_read_one(ctx, cq, &cq->stash[slot], &cq->stash_src[slot]);
+		ret = ft_cq_read_one(ctx, cq, &cq->stash[slot]);
 		if (ret <= 0)
 			return ret;
 		cq->count++;
 	}
 	return 0;
+}
+
+/* Stash what the CQs other than skip hold (skip may be NULL). */
+static int ft_cq_fill_others(struct ft_ctx *ctx, const struct ft_cq *skip)
+{
+	int ret = 0;
+
+	if (skip != &ctx->txcq)
+		ret = ft_cq_fill(ctx, &ctx->txcq);
+	if (!ret && skip != &ctx->rxcq)
+		ret = ft_cq_fill(ctx, &ctx->rxcq);
+	if (!ret && ctx->extra_cq && skip != ctx->extra_cq)
+		ret = ft_cq_fill(ctx, ctx->extra_cq);
+	return ret;
 }
 
 int ft_post_again(struct ft_ctx *ctx, const char *what, uint64_t deadline)
@@ -904,27 +1111,21 @@ int ft_post_again(struct ft_ctx *ctx, const char *what, uint64_t deadline)
 
 int ft_progress(struct ft_ctx *ctx)
 {
-	int ret;
-
-	ret = ft_cq_fill(ctx, &ctx->txcq);
-	if (ret)
-		return ret;
-	return ft_cq_fill(ctx, &ctx->rxcq);
+	return ft_cq_fill_others(ctx, NULL);
 }
 
-int ft_cq_wait(struct ft_ctx *ctx, struct ft_cq *cq,
-	       struct fi_cq_data_entry *comp, fi_addr_t *src,
-	       uint64_t deadline, const char *what)
+int ft_cq_wait_comp(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_comp *comp,
+		    uint64_t deadline, const char *what)
 {
 	unsigned long spins = 0;
 	int ret;
 
 	for (;;) {
-		ret = ft_cq_poll(ctx, cq, comp, src);
+		ret = ft_cq_poll_comp(ctx, cq, comp);
 		if (ret)
 			return ret < 0 ? ret : 0;
-		/* Keep the other CQ moving too: completions are stashed. */
-		ret = ft_cq_fill(ctx, cq == &ctx->txcq ? &ctx->rxcq : &ctx->txcq);
+		/* Keep the other CQs moving too: completions are stashed. */
+		ret = ft_cq_fill_others(ctx, cq);
 		if (ret)
 			return ret;
 		if ((++spins & 63) == 0 && ft_now_ns() > deadline) {
@@ -937,6 +1138,28 @@ int ft_cq_wait(struct ft_ctx *ctx, struct ft_cq *cq,
 		if (spins > 2000)
 			sched_yield();
 	}
+}
+
+int ft_cq_wait(struct ft_ctx *ctx, struct ft_cq *cq,
+	       struct fi_cq_data_entry *comp, fi_addr_t *src,
+	       uint64_t deadline, const char *what)
+{
+	struct ft_comp c;
+	int ret;
+
+	ret = ft_cq_wait_comp(ctx, cq, &c, deadline, what);
+	if (ret)
+		return ret;
+	if (c.err)
+		return ft_comp_fail(ctx, cq, &c, what);
+	comp->op_context = c.e.op_context;
+	comp->flags = c.e.flags;
+	comp->len = c.e.len;
+	comp->buf = c.e.buf;
+	comp->data = c.e.data;
+	if (src)
+		*src = c.src;
+	return 0;
 }
 
 int ft_wait_op(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_op *op,
@@ -1024,8 +1247,8 @@ bool ft_ctrl_decode(const struct ft_ctx *ctx, const void *payload, size_t len,
 	return ft_ctrl_decode_any(payload, len, out) && out->nonce == ctx->nonce;
 }
 
-static int ft_ctrl_send_addr(struct ft_ctx *ctx, uint32_t type, uint32_t arg0,
-			     uint32_t arg1, const void *addr, size_t addrlen)
+int ft_ctrl_send_addr(struct ft_ctx *ctx, uint32_t type, uint32_t arg0, uint32_t arg1,
+		      const void *addr, size_t addrlen)
 {
 	struct ft_op *op = &ctx->ctrl_tx;
 	size_t len;

@@ -14,6 +14,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
 
 /*
  * Only the public libfabric API is used here: these programs must run
@@ -32,6 +33,8 @@
 #define FT_EXIT_PASS  0
 #define FT_EXIT_FAIL  1   /* a check failed, a timeout, an error completion */
 #define FT_EXIT_USAGE 2   /* bad arguments or no matching provider */
+#define FT_EXIT_SKIP  77  /* every selected test needs something the provider
+                           * lacks (meson and automake count 77 as skipped) */
 
 /* Command line options shared by every program. */
 struct ft_opts {
@@ -48,6 +51,9 @@ struct ft_opts {
 	const char *dst_addr;      /* positional: server address; NULL = we are the server */
 	int timeout_sec;           /* -T: per-operation timeout in seconds */
 	int verbose;               /* -v: print the chosen fi_info and progress */
+	bool exact_prov;           /* -x: only an fi_info whose prov_name is -p itself,
+	                            * not a utility provider layered over it */
+	bool no_source;            /* -u: never ask for FI_SOURCE (source checks off) */
 };
 
 /*
@@ -71,14 +77,32 @@ struct ft_op {
 	                            * owns fctx and the buffers */
 };
 
+/*
+ * One completion as the programs see it: a success, or (on a CQ with
+ * keep_errors) an error entry, which then has err set. A CQ of the
+ * FI_CQ_FORMAT_DATA format leaves e.tag 0.
+ */
+struct ft_comp {
+	struct fi_cq_tagged_entry e; /* op_context, flags, len, buf, data, tag */
+	fi_addr_t src;             /* fi_cq_readfrom's source; FI_ADDR_NOTAVAIL for
+	                            * errors and CQs read without FI_SOURCE */
+	int err;                   /* 0, or the positive FI_E* of an error entry */
+	int prov_errno;            /* error entries: the provider's error number */
+	size_t olen;               /* error entries: bytes that did not fit (FI_ETRUNC) */
+};
+
 /* A completion queue with a small stash, so -FI_EAGAIN retries lose nothing. */
 #define FT_STASH 64
 struct ft_cq {
 	struct fid_cq *cq;
 	const char *name;          /* "tx" or "rx" */
 	bool readfrom;             /* use fi_cq_readfrom (FI_SOURCE) */
-	struct fi_cq_data_entry stash[FT_STASH];
-	fi_addr_t stash_src[FT_STASH];
+	bool tagged;               /* FI_CQ_FORMAT_TAGGED (FI_TAGGED was asked for) */
+	bool keep_errors;          /* stash error entries as completions with err set,
+	                            * for programs that expect some (FI_ECANCELED,
+	                            * FI_ETRUNC, FI_ENOMSG); false: an error entry is
+	                            * printed and fails the read, as before */
+	struct ft_comp stash[FT_STASH];
 	size_t head;
 	size_t count;
 };
@@ -95,6 +119,8 @@ struct ft_ctx {
 	struct fid_mr *mr;         /* whole-buffer registration, if FI_MR_LOCAL */
 	struct ft_cq txcq;
 	struct ft_cq rxcq;
+	struct ft_cq *extra_cq;    /* a program's own CQ (ft_cq_open), also drained
+	                            * by ft_progress and every wait; set after ft_setup */
 	char *buf;                 /* one allocation, carved by the program */
 	size_t buf_size;
 	size_t prefix;             /* msg_prefix_size if FI_MSG_PREFIX, else 0 */
@@ -121,6 +147,23 @@ struct ft_ctx {
  */
 void ft_parse_opts(struct ft_opts *opts, int argc, char **argv,
 		   const char *about);
+/*
+ * A program's own options, parsed alongside the common ones: optstring
+ * holds getopt letters the common set does not use (e.g. "t:L"), usage
+ * the lines listed under the common options (each "  -X ARG  text\n").
+ * parse() gets each such letter and its argument (NULL for a flag) and
+ * returns 0, or -FI_EINVAL after printing why (the program then exits
+ * with FT_EXIT_USAGE).
+ */
+struct ft_extra_opts {
+	enum fi_ep_type ep_type;   /* default of -e; FI_EP_UNSPEC (0) = dgram */
+	const char *optstring;
+	const char *usage;
+	int (*parse)(void *arg, int c, const char *optarg);
+	void *arg;
+};
+void ft_parse_opts_extra(struct ft_opts *opts, int argc, char **argv,
+			 const char *about, const struct ft_extra_opts *extra);
 bool ft_is_server(const struct ft_opts *opts);
 const char *ft_ep_type_str(enum fi_ep_type type);
 
@@ -145,7 +188,8 @@ struct ft_want {
  * ft_setup() - fi_getinfo with the hints built from opts and want (tried
  * in order: the first attempt some provider grants wins; only
  * -FI_ENODATA moves on to the next), then open fabric, domain, two CQs
- * (FI_CQ_FORMAT_DATA; tx bound FI_TRANSMIT, rx bound FI_RECV), AV,
+ * (FI_CQ_FORMAT_DATA, or FI_CQ_FORMAT_TAGGED when the winning attempt
+ * asks for FI_TAGGED; tx bound FI_TRANSMIT, rx bound FI_RECV), AV,
  * endpoint; enable it; read our name; the client inserts the server's
  * address (info->dest_addr) into the AV. Returns 0, or a negative FI_E*
  * after printing what failed; ft_teardown() cleans up either way.
@@ -158,6 +202,20 @@ int ft_setup(struct ft_ctx *ctx, struct ft_opts *opts, const struct ft_want *wan
  */
 int ft_alloc_buf(struct ft_ctx *ctx, size_t size);
 void ft_teardown(struct ft_ctx *ctx);
+/*
+ * ft_cq_open() - open one more CQ like the two of ft_setup (same format,
+ * read with fi_cq_readfrom when FI_SOURCE is granted), for a program's
+ * own endpoints; the caller closes cq->cq before ft_teardown().
+ */
+int ft_cq_open(struct ft_ctx *ctx, struct ft_cq *cq, const char *name);
+/*
+ * ft_reg() - register len bytes at buf for access (FI_SEND, FI_RECV) if
+ * the provider wants FI_MR_LOCAL (bound to ctx->ep with FI_MR_ENDPOINT);
+ * *mr stays NULL otherwise. *desc gets fi_mr_desc() or NULL. The caller
+ * closes *mr before ft_teardown().
+ */
+int ft_reg(struct ft_ctx *ctx, void *buf, size_t len, uint64_t access,
+	   struct fid_mr **mr, void **desc);
 
 /* Print one line describing the chosen provider and endpoint. */
 void ft_print_info(const struct ft_ctx *ctx);
@@ -193,6 +251,9 @@ static inline char *ft_op_payload(const struct ft_op *op, size_t prefix)
  */
 int ft_post_recv(struct ft_ctx *ctx, struct ft_op *op);
 int ft_post_send(struct ft_ctx *ctx, struct ft_op *op, size_t len);
+/* fi_trecv (source FI_ADDR_UNSPEC) / fi_tsend to the peer, like the two above. */
+int ft_post_trecv(struct ft_ctx *ctx, struct ft_op *op, uint64_t tag, uint64_t ignore);
+int ft_post_tsend(struct ft_ctx *ctx, struct ft_op *op, size_t len, uint64_t tag);
 
 /*
  * Run a posting call, retrying on -FI_EAGAIN while driving progress
@@ -237,6 +298,18 @@ int ft_cq_poll(struct ft_ctx *ctx, struct ft_cq *cq,
 int ft_cq_wait(struct ft_ctx *ctx, struct ft_cq *cq,
 	       struct fi_cq_data_entry *comp, fi_addr_t *src,
 	       uint64_t deadline, const char *what);
+/*
+ * ft_cq_poll_comp() / ft_cq_wait_comp() - the same for struct ft_comp:
+ * the tag, and on a keep_errors CQ error entries too (comp->err set,
+ * nothing printed). An error entry on a CQ without keep_errors is printed
+ * and returned as its negative FI_E*, as above.
+ */
+int ft_cq_poll_comp(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_comp *comp);
+int ft_cq_wait_comp(struct ft_ctx *ctx, struct ft_cq *cq, struct ft_comp *comp,
+		    uint64_t deadline, const char *what);
+/* Print an error completion as a failure of what; returns its negative FI_E*. */
+int ft_comp_fail(const struct ft_ctx *ctx, const struct ft_cq *cq,
+		 const struct ft_comp *comp, const char *what);
 /*
  * Wait for the completion of op on cq, checking that op_context is op's
  * and that op was outstanding; clears op->posted.
@@ -285,6 +358,9 @@ struct ft_ctrl {
 
 /* Send a control message on ctrl_tx and wait for its completion. */
 int ft_ctrl_send(struct ft_ctx *ctx, uint32_t type, uint32_t arg0, uint32_t arg1);
+/* The same, carrying addrlen (at most FT_MAX_ADDRLEN) bytes of an address in addr[]. */
+int ft_ctrl_send_addr(struct ft_ctx *ctx, uint32_t type, uint32_t arg0, uint32_t arg1,
+		      const void *addr, size_t addrlen);
 /* Post ctrl_rx. */
 int ft_ctrl_post(struct ft_ctx *ctx);
 /*

@@ -113,11 +113,13 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 			pkts[i].addr.sin_port = htons(out[i].dst_port);
 		}
 		sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
-		/* what the wire could not take now is as good as lost: the engine resends it */
-		ep->rdm_tx_drops += (uint64_t)(n - sent);
 		ep->stats.tx_pkts += (uint64_t)sent;
-		if (sent < n)
+		if (sent < n) {
+			/* the socket is full: the rest goes back to the engine, to go next time */
+			ep->rdm_tx_drops += (uint64_t)(n - sent);
+			braid_rd_unsent(ep->rd, out + sent, n - sent);
 			break;
+		}
 	}
 }
 
