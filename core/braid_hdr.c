@@ -45,6 +45,7 @@ static const struct {
 	[BRAID_PKT_DGRAM] = { sizeof(struct braid_dgram_hdr), BRAID_DGRAM_F_CQ_DATA },
 	[BRAID_PKT_RD_DATA] = { sizeof(struct braid_rd_data_hdr), BRAID_RD_DATA_FLAGS },
 	[BRAID_PKT_RD_ACK] = { sizeof(struct braid_rd_ack_hdr), BRAID_RD_ACK_FLAGS },
+	[BRAID_PKT_RD_CTS] = { sizeof(struct braid_rd_cts_hdr), 0 },
 };
 
 int braid_base_hdr_check(const void *buf, size_t len)
@@ -179,6 +180,38 @@ int braid_rd_ack_decode(const void *buf, size_t len, struct braid_rd_ack_view *v
 	v->rwnd = be32toh(h.rwnd);
 	memcpy(v->sack, h.sack, sizeof(v->sack));
 	if (v->src_epoch == 0 || v->dst_epoch == 0)
+		return DROP(BRAID_DROP_STALE_EPOCH);
+	return 0;
+}
+
+void braid_rd_cts_write(struct braid_rd_cts_hdr *h, uint16_t src_port, uint32_t src_epoch,
+			uint32_t dst_epoch, uint32_t msg_id)
+{
+	base_write(&h->base, BRAID_PKT_RD_CTS, 0, src_port, sizeof(*h));
+	h->src_epoch = htobe32(src_epoch);
+	h->dst_epoch = htobe32(dst_epoch);
+	h->msg_id = htobe32(msg_id);
+	h->reserved = 0;
+}
+
+int braid_rd_cts_decode(const void *buf, size_t len, uint16_t *src_port, uint32_t *src_epoch,
+			uint32_t *dst_epoch, uint32_t *msg_id)
+{
+	struct braid_rd_cts_hdr h;
+	int type = braid_base_hdr_check(buf, len);
+
+	if (type < 0)
+		return type;
+	if (type != BRAID_PKT_RD_CTS)
+		return DROP(BRAID_DROP_TYPE);
+	if (len != sizeof(h))
+		return DROP(BRAID_DROP_BAD_LEN);
+	memcpy(&h, buf, sizeof(h));
+	*src_port = be16toh(h.base.src_port);
+	*src_epoch = be32toh(h.src_epoch);
+	*dst_epoch = be32toh(h.dst_epoch);
+	*msg_id = be32toh(h.msg_id);
+	if (!*src_epoch || !*dst_epoch)
 		return DROP(BRAID_DROP_STALE_EPOCH);
 	return 0;
 }

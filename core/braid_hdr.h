@@ -14,6 +14,7 @@ enum braid_pkt_type {
 	BRAID_PKT_DGRAM = 1,	/* unreliable datagram (FI_EP_DGRAM), §3 */
 	BRAID_PKT_RD_DATA = 2,	/* reliable datagram data, §4.2 */
 	BRAID_PKT_RD_ACK = 3,	/* reliable datagram acknowledgement, §4.3 */
+	BRAID_PKT_RD_CTS = 4,	/* rendezvous clear-to-send, §4.6 */
 };
 
 /* RD_DATA flags (§4.2) */
@@ -21,7 +22,8 @@ enum braid_pkt_type {
 #define BRAID_RD_F_TAGGED	0x02
 #define BRAID_RD_F_ACK		0x04
 #define BRAID_RD_F_RETX		0x08
-#define BRAID_RD_DATA_FLAGS	0x0f
+#define BRAID_RD_F_RDV		0x10	/* rendezvous: the rest follows a CTS (§4.6) */
+#define BRAID_RD_DATA_FLAGS	0x1f
 /* RD_ACK flags (§4.3) */
 #define BRAID_RD_ACK_F_ECN_CE	0x01
 #define BRAID_RD_ACK_FLAGS	0x01
@@ -94,6 +96,19 @@ struct braid_rd_ack_hdr {
 	uint8_t sack[BRAID_RD_SACK_BITS / 8];
 } __attribute__((packed));
 _Static_assert(sizeof(struct braid_rd_ack_hdr) == 72, "RD_ACK header is 72 bytes");
+
+/**
+ * struct braid_rd_cts_hdr - an RD_CTS packet (§4.6): the receiver has a buffer
+ * for message @msg_id of the flow from the packet's destination to its source.
+ */
+struct braid_rd_cts_hdr {
+	struct braid_base_hdr base;
+	uint32_t src_epoch;
+	uint32_t dst_epoch;
+	uint32_t msg_id;
+	uint32_t reserved;
+} __attribute__((packed));
+_Static_assert(sizeof(struct braid_rd_cts_hdr) == 24, "RD_CTS header is 24 bytes");
 
 #define BRAID_RD_MAX_HDR	72
 
@@ -177,6 +192,17 @@ void braid_rd_data_write(struct braid_rd_data_hdr *hdr, const struct braid_rd_da
  * Return: 0, or a negative drop reason (-(reason + 1)).
  */
 int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v);
+
+/** braid_rd_cts_write() - encode an RD_CTS packet. */
+void braid_rd_cts_write(struct braid_rd_cts_hdr *h, uint16_t src_port, uint32_t src_epoch,
+			uint32_t dst_epoch, uint32_t msg_id);
+
+/**
+ * braid_rd_cts_decode() - validate an RD_CTS packet: 0 and the fields, or
+ * -(reason + 1).
+ */
+int braid_rd_cts_decode(const void *buf, size_t len, uint16_t *src_port, uint32_t *src_epoch,
+			uint32_t *dst_epoch, uint32_t *msg_id);
 
 /** braid_rd_ack_write() - encode an RD_ACK header from @v. */
 void braid_rd_ack_write(struct braid_rd_ack_hdr *hdr, const struct braid_rd_ack_view *v);

@@ -56,6 +56,8 @@ struct braid_rd_config {
 	uint32_t stage_pkts;
 	/** @max_msg_size: largest message accepted (<= 4 GiB - 1). */
 	uint64_t max_msg_size;
+	/** @rdv_threshold: messages longer than this go by rendezvous (§4.6); 0: never. */
+	uint64_t rdv_threshold;
 	/** @inject_size: largest FLAG_INJECT send (copied at send time). */
 	uint32_t inject_size;
 	/** @rto_min_ns, @rto_max_ns, @rto_init_ns: retransmission timer bounds. */
@@ -163,6 +165,7 @@ struct braid_rd_stats {
 	uint64_t drops[BRAID_DROP_MAX];
 	uint64_t msgs_sent, msgs_received;
 	uint64_t peers_failed, peers_restarted, path_redraws;
+	uint64_t rdv_msgs, cts_tx, cts_rx;
 	uint64_t flows_active;
 };
 

@@ -19,6 +19,7 @@ void braid_rd_config_default(struct braid_rd_config *cfg)
 	cfg->stage_pkts = 4096;
 	cfg->max_msg_size = 0xffffffffULL;
 	cfg->inject_size = 1024;
+	cfg->rdv_threshold = 256 * 1024;
 	cfg->rto_min_ns = 200 * 1000ULL;
 	cfg->rto_max_ns = 200 * 1000 * 1000ULL;
 	cfg->rto_init_ns = 1000 * 1000ULL;
@@ -127,8 +128,10 @@ static void heap_remove(struct braid_rd *rd, struct rd_flow *f)
 
 void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
 {
-	uint64_t d = rd_out_deadline(rd, f);
+	uint64_t d = rd_out_deadline(rd, f), c = rd_in_deadline(rd, f);
 
+	if (c < d)
+		d = c;
 	if (f->ack_deadline && f->ack_deadline < d)
 		d = f->ack_deadline;
 	f->deadline = d;
@@ -174,6 +177,7 @@ struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create)
 	c->port = (uint16_t)key;
 	c->peer = braid_peer_get(rd->peers, key, 1, NULL);
 	braid_dlist_init(&c->sendq);
+	braid_dlist_init(&c->paused);
 	if (!c->peer || braid_map_insert(&rd->conns, key, c)) {
 		if (c->peer)
 			braid_peer_put(c->peer);
@@ -451,6 +455,32 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 		rd_out_ack_input(rd, conn, &av, now);
 		return 0;
 	}
+	if (type == BRAID_PKT_RD_CTS) {
+		uint32_t src_epoch, dst_epoch, msg_id;
+		uint16_t port;
+
+		ret = braid_rd_cts_decode(pkt, len, &port, &src_epoch, &dst_epoch, &msg_id);
+		if (ret)
+			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+		if (dst_epoch != rd->cfg.epoch)
+			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+		conn = rd_conn_get(rd, braid_peer_key(src_ip, port), false);
+		if (!conn || !conn->flow)
+			return rd_drop(rd, BRAID_DROP_NO_STATE);
+		if (!conn->peer->epoch) {
+			conn->peer->epoch = src_epoch;	/* it may overtake the first ACK */
+		} else if (src_epoch != conn->peer->epoch) {
+			if (braid_seq_lt(src_epoch, conn->peer->epoch))
+				return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+			conn_restart(rd, conn, src_epoch, now);
+			return 0;
+		}
+		conn->peer->last_active = now;
+		rd->stats.cts_rx++;
+		rd_out_cts_input(rd, conn, msg_id);
+		rd_flow_schedule(rd, conn->flow);
+		return 0;
+	}
 	return rd_drop(rd, BRAID_DROP_TYPE);
 }
 
@@ -487,6 +517,7 @@ void braid_rd_timer(struct braid_rd *rd, uint64_t now)
 			f->ack_now = true;
 			rd_flow_ready(rd, f);
 		}
+		rd_in_timer(rd, f, now);	/* CTS to repeat */
 		rd_out_timer(rd, f, now);
 		/* rd_out_timer may have failed (detached) the flow */
 		if (f->heap_idx != SIZE_MAX && rd->heap[f->heap_idx] == f)

@@ -124,12 +124,136 @@ static struct rd_recv *recv_take(struct braid_rd *rd, struct rd_recv *r, const s
 	return part;
 }
 
+/* ---- rendezvous (§4.6): CTS for messages that have a buffer ---- */
+
+static uint64_t cts_retry(const struct braid_rd *rd)
+{
+	return rd->cfg.rto_min_ns;
+}
+
+/* Ask for the rest of rendezvous message @m (it has somewhere to go now). */
+static void cts_want(struct braid_rd *rd, struct rd_msg *m)
+{
+	struct rd_flow *f = m->conn ? m->conn->flow : NULL;
+	uint32_t i;
+
+	if (!m->rdv || !f)
+		return;
+	for (i = 0; i < f->cts_n; i++)
+		if (f->cts_ids[i] == m->msg_id)
+			return;
+	if (f->cts_n == RD_CTS_MAX)
+		return;	/* found again by cts_refill when an entry frees */
+	f->cts_ids[f->cts_n] = m->msg_id;
+	f->cts_sent[f->cts_n] = 0;
+	f->cts_n++;
+	rd_flow_ready(rd, f);
+}
+
+static void cts_refill(struct braid_rd *rd, struct rd_flow *f)
+{
+	uint32_t i;
+
+	for (i = 0; i < rd->cfg.window && f->cts_n < RD_CTS_MAX; i++) {
+		struct rd_msg *m = f->msgs[i];
+
+		if (m && m->rdv && (m->recv || m->discard) && !msg_complete(m))
+			cts_want(rd, m);
+	}
+}
+
+/* Message @msg_id needs no CTS any more (complete, or gone). */
+static void cts_done(struct braid_rd *rd, struct rd_flow *f, uint32_t msg_id)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->cts_n; i++) {
+		if (f->cts_ids[i] != msg_id)
+			continue;
+		f->cts_n--;
+		f->cts_ids[i] = f->cts_ids[f->cts_n];
+		f->cts_sent[i] = f->cts_sent[f->cts_n];
+		if (f->cts_n == RD_CTS_MAX - 1)
+			cts_refill(rd, f);
+		return;
+	}
+}
+
+/* Data of @msg_id arrived: the CTS got through; the next repeat can wait. */
+static void cts_touch(struct rd_flow *f, uint32_t msg_id, uint64_t now)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->cts_n; i++)
+		if (f->cts_ids[i] == msg_id && f->cts_sent[i])
+			f->cts_sent[i] = now;
+}
+
+int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
+		    struct braid_rd_out *out, int max)
+{
+	struct rd_conn *conn = f->conn;
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < f->cts_n && n < max; i++) {
+		if (f->cts_sent[i])
+			continue;	/* sent; rd_in_timer makes it due again */
+		braid_rd_cts_write((struct braid_rd_cts_hdr *)out[n].hdr, rd->cfg.local_port,
+				   rd->cfg.epoch, conn->peer->epoch, f->cts_ids[i]);
+		out[n].hdr_len = sizeof(struct braid_rd_cts_hdr);
+		out[n].payload_iovcnt = 0;
+		out[n].payload_len = 0;
+		out[n].dst_ip = conn->ip;
+		out[n].dst_port = conn->port;
+		out[n].path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+		out[n].entropy = f->paths.p[out[n].path].entropy;
+		f->cts_sent[i] = now;
+		rd->stats.cts_tx++;
+		n++;
+	}
+	return n;
+}
+
+void rd_in_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
+{
+	bool any = false;
+	uint32_t i;
+
+	/* a CTS not answered by data within the retry time goes again (with the next output) */
+	for (i = 0; i < f->cts_n; i++) {
+		if (f->cts_sent[i] && now >= f->cts_sent[i] + cts_retry(rd)) {
+			f->cts_sent[i] = 0;
+			any = true;
+		}
+	}
+	if (any)
+		rd_flow_ready(rd, f);
+}
+
+uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint64_t d = UINT64_MAX;
+	uint32_t i;
+
+	/* CTS never sent yet go out with the flow's next output (it is on the ready
+	 * list); only the repeats are timed */
+	for (i = 0; i < f->cts_n; i++) {
+		uint64_t t = f->cts_sent[i] + cts_retry(rd);
+
+		if (f->cts_sent[i] && t < d)
+			d = t;
+	}
+	return d;
+}
+
 /* Give a message its receive: staged bytes move into the buffer. */
 static void msg_bind(struct braid_rd *rd, struct rd_msg *m, struct rd_recv *r)
 {
 	struct rd_stage *s;
 
 	m->recv = r;
+	cts_want(rd, m);
 	for (s = m->stage; s; s = s->next)
 		recv_copy(r, s->off, s->data, s->len);
 	stage_free_all(rd, m);
@@ -181,6 +305,8 @@ static void slot_release(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *
 /* A message whose turn came or whose last byte arrived: deliver it if it can be. */
 static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m)
 {
+	if (m->rdv && msg_complete(m))
+		cts_done(rd, f, m->msg_id);
 	if (!m->matched || !msg_complete(m))
 		return;
 	slot_release(rd, f, m);
@@ -282,6 +408,10 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		/* packets of one message must agree; overlapping offsets would overrun */
 		return rd_drop(rd, BRAID_DROP_BAD_LEN);
 	}
+	if (v->flags & BRAID_RD_F_RDV)
+		m->rdv = true;
+	else if (m->rdv)
+		cts_touch(f, m->msg_id, now);
 	if (v->msg_id == conn->match_next && !m->matched) {
 		conn->match_next++;
 		msg_match(rd, m);
@@ -402,6 +532,7 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 		}
 	}
 	f->msgs_live = 0;
+	f->cts_n = 0;
 	memset(f->rcv_bits, 0, ((rd->cfg.window + 63) / 64) * sizeof(uint64_t));
 	f->need_ack = false;
 	f->ack_now = false;
@@ -537,6 +668,8 @@ static void msg_discard(struct braid_rd *rd, struct rd_msg *m)
 	m->claim = NULL;
 	m->discard = true;
 	stage_free_all(rd, m);
+	if (!msg_complete(m))
+		cts_want(rd, m);	/* a rendezvous sender must still send the rest, absorbed */
 	if (msg_complete(m)) {
 		if (f)
 			slot_release(rd, f, m);

@@ -11,6 +11,8 @@
 #include "braid_rd.h"
 #include "braid_seq.h"
 
+#define RD_CTS_MAX	16
+
 /* payload bytes per RD_DATA packet */
 #define RD_SEG(rd)	((rd)->cfg.mtu - sizeof(struct braid_rd_data_hdr))
 
@@ -27,6 +29,10 @@ struct rd_send {
 	uint32_t pkts_out;
 	/** @cut_done: every byte (or the one empty packet) has been cut into packets. */
 	bool cut_done;
+	/** @rdv: rendezvous (§4.6): after the first packet it waits in conn->paused for a CTS. */
+	bool rdv;
+	/** @cts: the receiver's CTS came. */
+	bool cts;
 	uint32_t msg_id;
 	uint64_t tag, data;
 	uint32_t flags;
@@ -108,6 +114,8 @@ struct rd_msg {
 	/** @matched: its turn came (SAS): it has a receive or sits in the unexpected list. */
 	bool matched;
 	bool unexpected;
+	/** @rdv: the sender waits for our CTS before sending more than the first packet. */
+	bool rdv;
 	/** @discard: dropped by FI_DISCARD: its remaining bytes are absorbed, then it is freed. */
 	bool discard;
 	/** @claim: the context that claimed it (FI_PEEK|FI_CLAIM), or NULL. */
@@ -145,6 +153,10 @@ struct rd_flow {
 	uint32_t echo_psn, echo_time;
 	bool echo_ecn;
 	bool need_ack;
+	/** @cts_ids, @cts_sent, @cts_n: rendezvous messages with a buffer, waiting for their data. */
+	uint32_t cts_ids[RD_CTS_MAX];
+	uint64_t cts_sent[RD_CTS_MAX];
+	uint32_t cts_n;
 	/* scheduling */
 	uint64_t deadline;
 	size_t heap_idx;
@@ -166,6 +178,8 @@ struct rd_conn {
 	uint32_t rcv_nxt, match_next;
 	/** @sendq: sends with bytes not yet cut into packets. */
 	struct braid_dlist sendq;
+	/** @paused: rendezvous sends waiting for the receiver's CTS (§4.6). */
+	struct braid_dlist paused;
 	struct rd_flow *flow;
 };
 
@@ -221,5 +235,10 @@ bool rd_in_idle(const struct rd_flow *flow);
 void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
 void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
 uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
+int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
+		    struct braid_rd_out *out, int max);
+uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
+void rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
+void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id);
 
 #endif /* BRAID_RD_INT_H */

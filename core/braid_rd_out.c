@@ -91,6 +91,9 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 	op->context = req->context;
 	op->conn = conn;
 	op->msg_id = conn->next_msg_id++;
+	op->rdv = rd->cfg.rdv_threshold && len > rd->cfg.rdv_threshold;
+	if (op->rdv)
+		rd->stats.rdv_msgs++;
 	if (rd_out_idle(f, conn))
 		f->last_progress = now;	/* the peer timeout counts from the first packet */
 	braid_dlist_insert_tail(&op->node, &conn->sendq);
@@ -115,10 +118,42 @@ static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 	return rto;
 }
 
+/* Data in flight or queued to go: the peer must answer within the peer timeout. */
+static bool out_busy(const struct rd_flow *f, const struct rd_conn *conn)
+{
+	return !braid_dlist_empty(&f->txorder) || !braid_dlist_empty(&f->retxq) ||
+	       !braid_dlist_empty(&conn->sendq);
+}
+
 bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
 {
-	return braid_dlist_empty(&f->txorder) && braid_dlist_empty(&f->retxq) &&
-	       braid_dlist_empty(&conn->sendq);
+	/* rendezvous sends waiting for a CTS keep the flow (not the peer timeout) */
+	return !out_busy(f, conn) && braid_dlist_empty(&conn->paused);
+}
+
+void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id)
+{
+	struct braid_dlist *it;
+
+	braid_dlist_foreach(&conn->paused, it) {
+		struct rd_send *op = braid_container_of(it, struct rd_send, node);
+
+		if (op->msg_id != msg_id)
+			continue;
+		op->cts = true;
+		/* first in line: it was next when it paused */
+		braid_dlist_remove(&op->node);
+		braid_dlist_insert_head(&op->node, &conn->sendq);
+		rd_flow_ready(rd, conn->flow);
+		return;
+	}
+	/* still queued (its first packet not cut yet) or a repeated CTS */
+	braid_dlist_foreach(&conn->sendq, it) {
+		struct rd_send *op = braid_container_of(it, struct rd_send, node);
+
+		if (op->msg_id == msg_id)
+			op->cts = true;
+	}
 }
 
 /* Tail loss probe timeout: two RTTs after the last transmission (RACK-TLP, RFC 8985). */
@@ -192,7 +227,7 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 				d = r;
 		}
 	}
-	if (!rd_out_idle(f, f->conn)) {
+	if (out_busy(f, f->conn)) {
 		uint64_t t = f->last_progress + rd->cfg.peer_timeout_ns;
 
 		if (t < d)
@@ -267,7 +302,7 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 {
 	struct rd_conn *conn = f->conn;
 
-	if (!rd_out_idle(f, conn) && now >= f->last_progress + rd->cfg.peer_timeout_ns) {
+	if (out_busy(f, conn) && now >= f->last_progress + rd->cfg.peer_timeout_ns) {
 		rd->stats.peers_failed++;
 		rd_flow_fail(rd, f, FI_EHOSTUNREACH, BRAID_PERR_PEER_UNREACHABLE);
 		return;
@@ -488,6 +523,8 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 		v.flags |= BRAID_RD_F_TAGGED;
 	if (p->retx)
 		v.flags |= BRAID_RD_F_RETX;
+	if (op->rdv && p->off == 0)
+		v.flags |= BRAID_RD_F_RDV;
 	braid_rd_data_write((struct braid_rd_data_hdr *)out->hdr, &v);
 	out->hdr_len = sizeof(struct braid_rd_data_hdr);
 	gather(op, p->off, p->len, out);
@@ -527,6 +564,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		f->ack_count = 0;
 		f->ack_deadline = 0;
 	}
+	n += rd_in_write_cts(rd, f, now, out + n, max - n);
 	allow = send_allowance(rd, f);
 	/* a lost packet never waits for cwnd room held by packets that may be lost
 	 * too: one retransmission goes out per ACK or timer event regardless */
@@ -580,6 +618,11 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		if (op->next_off == op->len) {
 			op->cut_done = true;
 			braid_dlist_remove(&op->node);
+		} else if (op->rdv && !op->cts) {
+			/* §4.6: the first packet goes; the rest waits for the receiver's CTS,
+			 * and the messages behind it go on meanwhile */
+			braid_dlist_remove(&op->node);
+			braid_dlist_insert_tail(&op->node, &conn->paused);
 		}
 		emit(rd, f, p, now, &out[n++]);
 	}
@@ -609,9 +652,11 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 		f->inflight = 0;
 		f->snd_una = conn->snd_nxt;
 	}
-	while ((it = braid_dlist_pop_head(&conn->sendq))) {
+	while ((it = braid_dlist_pop_head(&conn->sendq)) || (it = braid_dlist_pop_head(&conn->paused))) {
 		struct rd_send *op = braid_container_of(it, struct rd_send, node);
 
+		if (op->pkts_out)
+			continue;	/* its packets' slots finish it: already failed above */
 		send_finish(rd, op, err, prov_errno);
 	}
 }

@@ -12,6 +12,8 @@
 struct scenario {
 	double loss, dup, reorder;
 	bool kill_path;
+	/** @rdv: rendezvous threshold (0: the default, above every message here). */
+	uint64_t rdv;
 };
 
 static uint8_t pattern(uint64_t seed, int msg, size_t off)
@@ -64,6 +66,8 @@ static void run_scenario(uint64_t seed, const struct scenario *sc)
 	c.epoch = 1;
 	c.seed = seed;
 	c.peer_timeout_ns = 10000 * MS;	/* no peer is dead here */
+	if (sc->rdv)
+		c.rdv_threshold = sc->rdv;
 	cr_assert_eq(h_init(&h, 2, 4, &p, &c, seed), 0);
 	if (sc->kill_path)
 		braid_sim_schedule(h.sim, 200 * 1000, BRAID_SIM_PATH_DOWN, 1);
@@ -94,9 +98,10 @@ static void run_scenario(uint64_t seed, const struct scenario *sc)
 	}
 	struct ctx want = { 1, NMSG, NMSG };
 	cr_assert(h_run(&h, 60000 * MS, all_done, &want),
-		  "seed %lu loss %.2f dup %.2f reorder %.2f kill %d: not all completed "
+		  "seed %lu loss %.2f dup %.2f reorder %.2f kill %d rdv %lu: not all completed "
 		  "(recv comps %zu send comps %zu)", (unsigned long)seed, sc->loss, sc->dup,
-		  sc->reorder, sc->kill_path, h.nodes[1].ncomps, h.nodes[0].ncomps);
+		  sc->reorder, sc->kill_path, (unsigned long)sc->rdv, h.nodes[1].ncomps,
+		  h.nodes[0].ncomps);
 
 	/* exactly once, byte-identical, in send order (receive i holds message i) */
 	cr_assert_eq(h.nodes[1].ncomps, NMSG, "no extra receive completions");
@@ -133,6 +138,10 @@ static const struct scenario scenarios[] = {
 	{ 0.20, 0.10, 0.20, false },
 	{ 0, 0, 0, true },
 	{ 0.05, 0.02, 0.10, true },
+	/* rendezvous for everything above 3000 bytes: CTS lost, duplicated, late */
+	{ 0, 0, 0, false, 3000 },
+	{ 0.05, 0.05, 0.10, false, 3000 },
+	{ 0.20, 0.10, 0.20, true, 3000 },
 };
 
 Test(braid_rd_property, exactly_once_under_faults, .timeout = 240)
