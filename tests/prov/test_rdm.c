@@ -433,3 +433,37 @@ Test(fi_send, rdm_one_gib_and_large_unexpected, .timeout = 180)
 	free(src);
 	free(dst);
 }
+
+Test(fi_send, rdm_selective_completion)
+{
+	struct fi_cq_tagged_entry e;
+	char buf[16];
+	struct rdm r;
+	struct iovec iov = { "x", 2 };
+	struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .context = (void *)7 };
+
+	memset(&r, 0, sizeof(r));
+	r.d.info = rdm_info();
+	cr_assert_eq(fi_fabric(r.d.info->fabric_attr, &r.d.fabric, NULL), 0);
+	cr_assert_eq(fi_domain(r.d.fabric, r.d.info, &r.d.domain, NULL), 0);
+	pt_ep_create(&r.d, &r.a, NULL);
+	pt_ep_create(&r.d, &r.b, NULL);
+	pt_ep_bind_cqs(&r.d, &r.a, FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE, FI_SELECTIVE_COMPLETION, 0);
+	pt_ep_bind_cqs(&r.d, &r.b, FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE, 0, 0);
+	pt_ep_connect(&r.a, &r.b);
+	pt_ep_connect(&r.b, &r.a);
+	pt_ep_enable(&r.a);
+	pt_ep_enable(&r.b);
+	msg.addr = r.a.peer;
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(fi_recv(r.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	/* without FI_COMPLETION: no entry; with it: one */
+	cr_assert_eq(fi_send(r.a.ep, "x", 2, NULL, r.a.peer, (void *)6), 0);
+	cr_assert_eq(fi_sendmsg(r.a.ep, &msg, FI_COMPLETION), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_eq(e.op_context, (void *)7, "only the FI_COMPLETION send completed");
+	pt_cq_expect_empty(r.a.tx_cq);
+	rdm_close(&r);
+}
