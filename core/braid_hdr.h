@@ -92,7 +92,8 @@ struct braid_rd_ack_hdr {
 	uint32_t echo_psn;
 	uint32_t echo_time;
 	uint32_t rwnd;
-	uint64_t reserved;
+	uint32_t dups;
+	uint32_t reserved;
 	uint8_t sack[BRAID_RD_SACK_BITS / 8];
 } __attribute__((packed));
 _Static_assert(sizeof(struct braid_rd_ack_hdr) == 72, "RD_ACK header is 72 bytes");
@@ -127,6 +128,8 @@ struct braid_rd_ack_view {
 	uint16_t src_port;
 	uint8_t flags;
 	uint32_t src_epoch, dst_epoch, cum_psn, echo_psn, echo_time, rwnd;
+	/** @dups: duplicate DATA packets the acknowledging side has received from us, ever (mod 2^32). */
+	uint32_t dups;
 	uint8_t sack[BRAID_RD_SACK_BITS / 8];
 };
 

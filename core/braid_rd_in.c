@@ -373,6 +373,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		f->echo_psn = v->psn;
 		f->echo_time = v->tx_time;
 		f->echo_ecn = ecn;
+		f->rx_dups++;
 		ack_soon(rd, f, true, now);
 		return rd_drop(rd, BRAID_DROP_DUPLICATE);
 	}
@@ -485,6 +486,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 		.echo_psn = f->echo_psn,
 		.echo_time = f->echo_time,
 		.rwnd = rd_in_rwnd(rd, f),
+		.dups = f->rx_dups,
 	};
 
 	memset(a.sack, 0, sizeof(a.sack));

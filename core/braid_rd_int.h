@@ -138,6 +138,11 @@ struct rd_flow {
 	/** @tx_counter: transmissions so far; @rack_seq: tx_seq of the latest-sent packet acknowledged. */
 	uint32_t tx_counter, rack_seq;
 	uint64_t rto_backoff;
+	/** @rx_dups: duplicate DATA packets received from the peer (echoed in our ACKs). */
+	uint32_t rx_dups;
+	/** @peer_dups: the peer's last reported count of our duplicates; @reo_mult: reorder
+	 * window multiplier, raised when a retransmission proves spurious (RFC 8985 §7.2). */
+	uint32_t peer_dups, reo_mult, reo_decay;
 	/** @last_tx: time of the latest transmission; @tlp_out: a tail probe awaits its ACK. */
 	uint64_t last_tx;
 	bool tlp_out;

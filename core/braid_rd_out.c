@@ -182,7 +182,7 @@ static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f)
 		if (p->srtt_ns && t > w)
 			w = t;
 	}
-	return w + rd->cfg.ack_delay_ns;
+	return (w + rd->cfg.ack_delay_ns) * (1 + f->reo_mult);
 }
 
 /* Same-path window: packets on one path stay in order but for jitter. */
@@ -190,8 +190,9 @@ static uint64_t path_wnd(const struct braid_rd *rd, const struct rd_flow *f, uin
 {
 	uint64_t w = f->min_rtt / 4, v = f->paths.p[path].rttvar_ns;
 
-	/* + the receiver's ACK delay: the earlier packet's ACK may be held back */
-	return (v > w ? v : w) + rd->cfg.ack_delay_ns;
+	/* + the receiver's ACK delay: the earlier packet's ACK may be held back;
+	 * widened while retransmissions keep proving spurious */
+	return ((v > w ? v : w) + rd->cfg.ack_delay_ns) * (1 + f->reo_mult);
 }
 
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
@@ -415,6 +416,20 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	bool ecn = a->flags & BRAID_RD_ACK_F_ECN_CE;
 
 	f->peer_rwnd = a->rwnd;
+	/*
+	 * The receiver counts the duplicates it got from us. New ones mean packets
+	 * we declared lost had arrived after all: widen the reorder windows
+	 * (RFC 8985 §7.2, DSACK's role); narrow them again after 16 clean rounds.
+	 */
+	if (braid_seq_gt(a->dups, f->peer_dups)) {
+		if (f->reo_mult < 8)
+			f->reo_mult++;
+		f->reo_decay = 16;
+	} else if (f->reo_mult && --f->reo_decay == 0) {
+		f->reo_mult--;
+		f->reo_decay = 16;
+	}
+	f->peer_dups = a->dups;
 	/* the echo first: its slot still tells the path and the exact send time */
 	if (braid_seq_ge(a->echo_psn, f->snd_una) && braid_seq_lt(a->echo_psn, conn->snd_nxt)) {
 		struct rd_txpkt *p = tx_slot(rd, f, a->echo_psn);
