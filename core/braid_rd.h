@@ -269,7 +269,5 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs);
 /** braid_rd_stats() - the engine's counters. */
 const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd);
 
-/** braid_rd_flow_bytes() - bytes of state one active flow costs (for docs and tests). */
-size_t braid_rd_flow_bytes(const struct braid_rd *rd);
 
 #endif /* BRAID_RD_H */

@@ -69,11 +69,6 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
 	*recvs = rd->recvs.count - rd->recvs.in_use;
 }
 
-size_t braid_rd_flow_bytes(const struct braid_rd *rd)
-{
-	return rd->flow_size;
-}
-
 /* ---- the deadline heap (one entry per active flow, never per packet) ---- */
 
 static void heap_swap(struct braid_rd *rd, size_t a, size_t b)

@@ -697,8 +697,7 @@ void braid_rd_unsent(struct braid_rd *rd, const struct braid_rd_out *out, int n)
 			rd_flow_ready(rd, f);
 			continue;
 		}
-		if (braid_rd_data_decode(out[i].hdr, out[i].hdr_len, &v) &&
-		    braid_rd_data_decode(out[i].hdr, out[i].hdr_len + out[i].payload_len, &v))
+		if (braid_rd_data_decode(out[i].hdr, out[i].hdr_len, &v))
 			continue;
 		p = tx_slot(rd, f, v.psn);
 		if (p->state != RD_PKT_INFLIGHT || p->psn != v.psn)

@@ -82,7 +82,6 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 int braid_check_info(const struct fi_info *info);
 
 /* braid_nosys.c: -FI_ENOSYS for every call braid does not implement. */
-extern struct fi_ops_msg braid_nosys_msg_ops;
 extern struct fi_ops_tagged braid_nosys_tagged_ops;
 extern struct fi_ops_rma braid_nosys_rma_ops;
 extern struct fi_ops_atomic braid_nosys_atomic_ops;
@@ -211,8 +210,6 @@ struct braid_cq {
 	size_t err_count;
 	/** @reserved: slots promised to sends queued by FI_MORE. */
 	size_t reserved;
-	/** @err_last: the error entry handed out by the last readerr (kept for err_data). */
-	struct braid_cq_err *err_last;
 	struct braid_epset eps;
 	struct braid_wait wait;
 	atomic_int signaled;
@@ -322,7 +319,6 @@ struct braid_ep {
 	/** @wire: the wire endpoint (opened at fi_endpoint, re-opened by setname). */
 	struct braid_wire *wire;
 	const struct braid_wire_ops *wire_ops;
-	struct sockaddr_in bind_addr;
 	size_t max_msg_size;
 	uint32_t next_path;
 	/** @rx_pool, @rx_posted: posted receives, FIFO. */
@@ -331,8 +327,6 @@ struct braid_ep {
 	/** @tx_pending: sends queued by FI_MORE. */
 	struct braid_tx_pending tx_pending[BRAID_MAX_BATCH];
 	int tx_npending;
-	/** @tx_inflight: sends accepted but not yet completed (tx queue bound). */
-	size_t tx_inflight;
 	struct braid_ep_stats stats;
 	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
 	size_t pending_comps;
@@ -342,7 +336,7 @@ struct braid_ep {
 	struct braid_rd *rd;
 	/** @rx_bufs: BRAID_MAX_BATCH receive buffers of wire->mtu bytes (RDM). */
 	uint8_t *rx_bufs;
-	/** @rdm_tx_drops: engine packets the wire refused (the engine resends them). */
+	/** @rdm_tx_drops: engine packets the full socket refused and braid_rd_unsent took back. */
 	uint64_t rdm_tx_drops;
 	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
 	size_t min_multi_recv;

@@ -33,7 +33,6 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 	if (ep->wire)
 		ep->wire_ops->close(ep->wire);
 	ep->wire = wire;
-	ep->bind_addr = *addr;
 	if (ep->type == FI_EP_RDM)
 		ep->max_msg_size = BRAID_RDM_MAX_MSG;
 	else
@@ -114,11 +113,12 @@ static int ep_close(struct fid *fid)
 
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u closed: %lu data packets "
 			   "(%lu bytes) sent, %lu received (%lu bytes), %lu retransmitted, "
-			   "%lu messages sent, %lu received\n", ntohs(ep->wire->name.sin_port),
+			   "%lu messages sent, %lu received, %lu packets put back (socket full)\n",
+			   ntohs(ep->wire->name.sin_port),
 			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
 			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
 			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
-			   (unsigned long)st->msgs_received);
+			   (unsigned long)st->msgs_received, (unsigned long)ep->rdm_tx_drops);
 	}
 	braid_rdm_close(ep);
 	if (ep->av)

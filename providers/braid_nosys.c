@@ -12,33 +12,6 @@ int braid_nosys_tostr(const struct fid *fid, char *buf, size_t len) { return -FI
 int braid_nosys_ops_set(struct fid *fid, const char *name, uint64_t flags,
 			void *ops, void *context) { return -FI_ENOSYS; }
 
-/* ---- fi_ops_msg ---- */
-static ssize_t msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
-			fi_addr_t src_addr, void *context) { return -FI_ENOSYS; }
-static ssize_t msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
-			 size_t count, fi_addr_t src_addr, void *context) { return -FI_ENOSYS; }
-static ssize_t msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
-			   uint64_t flags) { return -FI_ENOSYS; }
-static ssize_t msg_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-			fi_addr_t dest_addr, void *context) { return -FI_ENOSYS; }
-static ssize_t msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
-			 size_t count, fi_addr_t dest_addr, void *context) { return -FI_ENOSYS; }
-static ssize_t msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
-			   uint64_t flags) { return -FI_ENOSYS; }
-static ssize_t msg_inject(struct fid_ep *ep, const void *buf, size_t len,
-			  fi_addr_t dest_addr) { return -FI_ENOSYS; }
-static ssize_t msg_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-			    uint64_t data, fi_addr_t dest_addr, void *context) { return -FI_ENOSYS; }
-static ssize_t msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
-			      uint64_t data, fi_addr_t dest_addr) { return -FI_ENOSYS; }
-
-struct fi_ops_msg braid_nosys_msg_ops = {
-	.size = sizeof(struct fi_ops_msg),
-	.recv = msg_recv, .recvv = msg_recvv, .recvmsg = msg_recvmsg,
-	.send = msg_send, .sendv = msg_sendv, .sendmsg = msg_sendmsg,
-	.inject = msg_inject, .senddata = msg_senddata, .injectdata = msg_injectdata,
-};
-
 /* ---- fi_ops_tagged ---- */
 static ssize_t tag_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src_addr, uint64_t tag, uint64_t ignore,

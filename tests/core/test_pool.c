@@ -45,6 +45,7 @@ Test(braid_pool_alloc, objects_are_distinct_and_zeroed)
 	cr_assert_neq(a, b);
 	for (int i = 0; i < 32; i++)
 		cr_assert_eq(a[i], 0, "alloc zeroes the object");
-	cr_assert_eq(braid_pool_index(&pool, b), braid_pool_index(&pool, braid_pool_at(&pool, braid_pool_index(&pool, b))));
+	cr_assert_eq(braid_pool_at(&pool, braid_pool_index(&pool, b)), b, "index and object map back");
+	cr_assert_neq(braid_pool_index(&pool, a), braid_pool_index(&pool, b));
 	braid_pool_destruct(&pool);
 }
