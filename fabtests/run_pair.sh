@@ -7,8 +7,9 @@
 # PORT (ss(8): a UDP or TCP socket on that port), then starts
 # "PROGRAM ARGS -P PORT ADDR" (the client; ADDR defaults to 127.0.0.1).
 # PORT is picked at random among the ports ss shows unused in 20000-40000
-# (less the kernel's ephemeral range; RUN_PAIR_PORTS=LO-HI overrides), so
-# many pairs can run at once; a server that finds its port taken after
+# (less the kernel's ephemeral range; RUN_PAIR_PORTS=LO-HI overrides) and
+# reserved among concurrent runners (a directory per port under
+# $TMPDIR/run_pair_ports), so many pairs can run at once; a server that finds its port taken after
 # all is restarted on another. Both sides share one deadline (default
 # 50 s); on timeout, or once the client has failed, the server is
 # stopped. Prints both outputs prefixed "server: " and "client: ".
@@ -52,9 +53,18 @@ command -v ss >/dev/null 2>&1 && have_ss=1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/run_pair.XXXXXX") || exit 2
 server_pid=
 client_pid=
+# Ports this runner reserved: a directory per port, made atomically with
+# mkdir, so two runners started at the same moment never pick the same one
+# (ss alone cannot tell them apart before either server has bound it).
+port_dir="${TMPDIR:-/tmp}/run_pair_ports"
+mkdir -p "$port_dir" 2>/dev/null
+reserved=
 cleanup() {
 	for pid in $client_pid $server_pid; do
 		kill -TERM "$pid" 2>/dev/null
+	done
+	for p in $reserved; do
+		rmdir "$port_dir/$p" 2>/dev/null
 	done
 	rm -rf "$tmp"
 }
@@ -97,7 +107,10 @@ pick_port() {
 	local p i
 	for i in $(seq 1 50); do
 		p=$(( port_lo + (RANDOM * 32768 + RANDOM) % (port_hi - port_lo + 1) ))
-		port_used "$p" || { echo "$p"; return 0; }
+		port_used "$p" && continue
+		# a reservation left by a runner that was killed: stale after 10 minutes
+		find "$port_dir/$p" -maxdepth 0 -mmin +10 -exec rmdir {} \; 2>/dev/null
+		mkdir "$port_dir/$p" 2>/dev/null && { echo "$p"; return 0; }
 	done
 	echo "run_pair.sh: no free port found in $port_lo-$port_hi" >&2
 	return 1
@@ -108,6 +121,7 @@ pick_port() {
 ready=0
 for attempt in 1 2 3; do
 	port=$(pick_port) || exit 1
+	reserved="$reserved $port"
 	timeout -k 2 "$(remaining)" "$prog" "$@" -B "$port" </dev/null >"$tmp/server.out" 2>&1 &
 	server_pid=$!
 	while [ "$(now_ms)" -lt "$deadline" ]; do
