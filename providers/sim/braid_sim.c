@@ -58,6 +58,10 @@ struct sim_node {
 	size_t order_pos;
 	/** @up: false: it neither sends nor receives. */
 	bool up;
+	/** @nic_rate_bps: the node's own link (0 = unlimited); every packet it sends crosses it first. */
+	uint64_t nic_rate_bps;
+	/** @nic_busy_until: when the node's link is free again. */
+	uint64_t nic_busy_until;
 };
 
 /** struct sim_event - a scheduled path/node up/down. */
@@ -489,6 +493,14 @@ int braid_sim_node_up(struct braid_sim *sim, int node, bool up)
 	return 0;
 }
 
+int braid_sim_set_node_rate(struct braid_sim *sim, int node, uint64_t rate_bps)
+{
+	if (!sim || node < 0 || node >= sim->nnodes)
+		return -FI_EINVAL;
+	sim->nodes[node].nic_rate_bps = rate_bps;
+	return 0;
+}
+
 int braid_sim_schedule(struct braid_sim *sim, uint64_t at_ns, enum braid_sim_event event, int index)
 {
 	struct sim_event e, *h;
@@ -588,6 +600,15 @@ int braid_sim_send(struct braid_sim *sim, uint64_t now, int src, int dst, int pa
 	sim_run_to(sim, now);
 	t = sim->now;
 	pa = &sim->paths[path];
+	if (sim->nodes[src].nic_rate_bps && sim->nodes[src].up) {
+		/* the sender's own link: packets leave it one after another */
+		struct sim_node *sn = &sim->nodes[src];
+
+		if (sn->nic_busy_until > t)
+			t = sn->nic_busy_until;
+		t = sat_add(t, ser_ns(len, sn->nic_rate_bps));
+		sn->nic_busy_until = t;
+	}
 
 	if (!pa->up || !sim->nodes[src].up || !sim->nodes[dst].up) {
 		pa->stats.sent++;

@@ -20,7 +20,9 @@
  * [0, @jitter_ns], then with probability @reorder an extra @reorder_ns,
  * and with probability @dup a second copy delivered @dup_gap_ns later.
  * A path or node that is down drops everything that enters it (or leaves
- * it: a down node neither sends nor receives).
+ * it: a down node neither sends nor receives). A node may have a link rate
+ * of its own (braid_sim_set_node_rate): its packets cross it, one after
+ * another, before they enter their path, as a host's NIC before the fabric.
  *
  * Time: the sim keeps the latest "now" any call has given it; a call with an
  * earlier now is treated as happening at that latest time (recv still only
@@ -119,6 +121,14 @@ int braid_sim_path_up(struct braid_sim *sim, int path, bool up);
  * Return 0 or -FI_EINVAL.
  */
 int braid_sim_node_up(struct braid_sim *sim, int node, bool up);
+
+/**
+ * braid_sim_set_node_rate() - give node @node a link of @rate_bps (0 =
+ * unlimited, the default) between it and the paths: every packet it sends
+ * is serialised on that link first (a host's NIC), then enters its path.
+ * Return 0 or -FI_EINVAL.
+ */
+int braid_sim_set_node_rate(struct braid_sim *sim, int node, uint64_t rate_bps);
 
 /**
  * Scheduled events: take effect, in time order (ties in scheduling order),

@@ -670,6 +670,45 @@ Test(braid_sim_send, rate_queues_and_marks_ecn)
 	braid_sim_destroy(sim);
 }
 
+Test(braid_sim_set_node_rate, host_link_serialises_before_the_paths)
+{
+	/* Unlimited paths, 500 ns each; node 0's own link runs at 1 Gbit/s. */
+	struct braid_sim_path_cfg cfg = { .delay_ns = 500 };
+	struct braid_sim *sim = braid_sim_create(1, 3, 2, &cfg);
+	struct braid_sim_pkt pkt;
+
+	cr_assert_eq(braid_sim_set_node_rate(NULL, 0, 1), -FI_EINVAL);
+	cr_assert_eq(braid_sim_set_node_rate(sim, 3, 1), -FI_EINVAL);
+	cr_assert_eq(braid_sim_set_node_rate(sim, -1, 1), -FI_EINVAL);
+	cr_assert_eq(braid_sim_set_node_rate(sim, 0, 1000000000ULL), 0);
+	/* two packets on two different paths still leave the host one after the other */
+	cr_assert_eq(send_idx(sim, 0, 0, 1, 0, 1, 1000), 0);
+	cr_assert_eq(send_idx(sim, 0, 0, 1, 1, 2, 1000), 0);
+	/* node 2 has no link limit: its packet is not held up by node 0's */
+	cr_assert_eq(send_idx(sim, 0, 2, 1, 1, 3, 1000), 0);
+	cr_assert_eq(braid_sim_next_event(sim), 500);
+	cr_assert_eq(recv_one(sim, 500, 1, &pkt), 1);
+	cr_assert_eq(payload_check(&pkt), 3);
+	cr_assert_eq(braid_sim_next_event(sim), 8000 + 500);
+	cr_assert_eq(recv_one(sim, 8500, 1, &pkt), 1);
+	cr_assert_eq(payload_check(&pkt), 1);
+	cr_assert_eq(recv_one(sim, 16499, 1, &pkt), 0);
+	cr_assert_eq(recv_one(sim, 16500, 1, &pkt), 1);
+	cr_assert_eq(payload_check(&pkt), 2);
+	/* a lost packet still took its turn on the host's link */
+	cfg.loss = 1.0;
+	cr_assert_eq(braid_sim_set_path(sim, 0, &cfg), 0);
+	cr_assert_eq(send_idx(sim, 100000, 0, 1, 0, 4, 1000), 0);
+	cr_assert_eq(send_idx(sim, 100000, 0, 1, 1, 5, 1000), 0);
+	cr_assert_eq(braid_sim_next_event(sim), 100000 + 16000 + 500);
+	/* back to unlimited */
+	cr_assert_eq(braid_sim_set_node_rate(sim, 0, 0), 0);
+	cr_assert_eq(recv_one(sim, 116500, 1, &pkt), 1);
+	cr_assert_eq(send_idx(sim, 200000, 0, 1, 1, 6, 1000), 0);
+	cr_assert_eq(braid_sim_next_event(sim), 200500);
+	braid_sim_destroy(sim);
+}
+
 /* ---- paths and nodes going down ---- */
 
 Test(braid_sim_path_up, down_drops_what_enters)
