@@ -1,4 +1,5 @@
 /* braid_hdr.c: encode and validate braid's wire headers (docs/protocol.md §2-§3). */
+#include <stdbool.h>
 #include <string.h>
 
 #include "braid_hdr.h"
@@ -46,6 +47,7 @@ static const struct {
 	[BRAID_PKT_RD_DATA] = { sizeof(struct braid_rd_data_hdr), BRAID_RD_DATA_FLAGS },
 	[BRAID_PKT_RD_ACK] = { sizeof(struct braid_rd_ack_hdr), BRAID_RD_ACK_FLAGS },
 	[BRAID_PKT_RD_CTS] = { sizeof(struct braid_rd_cts_hdr), 0 },
+	[BRAID_PKT_CM] = { sizeof(struct braid_cm_hdr), 0 },
 };
 
 int braid_base_hdr_check(const void *buf, size_t len)
@@ -215,5 +217,57 @@ int braid_rd_cts_decode(const void *buf, size_t len, uint16_t *src_port, uint32_
 	*msg_id = be32toh(h.msg_id);
 	if (!*src_epoch || !*dst_epoch)
 		return DROP(BRAID_DROP_STALE_EPOCH);
+	return 0;
+}
+
+void braid_cm_write(struct braid_cm_hdr *h, uint16_t src_port, const struct braid_cm_view *v)
+{
+	base_write(&h->base, BRAID_PKT_CM, 0, src_port, sizeof(*h));
+	h->kind = v->kind;
+	h->reserved = 0;
+	h->pdata_len = htobe16((uint16_t)v->pdata_len);
+	h->status = htobe32(v->status);
+	h->conn_id = htobe64(v->conn_id);
+	h->qpn = htobe32(v->qpn);
+	h->psn = htobe32(v->psn);
+	h->mtu = htobe32(v->mtu);
+	h->rc_port = htobe16(v->rc_port);
+	h->reserved2 = 0;
+}
+
+static bool cm_mtu_ok(uint32_t mtu)
+{
+	return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096;
+}
+
+int braid_cm_decode(const void *buf, size_t len, struct braid_cm_view *v)
+{
+	struct braid_cm_hdr h;
+	int type = braid_base_hdr_check(buf, len);
+
+	if (type < 0)
+		return type;
+	if (type != BRAID_PKT_CM)
+		return DROP(BRAID_DROP_TYPE);
+	memcpy(&h, buf, sizeof(h));
+	v->src_port = be16toh(h.base.src_port);
+	v->kind = h.kind;
+	v->status = be32toh(h.status);
+	v->conn_id = be64toh(h.conn_id);
+	v->qpn = be32toh(h.qpn);
+	v->psn = be32toh(h.psn);
+	v->mtu = be32toh(h.mtu);
+	v->rc_port = be16toh(h.rc_port);
+	v->pdata_len = be16toh(h.pdata_len);
+	v->pdata = (const uint8_t *)buf + sizeof(h);
+	if (v->kind == 0 || v->kind >= BRAID_CM_KIND_MAX)
+		return DROP(BRAID_DROP_TYPE);
+	if (v->pdata_len > BRAID_CM_DATA_MAX || sizeof(h) + v->pdata_len != len)
+		return DROP(BRAID_DROP_BAD_LEN);
+	if ((v->qpn | v->psn) > 0xffffffu)
+		return DROP(BRAID_DROP_BAD_LEN);
+	if ((v->kind == BRAID_CM_REQ || v->kind == BRAID_CM_REP) &&
+	    (!cm_mtu_ok(v->mtu) || !v->rc_port))
+		return DROP(BRAID_DROP_BAD_LEN);
 	return 0;
 }

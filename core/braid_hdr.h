@@ -15,6 +15,7 @@ enum braid_pkt_type {
 	BRAID_PKT_RD_DATA = 2,	/* reliable datagram data, §4.2 */
 	BRAID_PKT_RD_ACK = 3,	/* reliable datagram acknowledgement, §4.3 */
 	BRAID_PKT_RD_CTS = 4,	/* rendezvous clear-to-send, §4.6 */
+	BRAID_PKT_CM = 5,	/* connection management of FI_EP_MSG (RoCEv2 RC), §6 */
 };
 
 /* RD_DATA flags (§4.2) */
@@ -113,6 +114,55 @@ _Static_assert(sizeof(struct braid_rd_cts_hdr) == 24, "RD_CTS header is 24 bytes
 
 #define BRAID_RD_MAX_HDR	72
 
+/* CM message kinds (§6.2). Frozen: never renumber, only append. */
+enum braid_cm_kind {
+	BRAID_CM_REQ = 1,	/* active -> listener: connect */
+	BRAID_CM_REP = 2,	/* accepting endpoint -> active: accepted */
+	BRAID_CM_RTU = 3,	/* active -> accepting endpoint: ready to use */
+	BRAID_CM_REJ = 4,	/* listener -> active: refused */
+	BRAID_CM_DREQ = 5,	/* either side: disconnect */
+	BRAID_CM_DREP = 6,	/* reply to DREQ */
+	BRAID_CM_KIND_MAX
+};
+
+#define BRAID_CM_DATA_MAX	256	/* private data bytes (FI_OPT_CM_DATA_SIZE) */
+
+/**
+ * struct braid_cm_hdr - a CM packet (§6.2); @pdata_len bytes of private
+ * data follow it.
+ */
+struct braid_cm_hdr {
+	struct braid_base_hdr base;
+	uint8_t kind;
+	uint8_t reserved;
+	uint16_t pdata_len;
+	uint32_t status;
+	uint64_t conn_id;
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t mtu;
+	uint16_t rc_port;
+	uint16_t reserved2;
+} __attribute__((packed));
+_Static_assert(sizeof(struct braid_cm_hdr) == 40, "CM header is 40 bytes");
+
+/* Decoded CM fields, host order. */
+struct braid_cm_view {
+	uint16_t src_port;
+	uint8_t kind;
+	/** @status: REJ: a positive FI_E* reason (FI_ECONNREFUSED by the application). */
+	uint32_t status;
+	/** @conn_id: chosen by the active side, names the connection in every message. */
+	uint64_t conn_id;
+	/** @qpn, @psn: the sender's QP number and first PSN (REQ, REP). */
+	uint32_t qpn, psn;
+	/** @mtu: REQ: the largest RC MTU the active side takes; REP: the one chosen. */
+	uint32_t mtu;
+	/** @rc_port: the UDP port the sender receives RoCEv2 packets on. */
+	uint16_t rc_port;
+	const uint8_t *pdata;
+	size_t pdata_len;
+};
 /* Decoded RD_DATA fields, host order. */
 struct braid_rd_data_view {
 	uint16_t src_port;
@@ -212,5 +262,16 @@ void braid_rd_ack_write(struct braid_rd_ack_hdr *hdr, const struct braid_rd_ack_
 
 /** braid_rd_ack_decode() - validate and decode an RD_ACK packet. 0 or -(reason + 1). */
 int braid_rd_ack_decode(const void *buf, size_t len, struct braid_rd_ack_view *v);
+
+/** braid_cm_write() - encode a CM header from @v (@v->pdata_len bytes of private data go after it). */
+void braid_cm_write(struct braid_cm_hdr *hdr, uint16_t src_port, const struct braid_cm_view *v);
+
+/**
+ * braid_cm_decode() - validate and decode a CM packet of @len bytes (§6.2):
+ * a known kind, private data length within BRAID_CM_DATA_MAX and exactly
+ * the rest of the packet, 24-bit QPN and PSN, and on REQ and REP an RC MTU
+ * of 256, 512, 1024, 2048 or 4096. Return: 0, or -(reason + 1).
+ */
+int braid_cm_decode(const void *buf, size_t len, struct braid_cm_view *v);
 
 #endif /* BRAID_HDR_H */

@@ -28,6 +28,7 @@
 #include "braid_hdr.h"
 #include "braid_peer.h"
 #include "braid_rd.h"
+#include "braid_rc.h"
 
 #define BRAID_PROV_NAME		"braid"
 #define BRAID_MAJOR		0
@@ -40,6 +41,7 @@
 #define BRAID_MAX_BATCH		32
 #define BRAID_MIN_MULTI_RECV	64	/* default FI_OPT_MIN_MULTI_RECV */
 #define BRAID_RDM_MAX_MSG	0xffffffffULL	/* RD offsets are 32 bits (protocol.md §4.2) */
+#define BRAID_MSG_MAX_MSG	(1ULL << 30)	/* RC: 1 GiB (RETH's DMA length is 32 bits) */
 
 extern struct fi_provider braid_prov;
 
@@ -68,8 +70,10 @@ struct braid_config {
 	int sockbuf;
 	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */
 	size_t unexp_bytes;
-	/** @peer_timeout_ms: RDM: a peer silent this long fails its operations. */
+	/** @peer_timeout_ms: RDM: a peer silent this long fails its operations; MSG: connect timeout. */
 	int peer_timeout_ms;
+	/** @rc_port: MSG: UDP port for RoCEv2 (0: 4791 when free, else any). */
+	int rc_port;
 };
 
 extern struct braid_config braid_cfg;
@@ -77,6 +81,7 @@ extern struct braid_config braid_cfg;
 /* braid_attr.c */
 extern const struct fi_info braid_dgram_info_template;
 extern const struct fi_info braid_rdm_info_template;
+extern const struct fi_info braid_msg_info_template;
 int braid_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints, struct fi_info **info);
 int braid_check_info(const struct fi_info *info);
@@ -122,7 +127,71 @@ struct braid_domain {
 	struct braid_eq *eq;
 	/** @peers: the domain-wide peer table the RDM endpoints share. */
 	struct braid_peer_table *peers;
+	/** @rc_ports: RoCEv2 receive sockets of the MSG endpoints, one per local IP. */
+	struct braid_dlist rc_ports;
+	/** @next_qpn: the next QP number handed out (24 bits, never 0 or 1). */
+	uint32_t next_qpn;
 };
+
+/*
+ * ---- FI_EP_MSG (braid_msg.c, braid_pep.c): RoCEv2 RC ----
+ *
+ * A CM object is something an EQ drives when it is read: a passive
+ * endpoint (its listening socket) or a MSG endpoint (its QP socket, which
+ * carries the connection handshake, protocol.md §6).
+ */
+struct braid_cm_obj {
+	struct braid_dlist node;
+	/** @progress: receive and retransmit CM messages; the EQ calls it without its own lock held. */
+	void (*progress)(struct braid_cm_obj *obj);
+	/** @fd: readable when there is CM work. */
+	int fd;
+};
+
+/**
+ * struct braid_rc_port - the RoCEv2 receive socket of one local IP in a
+ * domain (UDP port 4791 when it is free, else FI_BRAID_RC_PORT or an
+ * ephemeral one). Packets are handed to the QP that BTH.DestQP names.
+ */
+struct braid_rc_port {
+	struct braid_dlist node;
+	struct braid_wire *wire;
+	/** @qps: QPN -> struct braid_ep. */
+	struct braid_map qps;
+	int refs;
+	uint8_t *rx_bufs;
+	uint64_t unknown_qp;
+};
+
+/* braid_msg.c */
+struct braid_ep;
+extern struct fi_ops_msg braid_msg_msg_ops;
+extern struct fi_ops_rma braid_msg_rma_ops;
+extern struct fi_ops_cm braid_msg_cm_ops;
+int braid_msg_open(struct braid_ep *ep);
+void braid_msg_close(struct braid_ep *ep);
+int braid_msg_enable(struct braid_ep *ep);
+void braid_msg_progress_locked(struct braid_ep *ep);
+int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq);
+int braid_msg_wait_fd(struct braid_ep *ep);
+uint64_t braid_msg_next_deadline(struct braid_ep *ep);
+
+/* braid_pep.c */
+int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+		   void *context);
+/* the connection request a passive endpoint reported (fi_info.handle of FI_CONNREQ) */
+struct braid_connreq {
+	struct fid fid;
+	struct braid_pep *pep;
+	struct sockaddr_in peer;	/* the active side's QP/CM socket */
+	struct braid_cm_view req;	/* its REQ (pdata not kept) */
+	/** @ep: the endpoint that accepted it, or NULL. */
+	struct braid_ep *ep;
+	struct braid_dlist node;
+};
+void braid_pep_forget(struct braid_connreq *cr);
+int braid_pep_send_rej(struct braid_connreq *cr, uint32_t status, const void *param, size_t len);
+
 
 /**
  * struct braid_wait - the wait object of a CQ or counter (fi_cq(3) wait_obj).
@@ -245,8 +314,18 @@ struct braid_eq {
 	enum fi_wait_obj wait_obj;
 	/** @evfd: FI_WAIT_FD: an eventfd readable while entries are queued. */
 	int evfd;
+	/** @epfd: FI_WAIT_FD: what FI_GETWAIT returns: @evfd and the CM objects' sockets. */
+	int epfd;
 	bool has_wait;
+	/** @cm_lock, @cm_objs: the CM objects bound to the EQ, driven when it is read. */
+	pthread_mutex_t cm_lock;
+	struct braid_dlist cm_objs;
 };
+void braid_eq_add_cm(struct braid_eq *eq, struct braid_cm_obj *obj);
+void braid_eq_progress(struct braid_eq *eq);
+/* Drop the queued events of @fid (an endpoint being closed). */
+void braid_eq_remove_fid(struct braid_eq *eq, const struct fid *fid);
+void braid_eq_del_cm(struct braid_eq *eq, struct braid_cm_obj *obj);
 
 struct braid_av {
 	struct fid_av av_fid;
@@ -342,6 +421,8 @@ struct braid_ep {
 	size_t min_multi_recv;
 	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */
 	unsigned int unflushed;
+	/** @msg: FI_EP_MSG state (connection and QP), NULL for other types. */
+	struct braid_msg *msg;
 };
 
 /* braid_domain.c */
@@ -388,6 +469,8 @@ int braid_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		     uint64_t flags, struct fid_mr **mr);
 /* braid_ep.c */
+/* fi_getname of a socket bound to @bound (a wildcard address reads as loopback). */
+int braid_name_copy(const struct sockaddr_in *bound, void *addr, size_t *addrlen);
 int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **ep, void *context);
 /* braid_dgram.c: the DGRAM data path */

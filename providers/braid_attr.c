@@ -25,6 +25,16 @@
 #define BRAID_RDM_CAPS		(BRAID_RDM_TX_CAPS | BRAID_RDM_RX_CAPS | BRAID_DOMAIN_CAPS)
 #define BRAID_RDM_TX_OP_FLAGS	(BRAID_TX_OP_FLAGS | FI_DELIVERY_COMPLETE)
 
+/* MSG: RoCEv2 RC */
+#define BRAID_MSG_TX_CAPS	(FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
+#define BRAID_MSG_RX_CAPS	(FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define BRAID_MSG_CAPS		(BRAID_MSG_TX_CAPS | BRAID_MSG_RX_CAPS | BRAID_DOMAIN_CAPS)
+#define BRAID_MSG_INJECT	256
+/* an RC QP executes requests in PSN order and answers them in order (IBTA 9.5) */
+#define BRAID_MSG_ORDER		(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | \
+				 FI_ORDER_WAW | FI_ORDER_WAS | FI_ORDER_SAW)
+#define BRAID_MSG_MR_MODE	(FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+
 static struct fi_tx_attr dgram_tx_attr = {
 	.caps = BRAID_DGRAM_TX_CAPS,
 	.op_flags = 0,
@@ -110,6 +120,70 @@ static struct fi_ep_attr rdm_ep_attr = {
 	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,	/* libfabric's FI_TAG_GENERIC: any 64-bit tag */
 	.tx_ctx_cnt = 1,
 	.rx_ctx_cnt = 1,
+};
+
+static struct fi_tx_attr msg_tx_attr = {
+	.caps = BRAID_MSG_TX_CAPS,
+	.op_flags = 0,
+	.msg_order = BRAID_MSG_ORDER,
+	.comp_order = FI_ORDER_NONE,
+	.iov_limit = BRAID_RC_IOV_MAX,
+	.rma_iov_limit = 1,
+};
+
+static struct fi_rx_attr msg_rx_attr = {
+	.caps = BRAID_MSG_RX_CAPS,
+	.op_flags = 0,
+	.msg_order = BRAID_MSG_ORDER,
+	.comp_order = FI_ORDER_NONE,
+	.total_buffered_recv = 0,
+	.iov_limit = BRAID_RC_IOV_MAX,
+};
+
+static struct fi_ep_attr msg_ep_attr = {
+	.type = FI_EP_MSG,
+	.protocol = FI_PROTO_UNSPEC,
+	.protocol_version = BRAID_PROTO_VERSION,
+	.max_msg_size = BRAID_MSG_MAX_MSG,
+	.msg_prefix_size = 0,
+	.mem_tag_format = 0,
+	.tx_ctx_cnt = 1,
+	.rx_ctx_cnt = 1,
+};
+
+static struct fi_domain_attr msg_domain_attr = {
+	.caps = BRAID_DOMAIN_CAPS,
+	.threading = FI_THREAD_SAFE,
+	.control_progress = FI_PROGRESS_MANUAL,
+	.data_progress = FI_PROGRESS_MANUAL,
+	.resource_mgmt = FI_RM_ENABLED,
+	.av_type = FI_AV_UNSPEC,
+	.mr_mode = BRAID_MSG_MR_MODE,
+	.mr_key_size = 4,	/* RETH R_Key */
+	.cq_data_size = 4,	/* ImmDt */
+	.cq_cnt = 256,
+	.ep_cnt = 256,
+	.tx_ctx_cnt = 256,
+	.rx_ctx_cnt = 256,
+	.max_ep_tx_ctx = 1,
+	.max_ep_rx_ctx = 1,
+	.max_ep_stx_ctx = 0,
+	.max_ep_srx_ctx = 0,
+	.cntr_cnt = 256,
+	.mr_iov_limit = 1,
+	.mr_cnt = 65536,
+};
+
+const struct fi_info braid_msg_info_template = {
+	.caps = BRAID_MSG_CAPS,
+	/* a WRITE with immediate consumes a posted receive, as on a verbs QP */
+	.mode = FI_RX_CQ_DATA,
+	.addr_format = FI_SOCKADDR_IN,
+	.tx_attr = &msg_tx_attr,
+	.rx_attr = &msg_rx_attr,
+	.ep_attr = &msg_ep_attr,
+	.domain_attr = &msg_domain_attr,
+	.fabric_attr = &dgram_fabric_attr,
 };
 
 const struct fi_info braid_rdm_info_template = {
@@ -299,15 +373,23 @@ static const struct ep_kind ep_kinds[] = {
 	  sizeof(struct braid_rd_data_hdr) },
 	{ &braid_dgram_info_template, FI_EP_DGRAM, BRAID_DGRAM_CAPS, BRAID_DGRAM_TX_CAPS,
 	  BRAID_DGRAM_RX_CAPS, BRAID_TX_OP_FLAGS, BRAID_RX_OP_FLAGS, BRAID_DGRAM_HDR },
+	/* the comparison: RoCEv2 RC (and braid;ofi_rxm over it) */
+	{ &braid_msg_info_template, FI_EP_MSG, BRAID_MSG_CAPS, BRAID_MSG_TX_CAPS,
+	  BRAID_MSG_RX_CAPS, BRAID_RDM_TX_OP_FLAGS, BRAID_RX_OP_FLAGS,
+	  BRAID_ROCE_MAX_HDR + BRAID_ROCE_MAX_TRAILER },
 };
 
 static size_t kind_max_msg(const struct ep_kind *k, const struct braid_iface *ifc)
 {
+	if (k->type == FI_EP_MSG)
+		return BRAID_MSG_MAX_MSG;
 	return k->type == FI_EP_RDM ? BRAID_RDM_MAX_MSG : ifc->mtu_payload - k->hdr;
 }
 
 static size_t kind_inject(const struct ep_kind *k, const struct braid_iface *ifc)
 {
+	if (k->type == FI_EP_MSG)
+		return BRAID_MSG_INJECT;	/* copied into the send queue at post time */
 	/* as large as one packet allows */
 	return ifc->mtu_payload - k->hdr;
 }
@@ -329,7 +411,8 @@ static bool tx_attr_ok(const struct ep_kind *k, const struct fi_tx_attr *h, size
 	    (h->comp_order & ~FI_ORDER_NONE))
 		return false;
 	if (h->inject_size > inject || h->size > braid_cfg.tx_size ||
-	    h->iov_limit > BRAID_IOV_LIMIT || h->rma_iov_limit > 0)
+	    h->iov_limit > k->tmpl->tx_attr->iov_limit ||
+	    h->rma_iov_limit > k->tmpl->tx_attr->rma_iov_limit)
 		return false;
 	return true;
 }
@@ -346,7 +429,7 @@ static bool rx_attr_ok(const struct ep_kind *k, const struct fi_rx_attr *h)
 	    (h->comp_order & ~FI_ORDER_NONE))
 		return false;
 	if (h->total_buffered_recv > 0 || h->size > braid_cfg.rx_size ||
-	    h->iov_limit > BRAID_IOV_LIMIT)
+	    h->iov_limit > k->tmpl->rx_attr->iov_limit)
 		return false;
 	return true;
 }
@@ -356,24 +439,31 @@ static bool progress_ok(enum fi_progress p)
 	return p == FI_PROGRESS_UNSPEC || p == FI_PROGRESS_MANUAL;
 }
 
-static bool domain_attr_ok(const struct fi_domain_attr *h, const char *ifname)
+static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr *h,
+			   const char *ifname)
 {
+	const struct fi_domain_attr *t = k->tmpl->domain_attr;
+
 	if (!h)
 		return true;
+	/* the MR modes braid needs must be ones the application supports */
+	if (t->mr_mode && h->mr_mode && h->mr_mode != FI_MR_BASIC && h->mr_mode != FI_MR_UNSPEC &&
+	    (h->mr_mode & t->mr_mode) != t->mr_mode)
+		return false;
 	if (h->name && strcmp(h->name, ifname))
 		return false;
 	if (!progress_ok(h->control_progress) || !progress_ok(h->data_progress))
 		return false;
 	if (h->caps & ~BRAID_DOMAIN_CAPS)
 		return false;
-	if (h->cq_data_size > BRAID_CQ_DATA_SIZE || h->mr_key_size > sizeof(uint64_t))
+	if (h->cq_data_size > t->cq_data_size || h->mr_key_size > t->mr_key_size)
 		return false;
 	if (h->max_ep_tx_ctx > 1 || h->max_ep_rx_ctx > 1 || h->max_ep_stx_ctx > 0 ||
 	    h->max_ep_srx_ctx > 0)
 		return false;
 	if (h->auth_key || h->auth_key_size)
 		return false;
-	if (h->mr_iov_limit > BRAID_IOV_LIMIT)
+	if (h->mr_iov_limit > t->mr_iov_limit)
 		return false;
 	return true;
 }
@@ -407,6 +497,8 @@ static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints)
 		return true;
 	if (hints->caps & ~k->caps)
 		return false;
+	if (k->tmpl->mode & ~hints->mode)
+		return false;	/* a mode braid needs that the application does not support */
 	switch (hints->addr_format) {
 	case FI_FORMAT_UNSPEC:
 	case FI_SOCKADDR:
@@ -437,7 +529,7 @@ static bool iface_ok(const struct ep_kind *k, const struct fi_info *hints,
 	if (hints->fabric_attr && hints->fabric_attr->name &&
 	    strcmp(hints->fabric_attr->name, fabric_name))
 		return false;
-	return domain_attr_ok(hints->domain_attr, ifc->name) &&
+	return domain_attr_ok(k, hints->domain_attr, ifc->name) &&
 	       ep_attr_ok(k, hints->ep_attr, kind_max_msg(k, ifc)) &&
 	       tx_attr_ok(k, hints->tx_attr, kind_inject(k, ifc));
 }

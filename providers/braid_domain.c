@@ -148,6 +148,8 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		return ret;
 	}
 	pthread_mutex_init(&dom->lock, NULL);
+	braid_dlist_init(&dom->rc_ports);
+	dom->next_qpn = 2;	/* QP 0 and 1 are IBTA's special QPs */
 	braid_map_construct(&dom->mr_keys);
 	dom->mr_next_key = 1;
 	dom->fabric = fab;

@@ -18,7 +18,7 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 {
 	struct braid_wire_params params = {
 		.addr = *addr,
-		.paths = braid_cfg.paths,
+		.paths = ep->type == FI_EP_MSG ? 1 : braid_cfg.paths,	/* RC: one path per QP */
 		.sockbuf = braid_cfg.sockbuf,
 	};
 	struct braid_wire *wire;
@@ -35,6 +35,8 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 	ep->wire = wire;
 	if (ep->type == FI_EP_RDM)
 		ep->max_msg_size = BRAID_RDM_MAX_MSG;
+	else if (ep->type == FI_EP_MSG)
+		ep->max_msg_size = BRAID_MSG_MAX_MSG;
 	else
 		ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR ? wire->mtu - BRAID_DGRAM_HDR : 0;
 	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
@@ -67,6 +69,8 @@ void braid_ep_progress(struct braid_ep *ep)
 		return;
 	if (ep->type == FI_EP_RDM)
 		braid_rdm_progress_locked(ep);
+	else if (ep->type == FI_EP_MSG)
+		braid_msg_progress_locked(ep);
 	else
 		braid_dgram_progress_locked(ep);
 }
@@ -86,6 +90,7 @@ static int ep_close(struct fid *fid)
 	struct braid_ep *ep = ep_of(fid);
 	struct braid_domain *dom = ep->domain;
 
+	braid_msg_close(ep);	/* takes the domain lock itself */
 	braid_domain_lock(dom);
 	/* fi_endpoint(3): operations still pending are discarded, with no completions */
 	braid_dgram_discard_locked(ep);
@@ -235,6 +240,12 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			return -FI_EBADFLAGS;
 		if (ep->eq)
 			return -FI_EINVAL;
+		if (ep->type == FI_EP_MSG) {
+			int ret = braid_msg_bind_eq(ep, eq);
+
+			if (ret)
+				return ret;
+		}
 		ep->eq = eq;
 		atomic_fetch_add(&eq->ref, 1);
 		return 0;
@@ -252,6 +263,19 @@ static int ep_enable(struct braid_ep *ep)
 
 	if (ep->enabled)
 		return 0;
+	if (ep->type == FI_EP_MSG) {
+		int ret;
+
+		if ((need_tx && !ep->tx_cq && !ep->send_cntr) ||
+		    (need_rx && !ep->rx_cq && !ep->recv_cntr))
+			return -FI_ENOCQ;
+		braid_domain_lock(ep->domain);
+		ret = braid_msg_enable(ep);
+		if (!ret)
+			ep->enabled = true;
+		braid_domain_unlock(ep->domain);
+		return ret;
+	}
 	if (!ep->av)
 		return -FI_ENOAV;
 	if ((need_tx && !ep->tx_cq && !ep->send_cntr) ||
@@ -306,21 +330,25 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	}
 }
 
-static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+int braid_name_copy(const struct sockaddr_in *bound, void *addr, size_t *addrlen)
 {
-	struct braid_ep *ep = ep_of(fid);
 	struct sockaddr_in name;
 	size_t len;
 
 	if (!addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
-	name = ep->wire->name;
+	name = *bound;
 	if (name.sin_addr.s_addr == htonl(INADDR_ANY))
 		name.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	len = *addrlen;
 	*addrlen = sizeof(name);
 	memcpy(addr, &name, len < sizeof(name) ? len : sizeof(name));
 	return len < sizeof(name) ? -FI_ETOOSMALL : 0;
+}
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	return braid_name_copy(&ep_of(fid)->wire->name, addr, addrlen);
 }
 
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
@@ -352,7 +380,14 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 		return -FI_EINVAL;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
-	/* RDM: the floor of a multi-receive buffer; nothing else (no CM data, no buffering) */
+	if (optname == FI_OPT_CM_DATA_SIZE && ep->type == FI_EP_MSG) {
+		if (*optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		*(size_t *)optval = BRAID_CM_DATA_MAX;
+		*optlen = sizeof(size_t);
+		return 0;
+	}
+	/* RDM: the floor of a multi-receive buffer; nothing else (no buffering) */
 	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type == FI_EP_RDM) {
 		if (*optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
@@ -385,6 +420,8 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	struct braid_ep *ep = ep_of(fid);
 	int ret;
 
+	if (ep->type == FI_EP_MSG)
+		return -FI_ENOSYS;	/* an RC receive queue is not searched; fi_shutdown cancels all */
 	braid_domain_lock(ep->domain);
 	ret = ep->type == FI_EP_RDM ? braid_rdm_cancel_locked(ep, context) :
 				      braid_dgram_cancel_locked(ep, context);
@@ -412,6 +449,8 @@ static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
+	if (ep->type == FI_EP_MSG)
+		return -FI_ENOSYS;
 	if (ep->rd) {
 		braid_rd_room(ep->rd, &sends, &recvs);
 		return (ssize_t)recvs;
@@ -427,6 +466,8 @@ static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
+	if (ep->type == FI_EP_MSG)
+		return -FI_ENOSYS;
 	if (ep->rd) {
 		braid_rd_room(ep->rd, &sends, &recvs);
 		return (ssize_t)sends;
@@ -549,6 +590,13 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ret = ep_wire_open(ep, &addr);
 	if (ret)
 		goto err;
+	if (ep->type == FI_EP_MSG) {
+		ret = braid_msg_open(ep);
+		if (ret) {
+			ep->wire_ops->close(ep->wire);
+			goto err;
+		}
+	}
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 
@@ -556,9 +604,10 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->ep_fid.fid.context = context;
 	ep->ep_fid.fid.ops = &ep_fi_ops;
 	ep->ep_fid.ops = &ep_ops;
-	ep->ep_fid.cm = &ep_cm_ops;
-	ep->ep_fid.msg = ep->type == FI_EP_RDM ? &braid_rdm_msg_ops : &braid_dgram_msg_ops;
-	ep->ep_fid.rma = &braid_nosys_rma_ops;
+	ep->ep_fid.cm = ep->type == FI_EP_MSG ? &braid_msg_cm_ops : &ep_cm_ops;
+	ep->ep_fid.msg = ep->type == FI_EP_RDM ? &braid_rdm_msg_ops :
+			 ep->type == FI_EP_MSG ? &braid_msg_msg_ops : &braid_dgram_msg_ops;
+	ep->ep_fid.rma = ep->type == FI_EP_MSG ? &braid_msg_rma_ops : &braid_nosys_rma_ops;
 	ep->ep_fid.tagged = ep->type == FI_EP_RDM ? &braid_rdm_tagged_ops : &braid_nosys_tagged_ops;
 	ep->ep_fid.atomic = &braid_nosys_atomic_ops;
 	ep->ep_fid.collective = &braid_nosys_collective_ops;

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,13 +19,100 @@ static int eq_close(struct fid *fid)
 		return -FI_EBUSY;
 	while ((it = braid_dlist_pop_head(&eq->entries)))
 		free(braid_container_of(it, struct braid_eq_entry, node));
+	if (eq->epfd >= 0)
+		close(eq->epfd);
 	if (eq->evfd >= 0)
 		close(eq->evfd);
+	pthread_mutex_destroy(&eq->cm_lock);
 	pthread_cond_destroy(&eq->cond);
 	pthread_mutex_destroy(&eq->lock);
 	atomic_fetch_sub(&eq->fabric->ref, 1);
 	free(eq);
 	return 0;
+}
+
+static void eq_update_fd_locked(struct braid_eq *eq);
+
+void braid_eq_remove_fid(struct braid_eq *eq, const struct fid *fid)
+{
+	struct braid_dlist *it, *next;
+
+	pthread_mutex_lock(&eq->lock);
+	for (it = eq->entries.next; it != &eq->entries; it = next) {
+		struct braid_eq_entry *e = braid_container_of(it, struct braid_eq_entry, node);
+		const struct fid *owner = NULL;
+
+		next = it->next;
+		/* both entry kinds start with the fid */
+		if (e->len >= sizeof(owner))
+			memcpy(&owner, e->data, sizeof(owner));
+		if (owner != fid)
+			continue;
+		braid_dlist_remove(&e->node);
+		eq->count--;
+		free(e);
+	}
+	eq_update_fd_locked(eq);
+	pthread_mutex_unlock(&eq->lock);
+}
+
+void braid_eq_add_cm(struct braid_eq *eq, struct braid_cm_obj *obj)
+{
+	pthread_mutex_lock(&eq->cm_lock);
+	braid_dlist_insert_tail(&obj->node, &eq->cm_objs);
+	if (eq->epfd >= 0 && obj->fd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = obj->fd };
+
+		(void)epoll_ctl(eq->epfd, EPOLL_CTL_ADD, obj->fd, &ev);
+	}
+	pthread_mutex_unlock(&eq->cm_lock);
+}
+
+void braid_eq_del_cm(struct braid_eq *eq, struct braid_cm_obj *obj)
+{
+	pthread_mutex_lock(&eq->cm_lock);
+	braid_dlist_remove(&obj->node);
+	if (eq->epfd >= 0 && obj->fd >= 0)
+		(void)epoll_ctl(eq->epfd, EPOLL_CTL_DEL, obj->fd, NULL);
+	pthread_mutex_unlock(&eq->cm_lock);
+}
+
+/*
+ * Connection management progresses when the EQ is read (control progress is
+ * manual): every passive endpoint and MSG endpoint bound to the EQ takes its
+ * CM messages and runs its retransmission timers. Called without eq->lock.
+ */
+void braid_eq_progress(struct braid_eq *eq)
+{
+	struct braid_dlist *it;
+
+	pthread_mutex_lock(&eq->cm_lock);
+	for (it = eq->cm_objs.next; it != &eq->cm_objs; it = it->next) {
+		struct braid_cm_obj *obj = braid_container_of(it, struct braid_cm_obj, node);
+
+		obj->progress(obj);
+	}
+	pthread_mutex_unlock(&eq->cm_lock);
+}
+
+/* Sleep until a CM socket or the EQ's own fd is readable, at most @ms. */
+static void eq_wait_fds(struct braid_eq *eq, int ms)
+{
+	struct pollfd fds[64];
+	struct braid_dlist *it;
+	nfds_t n = 0;
+
+	if (eq->evfd >= 0)
+		fds[n++] = (struct pollfd){ .fd = eq->evfd, .events = POLLIN };
+	pthread_mutex_lock(&eq->cm_lock);
+	for (it = eq->cm_objs.next; it != &eq->cm_objs && n < 64; it = it->next) {
+		struct braid_cm_obj *obj = braid_container_of(it, struct braid_cm_obj, node);
+
+		if (obj->fd >= 0)
+			fds[n++] = (struct pollfd){ .fd = obj->fd, .events = POLLIN };
+	}
+	pthread_mutex_unlock(&eq->cm_lock);
+	(void)poll(fds, n, ms);
 }
 
 /* Keep the eventfd readable exactly while entries are queued (caller holds the lock). */
@@ -102,6 +191,7 @@ static ssize_t eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t
 
 	if (flags & ~FI_PEEK)
 		return -FI_EBADFLAGS;
+	braid_eq_progress(eq);
 	pthread_mutex_lock(&eq->lock);
 	ret = eq_read_locked(eq, event, buf, len, flags);
 	pthread_mutex_unlock(&eq->lock);
@@ -120,6 +210,7 @@ static ssize_t eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf, ui
 		return -FI_EINVAL;
 	if (flags & ~FI_PEEK)
 		return -FI_EBADFLAGS;
+	braid_eq_progress(eq);
 	pthread_mutex_lock(&eq->lock);
 	if (braid_dlist_empty(&eq->entries)) {
 		pthread_mutex_unlock(&eq->lock);
@@ -131,13 +222,21 @@ static ssize_t eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf, ui
 		return -FI_EAGAIN;
 	}
 	memcpy(&err, e->data, sizeof(err));
-	/* fi_eq(3): from API 1.5 the caller supplies err_data/err_data_size */
+	/* fi_eq(3): from API 1.5 the caller supplies err_data/err_data_size;
+	 * the entry's own error data (a reject's private data) follows it */
 	user_data = buf->err_data;
 	user_data_size = buf->err_data_size;
 	*buf = err;
 	buf->err_data = user_data;
 	buf->err_data_size = 0;
-	(void)user_data_size;
+	if (e->len > sizeof(err) && user_data && user_data_size) {
+		size_t n = e->len - sizeof(err);
+
+		if (n > user_data_size)
+			n = user_data_size;
+		memcpy(user_data, e->data + sizeof(err), n);
+		buf->err_data_size = n;
+	}
 	if (!(flags & FI_PEEK)) {
 		braid_dlist_remove(&e->node);
 		eq->count--;
@@ -166,36 +265,33 @@ static ssize_t eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_
 			int timeout, uint64_t flags)
 {
 	struct braid_eq *eq = braid_container_of(eq_fid, struct braid_eq, eq_fid);
-	struct timespec deadline;
+	uint64_t start = braid_now_ns();
 	ssize_t ret;
 
 	if (!eq->has_wait)
 		return -FI_EINVAL;
 	if (flags & ~FI_PEEK)
 		return -FI_EBADFLAGS;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	if (timeout > 0) {
-		deadline.tv_sec += timeout / 1000;
-		deadline.tv_nsec += (long)(timeout % 1000) * 1000000L;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
-	}
-	pthread_mutex_lock(&eq->lock);
 	for (;;) {
+		int slice = 10;
+
+		braid_eq_progress(eq);
+		pthread_mutex_lock(&eq->lock);
 		ret = eq_read_locked(eq, event, buf, len, flags);
+		pthread_mutex_unlock(&eq->lock);
 		if (ret != -FI_EAGAIN || timeout == 0)
-			break;
-		if (timeout < 0) {
-			pthread_cond_wait(&eq->cond, &eq->lock);
-		} else if (pthread_cond_timedwait(&eq->cond, &eq->lock, &deadline) == ETIMEDOUT) {
-			ret = eq_read_locked(eq, event, buf, len, flags);
-			break;
+			return ret;
+		if (timeout > 0) {
+			uint64_t spent = (braid_now_ns() - start) / 1000000;
+
+			if (spent >= (uint64_t)timeout)
+				return -FI_EAGAIN;
+			if ((uint64_t)slice > timeout - spent)
+				slice = (int)(timeout - spent);
 		}
+		/* CM retransmissions run on progress: wake at least every 10 ms */
+		eq_wait_fds(eq, slice);
 	}
-	pthread_mutex_unlock(&eq->lock);
-	return ret;
 }
 
 static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
@@ -213,7 +309,7 @@ static int eq_control(struct fid *fid, int command, void *arg)
 		if (!arg)
 			return -FI_EINVAL;
 		if (eq->wait_obj == FI_WAIT_FD) {
-			*(int *)arg = eq->evfd;
+			*(int *)arg = eq->epfd;
 			return 0;
 		}
 		if (eq->wait_obj == FI_WAIT_MUTEX_COND) {
@@ -276,11 +372,21 @@ int braid_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	if (!eq)
 		return -FI_ENOMEM;
 	eq->evfd = -1;
+	eq->epfd = -1;
 	eq->wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_FD : attr->wait_obj;
 	eq->has_wait = eq->wait_obj != FI_WAIT_NONE;
 	if (eq->wait_obj == FI_WAIT_FD) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
 		eq->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (eq->evfd < 0) {
+		eq->epfd = epoll_create1(EPOLL_CLOEXEC);
+		ev.data.fd = eq->evfd;
+		if (eq->evfd < 0 || eq->epfd < 0 ||
+		    epoll_ctl(eq->epfd, EPOLL_CTL_ADD, eq->evfd, &ev)) {
+			if (eq->evfd >= 0)
+				close(eq->evfd);
+			if (eq->epfd >= 0)
+				close(eq->epfd);
 			free(eq);
 			return -FI_ENOMEM;
 		}
@@ -289,7 +395,9 @@ int braid_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	eq->fabric = fab;
 	pthread_mutex_init(&eq->lock, NULL);
 	pthread_cond_init(&eq->cond, NULL);
+	pthread_mutex_init(&eq->cm_lock, NULL);
 	braid_dlist_init(&eq->entries);
+	braid_dlist_init(&eq->cm_objs);
 	atomic_init(&eq->ref, 0);
 	atomic_fetch_add(&fab->ref, 1);
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;

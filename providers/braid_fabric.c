@@ -55,6 +55,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 
 			if (!eq->has_wait)
 				return -FI_EINVAL;
+			braid_eq_progress(eq);
 			pthread_mutex_lock(&eq->lock);
 			busy = eq->count > 0;
 			pthread_mutex_unlock(&eq->lock);
@@ -72,7 +73,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 static int fabric_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 			     struct fid_pep **pep, void *context)
 {
-	return -FI_ENOSYS;
+	return braid_pep_open(fabric, info, pep, context);
 }
 
 static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,

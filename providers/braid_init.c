@@ -68,8 +68,15 @@ static void braid_init_env(void)
 			"(default: %zu)", braid_cfg.unexp_bytes);
 	fi_param_define(&braid_prov, "peer_timeout_ms", FI_PARAM_INT,
 			"RDM: a peer that answers nothing for this long fails its "
-			"pending operations with FI_EHOSTUNREACH. (default: %d)",
+			"pending operations with FI_EHOSTUNREACH. MSG: how long "
+			"fi_connect and fi_accept wait for the other side before an "
+			"FI_ETIMEDOUT error event. (default: %d)",
 			braid_cfg.peer_timeout_ms);
+	fi_param_define(&braid_prov, "rc_port", FI_PARAM_INT,
+			"MSG (RoCEv2 RC): the UDP port RoCEv2 packets are received on; "
+			"0 means 4791, the RoCEv2 port, when it is free on the "
+			"address, else any free port (peers learn it in the "
+			"handshake). (default: %d)", braid_cfg.rc_port);
 
 	if (!fi_param_get_str(&braid_prov, "wire", &str) && str && *str)
 		braid_cfg.wire = str;
@@ -96,6 +103,8 @@ static void braid_init_env(void)
 		braid_cfg.unexp_bytes = sz;
 	if (!fi_param_get_int(&braid_prov, "peer_timeout_ms", &val) && val > 0)
 		braid_cfg.peer_timeout_ms = val;
+	if (!fi_param_get_int(&braid_prov, "rc_port", &val) && val >= 0 && val < 65536)
+		braid_cfg.rc_port = val;
 }
 
 FI_EXT_INI

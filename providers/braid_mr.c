@@ -39,6 +39,9 @@ static int mr_random_key(struct braid_domain *dom, uint64_t *key)
 	for (tries = 0; tries < 16; tries++) {
 		if (getrandom(key, sizeof(*key), 0) != sizeof(*key))
 			*key = dom->mr_next_key++ * 0x9e3779b97f4a7c15ULL;
+		/* a RoCEv2 R_Key is 32 bits (mr_key_size 4 on MSG domains) */
+		if (dom->info->domain_attr->mr_key_size == 4)
+			*key &= 0xffffffffULL;
 		if (*key && !braid_map_get(&dom->mr_keys, *key))
 			return 0;
 	}
@@ -84,6 +87,8 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	} else {
 		mr->key = attr->requested_key;
 		ret = braid_map_get(&dom->mr_keys, mr->key) ? -FI_ENOKEY : 0;
+		if (dom->info->domain_attr->mr_key_size == 4 && mr->key > UINT32_MAX)
+			ret = -FI_EKEYREJECTED;
 	}
 	if (!ret)
 		ret = braid_map_insert(&dom->mr_keys, mr->key, mr);

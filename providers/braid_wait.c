@@ -227,6 +227,8 @@ int braid_epset_timer_ms(struct braid_epset *set)
 
 		if (ep->rd && braid_rd_next_deadline(ep->rd) < first)
 			first = braid_rd_next_deadline(ep->rd);
+		if (ep->msg && braid_msg_next_deadline(ep) < first)
+			first = braid_msg_next_deadline(ep);
 	}
 	if (first == UINT64_MAX)
 		return -1;

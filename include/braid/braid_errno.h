@@ -18,7 +18,11 @@
 	X(BRAID_PERR_PEER_RESTARTED,	5, "the peer restarted (new incarnation); operations of the old one were failed") \
 	X(BRAID_PERR_BAD_ADDR,		6, "destination fi_addr is not in the address vector") \
 	X(BRAID_PERR_REMOTE_ACCESS,	7, "remote access error: bad key, bounds or permission") \
-	X(BRAID_PERR_SHUTDOWN,		8, "endpoint closed with the operation pending")
+	X(BRAID_PERR_SHUTDOWN,		8, "endpoint closed with the operation pending") \
+	X(BRAID_PERR_RC_RETRY,		9, "RC: the transport retry count was exceeded (no ACK from the peer)") \
+	X(BRAID_PERR_RC_RNR,		10, "RC: the receiver-not-ready retry count was exceeded (no receive posted)") \
+	X(BRAID_PERR_RC_INVALID,	11, "RC: the peer refused the request as invalid") \
+	X(BRAID_PERR_RC_FLUSHED,	12, "RC: flushed: the queue pair is in error or was shut down")
 
 enum braid_prov_errno {
 #define BRAID_X_ENUM(name, value, msg) name = value,

@@ -84,6 +84,14 @@ static int udp_socket(const struct sockaddr_in *addr, int sockbuf, struct sockad
 	}
 	/* learn ECN marks (IP_RECVTOS) so the engine can see congestion */
 	(void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+	/* never fragment (every packet is sized to the path MTU), which also makes
+	 * the kernel send IP ID 0 on this unconnected socket: the RoCEv2 ICRC
+	 * covers the IP ID and both ends compute it with 0 (protocol.md §5.1) */
+	{
+		int pmtu = IP_PMTUDISC_DO;
+
+		(void)setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	}
 	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
 		ret = -errno;
 		close(fd);

@@ -86,3 +86,92 @@ Test(braid_dgram_hdr_decode, random_bytes_never_crash)
 	}
 	cr_assert_lt(ok, 100000, "random bytes are mostly rejected");
 }
+
+/* ---- CM (§6.2) ---- */
+
+static size_t cm_build(uint8_t *buf, const struct braid_cm_view *v, const char *pdata)
+{
+	braid_cm_write((struct braid_cm_hdr *)buf, 4242, v);
+	memcpy(buf + sizeof(struct braid_cm_hdr), pdata, v->pdata_len);
+	return sizeof(struct braid_cm_hdr) + v->pdata_len;
+}
+
+Test(braid_cm_decode, roundtrip_every_kind)
+{
+	uint8_t buf[sizeof(struct braid_cm_hdr) + BRAID_CM_DATA_MAX];
+	struct braid_cm_view v = { .status = 0, .conn_id = 0x0102030405060708ULL, .qpn = 0xabcdef,
+				   .psn = 0x123456, .mtu = 4096, .rc_port = 4791, .pdata_len = 5 };
+	struct braid_cm_view d;
+	int k;
+
+	for (k = BRAID_CM_REQ; k < BRAID_CM_KIND_MAX; k++) {
+		size_t len;
+
+		v.kind = (uint8_t)k;
+		len = cm_build(buf, &v, "hello");
+		cr_assert_eq(len, 45);
+		cr_assert_eq(braid_cm_decode(buf, len, &d), 0, "kind %d", k);
+		cr_assert_eq(d.kind, k);
+		cr_assert_eq(d.src_port, 4242);
+		cr_assert_eq(d.conn_id, v.conn_id);
+		cr_assert_eq(d.qpn, 0xabcdef);
+		cr_assert_eq(d.psn, 0x123456);
+		cr_assert_eq(d.mtu, 4096);
+		cr_assert_eq(d.rc_port, 4791);
+		cr_assert_eq(d.pdata_len, 5);
+		cr_assert_arr_eq(d.pdata, "hello", 5);
+	}
+	/* network byte order on the wire */
+	cr_assert_eq(buf[2], BRAID_PKT_CM);
+	cr_assert_eq(buf[8], BRAID_CM_DREP);
+	cr_assert_eq(buf[16], 0x01);
+	cr_assert_eq(buf[23], 0x08);
+	cr_assert_eq(buf[25], 0xab);
+	cr_assert_eq(buf[27], 0xef);
+	cr_assert_eq(buf[36], 4791 >> 8);
+}
+
+Test(braid_cm_decode, rejects_malformed)
+{
+	uint8_t buf[sizeof(struct braid_cm_hdr) + BRAID_CM_DATA_MAX + 8];
+	struct braid_cm_view v = { .kind = BRAID_CM_REQ, .conn_id = 7, .qpn = 1, .psn = 2,
+				   .mtu = 1024, .rc_port = 4791, .pdata_len = 3 };
+	struct braid_cm_view d;
+	size_t len = cm_build(buf, &v, "abc"), i;
+
+	cr_assert_eq(braid_cm_decode(buf, len, &d), 0);
+	/* truncated anywhere, or a byte too long */
+	for (i = 0; i < len; i++)
+		cr_assert_lt(braid_cm_decode(buf, i, &d), 0, "length %zu", i);
+	cr_assert_lt(braid_cm_decode(buf, len + 1, &d), 0);
+	/* unknown kinds */
+	buf[8] = 0;
+	cr_assert_lt(braid_cm_decode(buf, len, &d), 0);
+	buf[8] = BRAID_CM_KIND_MAX;
+	cr_assert_lt(braid_cm_decode(buf, len, &d), 0);
+	/* private data over the limit */
+	v.pdata_len = BRAID_CM_DATA_MAX + 1;
+	memset(buf, 0, sizeof(buf));
+	braid_cm_write((struct braid_cm_hdr *)buf, 1, &v);
+	cr_assert_lt(braid_cm_decode(buf, sizeof(struct braid_cm_hdr) + v.pdata_len, &d), 0);
+	/* REQ/REP need an IB MTU and an RC port; a 25-bit QPN is refused */
+	v.pdata_len = 0;
+	v.mtu = 1500;
+	braid_cm_write((struct braid_cm_hdr *)buf, 1, &v);
+	cr_assert_lt(braid_cm_decode(buf, sizeof(struct braid_cm_hdr), &d), 0);
+	v.kind = BRAID_CM_RTU;	/* RTU carries no MTU */
+	braid_cm_write((struct braid_cm_hdr *)buf, 1, &v);
+	cr_assert_eq(braid_cm_decode(buf, sizeof(struct braid_cm_hdr), &d), 0);
+	v.kind = BRAID_CM_REP;
+	v.mtu = 2048;
+	v.rc_port = 0;
+	braid_cm_write((struct braid_cm_hdr *)buf, 1, &v);
+	cr_assert_lt(braid_cm_decode(buf, sizeof(struct braid_cm_hdr), &d), 0);
+	v.rc_port = 9;
+	v.qpn = 0x1000000;
+	braid_cm_write((struct braid_cm_hdr *)buf, 1, &v);
+	cr_assert_lt(braid_cm_decode(buf, sizeof(struct braid_cm_hdr), &d), 0);
+	/* an RD packet is not a CM packet */
+	braid_rd_cts_write((struct braid_rd_cts_hdr *)buf, 1, 1, 1, 1);
+	cr_assert_lt(braid_cm_decode(buf, sizeof(struct braid_rd_cts_hdr), &d), 0);
+}

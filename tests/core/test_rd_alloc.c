@@ -4,42 +4,7 @@
 
 #include "rd_direct.h"
 
-/* glibc's own entry points, so the counters below can wrap them */
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-
-static atomic_long allocs;
-static atomic_int counting;
-
-void *malloc(size_t n)
-{
-	if (atomic_load(&counting))
-		atomic_fetch_add(&allocs, 1);
-	return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t m)
-{
-	if (atomic_load(&counting))
-		atomic_fetch_add(&allocs, 1);
-	return __libc_calloc(n, m);
-}
-
-void *realloc(void *p, size_t n)
-{
-	if (atomic_load(&counting))
-		atomic_fetch_add(&allocs, 1);
-	return __libc_realloc(p, n);
-}
-
-void *aligned_alloc(size_t a, size_t n)
-{
-	if (atomic_load(&counting))
-		atomic_fetch_add(&allocs, 1);
-	return __libc_memalign(a, n);
-}
+#include "malloc_count.h"
 
 static void exchange(struct direct *d, int rounds, size_t size)
 {

@@ -123,9 +123,25 @@ Test(fi_getinfo, caps_source_echoed)
 	fi_freeinfo(hints);
 }
 
-Test(fi_getinfo, ep_msg)
+/* FI_EP_MSG (RoCEv2 RC) needs FI_RX_CQ_DATA: hints that allow no mode get none */
+Test(fi_getinfo, ep_msg_needs_rx_cq_data_mode)
 {
-	expect_nodata(pt_hints(FI_EP_MSG), "FI_EP_MSG");
+	struct fi_info *hints = pt_hints(FI_EP_MSG), *info, *cur;
+	int ret, n = 0;
+
+	expect_nodata(pt_hints(FI_EP_MSG), "FI_EP_MSG with mode 0");
+	hints->mode = FI_RX_CQ_DATA;
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo(FI_EP_MSG, FI_RX_CQ_DATA) = %d", ret);
+	for (cur = info; cur; cur = cur->next) {
+		cr_expect_eq(cur->ep_attr->type, FI_EP_MSG);
+		cr_expect_eq(cur->mode, FI_RX_CQ_DATA);
+		cr_expect(cur->caps & FI_RMA);
+		n += pt_is_plain_braid(cur);
+	}
+	cr_expect_gt(n, 0);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
 }
 
 /* braid's own FI_EP_RDM (the RD engine), with honest attributes; "braid;ofi_rxd" is listed too. */

@@ -1,0 +1,261 @@
+/* braid_rc.h: the RoCEv2 RC engine's interface: one queue pair, sans-I/O, packets and time in, packets and completions out. */
+#ifndef BRAID_RC_H
+#define BRAID_RC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "braid_roce.h"
+
+/*
+ * A competent RoCEv2 reliable connection (IBTA vol. 1 ch. 9), as a NIC runs
+ * it, for comparison with the RD engine: one QP per connection, one path (the
+ * caller sends every packet from one UDP source port), strict in-order
+ * acceptance, a PSN sequence error NAK on the first gap and go-back-N from
+ * the NAKed PSN, a local ACK timeout with a retry count, RNR NAK when no
+ * receive is posted (with RNR retry), coalesced ACKs carrying the MSN.
+ * Operations: SEND (with immediate), RDMA WRITE (with immediate), RDMA READ.
+ * Wire format: docs/protocol.md §5 (braid_roce.h).
+ *
+ *   loop:
+ *     braid_rc_input(qp, bytes, len, now)        for each packet received
+ *     braid_rc_timer(qp, now)                    when now >= braid_rc_next_deadline(qp)
+ *     n = braid_rc_output(qp, now, out, max)     transmit out[0..n) to the peer
+ *     n = braid_rc_poll(qp, comps, max)          report completions
+ *
+ * The engine opens no socket, reads no clock, starts no thread and allocates
+ * nothing after braid_rc_open().
+ */
+
+#define BRAID_RC_IOV_MAX	4
+
+/* braid_rc_config.access / braid_rc_mr_check access bits */
+#define BRAID_RC_ACCESS_REMOTE_WRITE	(1u << 0)
+#define BRAID_RC_ACCESS_REMOTE_READ	(1u << 1)
+
+/**
+ * braid_rc_mr_check_fn - the target side's memory-key check: is
+ * [@addr, @addr + @len) inside a region registered with @rkey allowing
+ * @access? On success *@ptr is where @addr is in this process.
+ * Return: 0 or a negative FI_E* value (-FI_EACCES, -FI_EINVAL).
+ */
+typedef int (*braid_rc_mr_check_fn)(void *ctx, uint32_t rkey, uint64_t addr, size_t len,
+				    uint32_t access, void **ptr);
+
+/** struct braid_rc_config - one QP's parameters (braid_rc_config_default() fills the tunables). */
+struct braid_rc_config {
+	/**
+	 * @addr: the IPv4/UDP addresses of the packets this QP sends (src: local
+	 * IP and the QP's source port; dst: the peer's IP and RoCEv2 port), host
+	 * order: the ICRC covers them.
+	 */
+	struct braid_roce_addr addr;
+	/**
+	 * @rx_addr: those of the packets it receives (src: the peer's IP and its
+	 * QP's source port; dst: our IP and RoCEv2 receive port). RoCEv2 is
+	 * asymmetric (per-QP source ports, one destination port), so this is
+	 * not @addr reversed; all zero: @addr reversed (symmetric tests).
+	 */
+	struct braid_roce_addr rx_addr;
+	/** @local_qpn, @remote_qpn: 24-bit QP numbers (BTH.DestQP of what we receive / send). */
+	uint32_t local_qpn, remote_qpn;
+	/** @sq_psn: first PSN we send; @rq_psn: first PSN we expect. */
+	uint32_t sq_psn, rq_psn;
+	/** @pkey: partition key (0xffff). */
+	uint16_t pkey;
+	/** @mtu: payload bytes per packet: 256, 512, 1024, 2048 or 4096 (the path MTU). */
+	uint32_t mtu;
+	/** @max_send_wr, @max_recv_wr: work queue depths. */
+	uint32_t max_send_wr, max_recv_wr;
+	/** @max_rd_atomic: RDMA READs we may have outstanding at the responder. */
+	uint32_t max_rd_atomic;
+	/** @max_dest_rd_atomic: READ requests we keep state for as responder. */
+	uint32_t max_dest_rd_atomic;
+	/** @max_msg_size: largest message (<= 2 GiB). */
+	uint64_t max_msg_size;
+	/** @inject_size: largest BRAID_RC_INJECT payload (copied at post time). */
+	uint32_t inject_size;
+	/** @timeout_ns: local ACK timeout (IBTA's 4.096 us * 2^timeout, as a time). */
+	uint64_t timeout_ns;
+	/** @retry_cnt: retransmissions after timeouts or NAKs before the QP fails (0..7). */
+	uint32_t retry_cnt;
+	/** @rnr_retry: retries after RNR NAKs (0..6; 7 = forever, as IBTA says). */
+	uint32_t rnr_retry;
+	/** @min_rnr_timer_ns: the RNR timer we ask the peer to wait (rounded up to a Table 45 code). */
+	uint64_t min_rnr_timer_ns;
+	/** @ack_coalesce: acknowledge at least every this many packets received... */
+	uint32_t ack_coalesce;
+	/** @ack_delay_ns: ...or this long after the first unacknowledged one. */
+	uint64_t ack_delay_ns;
+	/** @mr_check, @mr_ctx: the memory-key check for RDMA WRITE and READ targeting us. */
+	braid_rc_mr_check_fn mr_check;
+	void *mr_ctx;
+};
+
+/** braid_rc_config_default() - tunables (timeouts, depths, MTU 4096); addresses and QPNs zero. */
+void braid_rc_config_default(struct braid_rc_config *cfg);
+
+enum braid_rc_op {
+	BRAID_RC_OP_SEND,
+	BRAID_RC_OP_WRITE,
+	BRAID_RC_OP_READ,
+};
+
+/* braid_rc_wr.flags / braid_rc_recv.flags */
+#define BRAID_RC_IMM		(1u << 0)	/* SEND/WRITE: carry @imm (ImmDt) */
+#define BRAID_RC_INJECT		(1u << 1)	/* copy the payload at post time */
+#define BRAID_RC_NO_COMP	(1u << 2)	/* success completion marked BRAID_RC_COMP_SILENT */
+#define BRAID_RC_SOLICITED	(1u << 3)	/* BTH.SE on the last packet */
+
+/** struct braid_rc_wr - a send work request. */
+struct braid_rc_wr {
+	enum braid_rc_op op;
+	/** @iov: local buffers (READ: where the data lands). */
+	const struct iovec *iov;
+	size_t iov_count;
+	/** @raddr, @rkey: WRITE/READ target. */
+	uint64_t raddr;
+	uint32_t rkey;
+	/** @imm: immediate data (BRAID_RC_IMM). */
+	uint32_t imm;
+	uint32_t flags;
+	void *context;
+};
+
+/** struct braid_rc_recv - a receive work request. */
+struct braid_rc_recv {
+	const struct iovec *iov;
+	size_t iov_count;
+	uint32_t flags;		/* BRAID_RC_NO_COMP */
+	void *context;
+};
+
+/* braid_rc_comp.flags */
+#define BRAID_RC_COMP_SEND		(1u << 0)
+#define BRAID_RC_COMP_WRITE		(1u << 1)
+#define BRAID_RC_COMP_READ		(1u << 2)
+#define BRAID_RC_COMP_RECV		(1u << 3)	/* a SEND arrived into a posted receive */
+#define BRAID_RC_COMP_REMOTE_WRITE	(1u << 4)	/* a WRITE with immediate consumed a receive */
+#define BRAID_RC_COMP_IMM		(1u << 5)	/* @imm is valid */
+#define BRAID_RC_COMP_SILENT		(1u << 6)
+
+/** struct braid_rc_comp - a finished work request. */
+struct braid_rc_comp {
+	void *context;
+	uint32_t flags;
+	/**
+	 * @err: 0, or a positive FI_E* value: FI_ETRUNC (receive too small),
+	 * FI_ETIMEDOUT (retry count exceeded), FI_ENORX (RNR retry exceeded),
+	 * FI_EACCES (the remote refused the key/range), FI_EINVAL (remote
+	 * invalid request), FI_ECANCELED (flushed: the QP is in error or closed).
+	 */
+	int err;
+	/** @len: bytes sent / received / written / read. */
+	size_t len;
+	/** @olen: FI_ETRUNC: bytes that did not fit. */
+	size_t olen;
+	/** @buf: receive: the start of its buffer. */
+	void *buf;
+	uint32_t imm;
+};
+
+/** struct braid_rc_out - one packet to transmit: @hdr, the payload iovs, then @trailer (pad + ICRC). */
+struct braid_rc_out {
+	uint8_t hdr[BRAID_ROCE_MAX_HDR];
+	uint16_t hdr_len;
+	struct iovec payload[BRAID_RC_IOV_MAX + 1];
+	int payload_iovcnt;
+	size_t payload_len;
+	uint8_t trailer[BRAID_ROCE_MAX_TRAILER];
+	uint16_t trailer_len;
+};
+
+/* reasons a received packet is dropped (braid_rc_stats.drops) */
+enum braid_rc_drop {
+	BRAID_RC_DROP_MALFORMED = 0,	/* braid_roce_parse() refused it */
+	BRAID_RC_DROP_ICRC,		/* ICRC mismatch */
+	BRAID_RC_DROP_QP,		/* BTH.DestQP is not this QP */
+	BRAID_RC_DROP_PKEY,		/* partition key mismatch */
+	BRAID_RC_DROP_OUT_OF_WINDOW,	/* PSN neither expected, a duplicate nor a NAKable gap */
+	BRAID_RC_DROP_DUPLICATE,	/* a request PSN already executed (re-ACKed, counted) */
+	BRAID_RC_DROP_SEQ,		/* a request beyond the expected PSN (NAK sent once) */
+	BRAID_RC_DROP_STATE,		/* the QP is in error/closed, or a response nobody waits for */
+	BRAID_RC_DROP_MAX
+};
+
+/** struct braid_rc_stats - counters (monotonic). */
+struct braid_rc_stats {
+	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+	/** @retx_pkts: packets sent again (go-back-N resends everything from the restart PSN). */
+	uint64_t retx_pkts, retx_bytes;
+	uint64_t acks_tx, acks_rx;
+	uint64_t naks_seq_tx, naks_seq_rx;	/* PSN sequence error NAKs */
+	uint64_t rnr_naks_tx, rnr_naks_rx;
+	uint64_t naks_other_tx, naks_other_rx;	/* access / invalid request */
+	uint64_t timeouts;			/* local ACK timeouts */
+	uint64_t drops[BRAID_RC_DROP_MAX];
+};
+
+struct braid_rc_qp;
+
+/**
+ * braid_rc_open() - create a QP in RTS (ready to send) with @cfg (copied).
+ * Return: 0, -FI_EINVAL (bad config: MTU not an IB MTU, zero depths, QPN
+ * over 24 bits, ...), -FI_ENOMEM.
+ */
+int braid_rc_open(const struct braid_rc_config *cfg, struct braid_rc_qp **qp);
+
+/** braid_rc_close() - free the QP; outstanding work requests are dropped without completions. */
+void braid_rc_close(struct braid_rc_qp *qp);
+
+/**
+ * braid_rc_post_send() - queue a work request.
+ * Return: 0; -FI_EAGAIN (send queue full); -FI_EMSGSIZE (beyond
+ * max_msg_size, or inject_size with BRAID_RC_INJECT); -FI_EINVAL;
+ * -FI_EOPBADSTATE once the QP is in error (braid_rc_error()).
+ */
+int braid_rc_post_send(struct braid_rc_qp *qp, const struct braid_rc_wr *wr, uint64_t now);
+
+/** braid_rc_post_recv() - post a receive: 0, -FI_EAGAIN, -FI_EINVAL, -FI_EOPBADSTATE. */
+int braid_rc_post_recv(struct braid_rc_qp *qp, const struct braid_rc_recv *rr);
+
+/**
+ * braid_rc_input() - one received packet (the UDP payload: BTH ... ICRC).
+ * Return: 0 when used, or -(enum braid_rc_drop + 1) (also counted).
+ */
+int braid_rc_input(struct braid_rc_qp *qp, const void *pkt, size_t len, uint64_t now);
+
+/** braid_rc_output() - up to @max packets to transmit now, in order. Return: how many. */
+int braid_rc_output(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_out *out, int max);
+
+/** braid_rc_next_deadline() - when braid_rc_timer() next has work (UINT64_MAX: none). */
+uint64_t braid_rc_next_deadline(const struct braid_rc_qp *qp);
+
+/** braid_rc_timer() - run the timers due at @now: ACK timeout, RNR wait, delayed ACK. */
+void braid_rc_timer(struct braid_rc_qp *qp, uint64_t now);
+
+/** braid_rc_poll() - take up to @max completions (one per work request). Return: how many. */
+int braid_rc_poll(struct braid_rc_qp *qp, struct braid_rc_comp *comps, int max);
+
+/**
+ * braid_rc_flush() - move the QP to the error state: every outstanding send
+ * and receive completes with FI_ECANCELED; nothing more is sent but a final
+ * ACK of what was received. Used at shutdown.
+ */
+void braid_rc_flush(struct braid_rc_qp *qp);
+
+/** braid_rc_error() - 0 while the QP works, else the positive FI_E* that moved it to error. */
+int braid_rc_error(const struct braid_rc_qp *qp);
+
+/** braid_rc_pending() - true while sends are unacknowledged or packets wait to go out. */
+bool braid_rc_pending(const struct braid_rc_qp *qp);
+
+/** braid_rc_get_stats() - the QP's counters. */
+const struct braid_rc_stats *braid_rc_get_stats(const struct braid_rc_qp *qp);
+
+/** braid_rc_drop_str() - a short name for a drop reason. */
+const char *braid_rc_drop_str(enum braid_rc_drop reason);
+
+#endif /* BRAID_RC_H */

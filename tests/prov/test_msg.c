@@ -1,0 +1,505 @@
+/* test_msg.c: FI_EP_MSG (RoCEv2 RC) through the public API: fi_info, the connection handshake, messages, RMA, refusal, time-outs and shutdown. */
+#include "prov_test.h"
+
+#include <rdma/fi_rma.h>
+
+/* Both sides of one connection in this process, on 127.0.0.1, one domain (so
+ * both QPs share the domain's RoCEv2 port and are told apart by QPN). */
+struct mpair {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *seq, *ceq;	/* server's, client's */
+	struct fid_pep *pep;
+	struct sockaddr_in listen;
+	struct fid_ep *sep, *cep;	/* accepted and active endpoints */
+	struct fid_cq *scq, *ccq;
+};
+
+static struct fi_info *msg_info(void)
+{
+	struct fi_info *hints = pt_hints(FI_EP_MSG), *info = NULL;
+	int ret;
+
+	hints->caps = FI_MSG | FI_RMA;
+	hints->mode = FI_RX_CQ_DATA | FI_CONTEXT;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &info);
+	fi_freeinfo(hints);
+	cr_assert_eq(ret, 0, "fi_getinfo(braid, msg) = %d (%s)", ret, fi_strerror(-ret));
+	cr_assert(pt_is_plain_braid(info));
+	cr_assert_eq(info->ep_attr->type, FI_EP_MSG);
+	return info;
+}
+
+static struct fid_eq *eq_open(struct fid_fabric *fabric)
+{
+	struct fi_eq_attr attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_eq *eq = NULL;
+
+	cr_assert_eq(fi_eq_open(fabric, &attr, &eq, NULL), 0);
+	return eq;
+}
+
+/* Wait for @want on @eq (driving the other side's EQ too); returns the bytes read. */
+static ssize_t eq_expect(struct fid_eq *eq, struct fid_eq *other, uint32_t want,
+			 struct fi_eq_cm_entry *e, size_t len)
+{
+	long deadline = pt_now_ms() + 5000;
+	uint32_t event = 0;
+	ssize_t ret;
+
+	do {
+		if (other) {
+			uint8_t junk[sizeof(struct fi_eq_cm_entry) + 256];
+			uint32_t ev;
+
+			ret = fi_eq_read(other, &ev, junk, sizeof(junk), FI_PEEK);
+			(void)ret;
+		}
+		ret = fi_eq_sread(eq, &event, e, len, 20, 0);
+	} while (ret == -FI_EAGAIN && pt_now_ms() < deadline);
+	if (ret == -FI_EAVAIL) {
+		struct fi_eq_err_entry err = { 0 };
+
+		cr_assert_eq(fi_eq_readerr(eq, &err, 0), sizeof(err));
+		cr_assert_fail("error event %d (%s) instead of %u", err.err, fi_strerror(err.err), want);
+	}
+	cr_assert_gt(ret, 0, "fi_eq_sread = %zd (%s) waiting for event %u", ret,
+		     fi_strerror((int)-ret), want);
+	cr_assert_eq(event, want, "event %u, want %u", event, want);
+	return ret;
+}
+
+static void ep_setup(struct mpair *p, struct fid_ep *ep, struct fid_eq *eq, struct fid_cq *cq)
+{
+	cr_assert_eq(fi_ep_bind(ep, &eq->fid, 0), 0);
+	cr_assert_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	cr_assert_eq(fi_enable(ep), 0);
+}
+
+static void pair_open(struct mpair *p)
+{
+	size_t len = sizeof(p->listen);
+
+	memset(p, 0, sizeof(*p));
+	p->info = msg_info();
+	cr_assert_eq(fi_fabric(p->info->fabric_attr, &p->fabric, NULL), 0);
+	cr_assert_eq(fi_domain(p->fabric, p->info, &p->domain, NULL), 0);
+	p->seq = eq_open(p->fabric);
+	p->ceq = eq_open(p->fabric);
+	p->scq = pt_cq_open(p->domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
+	p->ccq = pt_cq_open(p->domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
+	cr_assert_eq(fi_passive_ep(p->fabric, p->info, &p->pep, NULL), 0);
+	cr_assert_eq(fi_pep_bind(p->pep, &p->seq->fid, 0), 0);
+	cr_assert_eq(fi_listen(p->pep), 0);
+	cr_assert_eq(fi_getname(&p->pep->fid, &p->listen, &len), 0);
+	cr_assert_neq(p->listen.sin_port, 0);
+	cr_assert_eq(fi_endpoint(p->domain, p->info, &p->cep, NULL), 0);
+	ep_setup(p, p->cep, p->ceq, p->ccq);
+}
+
+/* Connect with @cpd, accept with @spd; both sides see FI_CONNECTED. */
+static void pair_connect(struct mpair *p, const char *cpd, const char *spd, void (*before_accept)(struct mpair *))
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	ssize_t n;
+
+	cr_assert_eq(fi_connect(p->cep, &p->listen, cpd, strlen(cpd) + 1), 0);
+	n = eq_expect(p->seq, NULL, FI_CONNREQ, e, sizeof(buf));
+	cr_assert_eq((size_t)n, sizeof(*e) + strlen(cpd) + 1, "CONNREQ carries the private data");
+	cr_assert_str_eq((char *)e->data, cpd);
+	cr_assert_not_null(e->info);
+	cr_assert_not_null(e->info->handle);
+	cr_assert_eq(e->info->ep_attr->type, FI_EP_MSG);
+	cr_assert_eq(fi_endpoint(p->domain, e->info, &p->sep, NULL), 0);
+	fi_freeinfo(e->info);
+	ep_setup(p, p->sep, p->seq, p->scq);
+	if (before_accept)
+		before_accept(p);
+	cr_assert_eq(fi_accept(p->sep, spd, strlen(spd) + 1), 0);
+	n = eq_expect(p->ceq, NULL, FI_CONNECTED, e, sizeof(buf));
+	cr_assert_eq(e->fid, &p->cep->fid);
+	cr_assert_str_eq((char *)e->data, spd, "FI_CONNECTED carries the accept data");
+	(void)n;
+	eq_expect(p->seq, NULL, FI_CONNECTED, e, sizeof(buf));
+	cr_assert_eq(e->fid, &p->sep->fid);
+}
+
+static void pair_close(struct mpair *p)
+{
+	if (p->sep)
+		cr_assert_eq(fi_close(&p->sep->fid), 0);
+	if (p->cep)
+		cr_assert_eq(fi_close(&p->cep->fid), 0);
+	cr_assert_eq(fi_close(&p->pep->fid), 0);
+	cr_assert_eq(fi_close(&p->scq->fid), 0);
+	cr_assert_eq(fi_close(&p->ccq->fid), 0);
+	cr_assert_eq(fi_close(&p->seq->fid), 0);
+	cr_assert_eq(fi_close(&p->ceq->fid), 0);
+	cr_assert_eq(fi_close(&p->domain->fid), 0);
+	cr_assert_eq(fi_close(&p->fabric->fid), 0);
+	fi_freeinfo(p->info);
+}
+
+/* One completion from @cq (the other CQ is read too, for its progress). */
+static ssize_t cq_one(struct fid_cq *cq, struct fid_cq *other, struct fi_cq_data_entry *e)
+{
+	long deadline = pt_now_ms() + 5000;
+	ssize_t ret;
+
+	do {
+		if (other)
+			(void)fi_cq_read(other, NULL, 0);
+		ret = fi_cq_read(cq, e, 1);
+	} while (ret == -FI_EAGAIN && pt_now_ms() < deadline);
+	return ret;
+}
+
+static struct fi_cq_err_entry cq_err(struct fid_cq *cq)
+{
+	struct fi_cq_err_entry err = { 0 };
+
+	cr_assert_eq(fi_cq_readerr(cq, &err, 0), 1);
+	return err;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
+}
+
+Test(fi_getinfo, msg_entry_is_rc_with_true_attributes)
+{
+	struct fi_info *info = msg_info(), *hints, *none = NULL;
+
+	cr_assert(info->caps & FI_MSG);
+	cr_assert(info->caps & FI_RMA);
+	cr_assert(info->mode & FI_RX_CQ_DATA);
+	cr_assert_eq(info->domain_attr->mr_key_size, 4, "RETH R_Key is 32 bits");
+	cr_assert_eq(info->domain_attr->cq_data_size, 4, "ImmDt is 32 bits");
+	cr_assert_eq(info->ep_attr->max_msg_size, 1ULL << 30);
+	cr_assert_eq(info->tx_attr->rma_iov_limit, 1);
+	cr_assert(info->tx_attr->msg_order & FI_ORDER_SAS);
+	fi_freeinfo(info);
+	/* an application without FI_MR_PROV_KEY cannot use it: no MSG entry */
+	hints = pt_hints(FI_EP_MSG);
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), -FI_ENODATA);
+	/* nor one that does not support FI_RX_CQ_DATA */
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->mode = FI_CONTEXT;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+Test(fi_connect, handshake_private_data_names_and_cm_data_size)
+{
+	struct mpair p;
+	struct sockaddr_in peer, name;
+	size_t len = sizeof(peer), sz = 0, szlen = sizeof(sz);
+
+	pair_open(&p);
+	cr_assert_eq(fi_getpeer(p.cep, &peer, &len), -FI_ENOTCONN);
+	cr_assert_eq(fi_getopt(&p.cep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &sz, &szlen), 0);
+	cr_assert_eq(sz, 256);
+	pair_connect(&p, "hello server", "welcome", NULL);
+	len = sizeof(peer);
+	cr_assert_eq(fi_getpeer(p.cep, &peer, &len), 0);
+	len = sizeof(name);
+	cr_assert_eq(fi_getname(&p.sep->fid, &name, &len), 0);
+	cr_assert_eq(peer.sin_port, name.sin_port, "the client's peer is the accepting endpoint");
+	cr_assert_neq(name.sin_port, p.listen.sin_port, "the accepting endpoint has its own socket");
+	/* a second connect on a connected endpoint */
+	cr_assert_eq(fi_connect(p.cep, &p.listen, NULL, 0), -FI_EISCONN);
+	/* private data over the limit */
+	{
+		struct fid_ep *ep;
+		char big[300] = { 0 };
+
+		cr_assert_eq(fi_endpoint(p.domain, p.info, &ep, NULL), 0);
+		cr_assert_eq(fi_ep_bind(ep, &p.ceq->fid, 0), 0);
+		cr_assert_eq(fi_ep_bind(ep, &p.ccq->fid, FI_TRANSMIT | FI_RECV), 0);
+		cr_assert_eq(fi_enable(ep), 0);
+		cr_assert_eq(fi_connect(ep, &p.listen, big, sizeof(big)), -FI_EINVAL);
+		cr_assert_eq(fi_close(&ep->fid), 0);
+	}
+	pair_close(&p);
+}
+
+static uint8_t early_buf[64];
+
+static void post_early(struct mpair *p)
+{
+	/* posted on the accepting endpoint before fi_accept: the QP takes it */
+	cr_assert_eq(fi_recv(p->sep, early_buf, sizeof(early_buf), NULL, 0, early_buf), 0);
+}
+
+Test(fi_send, sizes_both_directions_data_checked, .timeout = 60)
+{
+	static uint8_t tx[1 << 20], rx[(1 << 20) + 64];
+	size_t sizes[] = { 0, 1, 63, 4095, 4096, 4097, 65536, 1 << 20 };
+	struct fi_cq_data_entry e;
+	struct mpair p;
+	size_t i;
+	int dir;
+
+	pair_open(&p);
+	pair_connect(&p, "c", "s", post_early);
+	/* the receive posted before accept takes the first message */
+	fill(tx, 10, 99);
+	cr_assert_eq(fi_send(p.cep, tx, 10, NULL, 0, tx), 0);
+	cr_assert_eq(cq_one(p.scq, p.ccq, &e), 1);
+	cr_assert_eq(e.op_context, early_buf);
+	cr_assert_eq(e.len, 10);
+	cr_assert_arr_eq(early_buf, tx, 10);
+	cr_assert_eq(cq_one(p.ccq, p.scq, &e), 1);
+	cr_assert_eq(e.flags, FI_MSG | FI_SEND);
+	for (dir = 0; dir < 2; dir++) {
+		struct fid_ep *a = dir ? p.sep : p.cep, *b = dir ? p.cep : p.sep;
+		struct fid_cq *acq = dir ? p.scq : p.ccq, *bcq = dir ? p.ccq : p.scq;
+
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			fill(tx, sizes[i], (unsigned)(i + 10 * dir));
+			memset(rx, 0xee, sizeof(rx));
+			cr_assert_eq(fi_recv(b, rx, sizeof(rx), NULL, 0, rx), 0);
+			cr_assert_eq(fi_send(a, tx, sizes[i], NULL, 0, tx), 0);
+			cr_assert_eq(cq_one(bcq, acq, &e), 1, "size %zu dir %d", sizes[i], dir);
+			cr_assert_eq(e.op_context, rx);
+			cr_assert_eq(e.flags, FI_MSG | FI_RECV);
+			cr_assert_eq(e.len, sizes[i]);
+			cr_assert_arr_eq(rx, tx, sizes[i], "payload of %zu bytes", sizes[i]);
+			cr_assert_eq(rx[sizes[i]], 0xee, "nothing written past the message");
+			cr_assert_eq(cq_one(acq, bcq, &e), 1);
+			cr_assert_eq(e.op_context, tx);
+		}
+	}
+	/* senddata: the immediate arrives as remote CQ data */
+	cr_assert_eq(fi_recv(p.sep, rx, 64, NULL, 0, rx), 0);
+	cr_assert_eq(fi_senddata(p.cep, tx, 8, NULL, 0xfeedbeef, 0, tx), 0);
+	cr_assert_eq(cq_one(p.scq, p.ccq, &e), 1);
+	cr_assert_eq(e.flags, FI_MSG | FI_RECV | FI_REMOTE_CQ_DATA);
+	cr_assert_eq(e.data, 0xfeedbeef);
+	cr_assert_eq(cq_one(p.ccq, p.scq, &e), 1);
+	/* inject: no completion, the buffer is free at once */
+	cr_assert_eq(fi_recv(p.sep, rx, 64, NULL, 0, rx), 0);
+	memcpy(tx, "injected", 8);
+	cr_assert_eq(fi_inject(p.cep, tx, 8, 0), 0);
+	memset(tx, 0, 8);
+	cr_assert_eq(cq_one(p.scq, p.ccq, &e), 1);
+	cr_assert_arr_eq(rx, "injected", 8);
+	cr_assert_eq(fi_inject(p.cep, tx, 4096, 0), -FI_EMSGSIZE);
+	/* a receive too small: FI_ETRUNC */
+	cr_assert_eq(fi_recv(p.sep, rx, 16, NULL, 0, rx), 0);
+	cr_assert_eq(fi_send(p.cep, tx, 100, NULL, 0, tx), 0);
+	cr_assert_eq(cq_one(p.scq, p.ccq, &e), -FI_EAVAIL);
+	{
+		struct fi_cq_err_entry err = cq_err(p.scq);
+
+		cr_assert_eq(err.err, FI_ETRUNC);
+		cr_assert_eq(err.olen, 84);
+	}
+	pair_close(&p);
+}
+
+Test(fi_write, rma_write_read_and_writedata, .timeout = 60)
+{
+	static uint8_t target[1 << 20], src[1 << 20], back[1 << 20];
+	struct fi_cq_data_entry e;
+	struct fid_mr *mr;
+	uint64_t key, base;
+	struct mpair p;
+
+	pair_open(&p);
+	pair_connect(&p, "c", "s", NULL);
+	cr_assert_eq(fi_mr_reg(p.domain, target, sizeof(target),
+			       FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+	cr_assert_leq(key, UINT32_MAX, "R_Key fits 32 bits");
+	base = (uint64_t)(uintptr_t)target;
+	/* write 1 MiB, read it back into another buffer */
+	fill(src, sizeof(src), 5);
+	cr_assert_eq(fi_write(p.cep, src, sizeof(src), NULL, 0, base, key, src), 0);
+	cr_assert_eq(cq_one(p.ccq, p.scq, &e), 1);
+	cr_assert_eq(e.flags, FI_RMA | FI_WRITE);
+	cr_assert_arr_eq(target, src, sizeof(src));
+	memset(back, 0, sizeof(back));
+	cr_assert_eq(fi_read(p.cep, back, 100000, NULL, 0, base + 7, key, back), 0);
+	cr_assert_eq(cq_one(p.ccq, p.scq, &e), 1);
+	cr_assert_eq(e.flags, FI_RMA | FI_READ);
+	cr_assert_arr_eq(back, src + 7, 100000);
+	/* writedata: data placed, and a receive completes with the immediate */
+	cr_assert_eq(fi_recv(p.sep, back, 16, NULL, 0, back), 0);
+	cr_assert_eq(fi_writedata(p.cep, "XYZ", 3, NULL, 0x1234, 0, base + 100, key, src), 0);
+	cr_assert_eq(cq_one(p.scq, p.ccq, &e), 1);
+	cr_assert(e.flags & FI_REMOTE_CQ_DATA);
+	cr_assert(e.flags & FI_REMOTE_WRITE);
+	cr_assert_eq(e.data, 0x1234);
+	cr_assert_arr_eq(target + 100, "XYZ", 3);
+	cr_assert_eq(cq_one(p.ccq, p.scq, &e), 1);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	pair_close(&p);
+}
+
+Test(fi_reject, refused_with_private_data)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	struct fi_eq_err_entry err = { 0 };
+	char reason[64] = { 0 };
+	struct mpair p;
+	uint32_t ev;
+	long deadline;
+	ssize_t ret;
+
+	pair_open(&p);
+	cr_assert_eq(fi_connect(p.cep, &p.listen, "let me in", 10), 0);
+	eq_expect(p.seq, NULL, FI_CONNREQ, e, sizeof(buf));
+	cr_assert_eq(fi_reject(p.pep, e->info->handle, "go away", 8), 0);
+	fi_freeinfo(e->info);
+	deadline = pt_now_ms() + 5000;
+	do {
+		ret = fi_eq_sread(p.ceq, &ev, buf, sizeof(buf), 20, 0);
+	} while (ret == -FI_EAGAIN && pt_now_ms() < deadline);
+	cr_assert_eq(ret, -FI_EAVAIL);
+	err.err_data = reason;
+	err.err_data_size = sizeof(reason);
+	cr_assert_eq(fi_eq_readerr(p.ceq, &err, 0), sizeof(err));
+	cr_assert_eq(err.err, FI_ECONNREFUSED);
+	cr_assert_eq(err.fid, &p.cep->fid);
+	cr_assert_eq(err.err_data_size, 8);
+	cr_assert_str_eq(reason, "go away");
+	/* sending on a refused endpoint fails */
+	cr_assert_eq(fi_send(p.cep, "x", 1, NULL, 0, NULL), -FI_EOPBADSTATE);
+	pair_close(&p);
+}
+
+Test(fi_connect, nobody_listening_times_out)
+{
+	struct fi_eq_err_entry err = { 0 };
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct sockaddr_in nowhere;
+	struct mpair p;
+	uint32_t ev;
+	long start, deadline;
+	ssize_t ret;
+
+	setenv("FI_BRAID_PEER_TIMEOUT_MS", "600", 1);
+	pair_open(&p);
+	nowhere = pt_sin("127.0.0.1", pt_free_udp_port());
+	start = pt_now_ms();
+	cr_assert_eq(fi_connect(p.cep, &nowhere, NULL, 0), 0);
+	deadline = start + 5000;
+	do {
+		ret = fi_eq_sread(p.ceq, &ev, buf, sizeof(buf), 50, 0);
+	} while (ret == -FI_EAGAIN && pt_now_ms() < deadline);
+	cr_assert_eq(ret, -FI_EAVAIL, "an error event, not %zd", ret);
+	cr_assert_eq(fi_eq_readerr(p.ceq, &err, 0), sizeof(err));
+	cr_assert_eq(err.err, FI_ETIMEDOUT);
+	cr_assert_geq(pt_now_ms() - start, 500, "not before the configured time");
+	cr_assert_lt(pt_now_ms() - start, 3000, "within bounded time");
+	pair_close(&p);
+}
+
+Test(fi_shutdown, peer_sees_shutdown_and_pending_work_is_canceled)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	static uint8_t rx[4][256];
+	struct fi_cq_data_entry c;
+	struct mpair p;
+	int i;
+
+	pair_open(&p);
+	pair_connect(&p, "c", "s", NULL);
+	/* receives posted on both sides, then the client shuts down */
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(fi_recv(p.cep, rx[i], 256, NULL, 0, rx[i]), 0);
+		cr_assert_eq(fi_recv(p.sep, rx[2 + i], 256, NULL, 0, rx[2 + i]), 0);
+	}
+	cr_assert_eq(fi_shutdown(p.cep, 0), 0);
+	/* fi_cm(3): canceled operations are on the CQ before fi_shutdown returns */
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(fi_cq_read(p.ccq, &c, 1), -FI_EAVAIL);
+		cr_assert_eq(cq_err(p.ccq).err, FI_ECANCELED);
+	}
+	cr_assert_eq(fi_shutdown(p.cep, 0), -FI_ENOTCONN);
+	cr_assert_eq(fi_send(p.cep, "x", 1, NULL, 0, NULL), -FI_EOPBADSTATE);
+	eq_expect(p.seq, NULL, FI_SHUTDOWN, e, sizeof(buf));
+	cr_assert_eq(e->fid, &p.sep->fid);
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(cq_one(p.scq, NULL, &c), -FI_EAVAIL);
+		cr_assert_eq(cq_err(p.scq).err, FI_ECANCELED);
+	}
+	pair_close(&p);
+}
+
+Test(fi_close, closing_a_connected_endpoint_tells_the_peer)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	struct mpair p;
+
+	pair_open(&p);
+	pair_connect(&p, "c", "s", NULL);
+	cr_assert_eq(fi_close(&p.cep->fid), 0);
+	p.cep = NULL;
+	eq_expect(p.seq, NULL, FI_SHUTDOWN, e, sizeof(buf));
+	pair_close(&p);
+}
+
+/* An RMA the target refuses: FI_EACCES at the initiator, nothing touched, and
+ * the QP goes to the error state (IBTA: remote access error): later posts
+ * fail and the endpoint reports FI_SHUTDOWN. */
+static void rma_refused(int how)
+{
+	static uint8_t region[8192], local[64];
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *ev = (struct fi_eq_cm_entry *)buf;
+	struct fi_cq_data_entry e;
+	struct fid_mr *mr;
+	uint64_t key, addr;
+	struct mpair p;
+
+	pair_open(&p);
+	pair_connect(&p, "c", "s", NULL);
+	cr_assert_eq(fi_mr_reg(p.domain, region, sizeof(region),
+			       how == 2 ? FI_REMOTE_READ : FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0,
+			       &mr, NULL), 0);
+	key = fi_mr_key(mr);
+	addr = (uint64_t)(uintptr_t)region;
+	memset(region, 0x11, sizeof(region));
+	memset(local, 0x22, sizeof(local));
+	if (how == 0)		/* a key nobody registered */
+		cr_assert_eq(fi_write(p.cep, local, 8, NULL, 0, addr, key ^ 0x5a5a, local), 0);
+	else if (how == 1)	/* a range running past the region */
+		cr_assert_eq(fi_write(p.cep, local, 64, NULL, 0, addr + sizeof(region) - 32, key,
+				      local), 0);
+	else			/* a write to a region registered for remote read only */
+		cr_assert_eq(fi_write(p.cep, local, 8, NULL, 0, addr, key, local), 0);
+	cr_assert_eq(cq_one(p.ccq, p.scq, &e), -FI_EAVAIL);
+	cr_assert_eq(cq_err(p.ccq).err, FI_EACCES);
+	for (size_t i = 0; i < sizeof(region); i++)
+		cr_assert_eq(region[i], 0x11, "byte %zu written", i);
+	eq_expect(p.ceq, NULL, FI_SHUTDOWN, ev, sizeof(buf));
+	cr_assert_eq(fi_read(p.cep, local, 8, NULL, 0, addr, key, local), -FI_EOPBADSTATE);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	pair_close(&p);
+}
+
+Test(fi_write, wrong_key_is_refused)
+{
+	rma_refused(0);
+}
+
+Test(fi_write, range_past_the_region_is_refused)
+{
+	rma_refused(1);
+}
+
+Test(fi_write, write_to_read_only_region_is_refused)
+{
+	rma_refused(2);
+}
