@@ -503,3 +503,45 @@ Test(fi_write, write_to_read_only_region_is_refused)
 {
 	rma_refused(2);
 }
+
+/* fi_shutdown with sends in flight: each completes exactly once (delivered and
+ * acknowledged, or FI_ECANCELED), all before fi_shutdown returns or at once after */
+Test(fi_shutdown, with_traffic_in_flight_every_send_completes_once, .timeout = 60)
+{
+	static uint8_t tx[1 << 20], rx[16][1 << 20];
+	struct fi_cq_data_entry c;
+	struct mpair p;
+	int i, ok = 0, canceled = 0, seen[16] = { 0 };
+
+	pair_open(&p);
+	pair_connect(&p, "c", "s", NULL);
+	for (i = 0; i < 16; i++)
+		cr_assert_eq(fi_recv(p.sep, rx[i], sizeof(rx[i]), NULL, 0, rx[i]), 0);
+	for (i = 0; i < 16; i++)
+		cr_assert_eq(fi_send(p.cep, tx, sizeof(tx), NULL, 0, &seen[i]), 0);
+	/* 16 MiB posted; shut down before most of it can have been acknowledged */
+	cr_assert_eq(fi_shutdown(p.cep, 0), 0);
+	for (;;) {
+		ssize_t r = fi_cq_read(p.ccq, &c, 1);
+
+		if (r == -FI_EAGAIN)
+			break;
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = cq_err(p.ccq);
+
+			cr_assert_eq(err.err, FI_ECANCELED);
+			cr_assert_geq((int *)err.op_context - seen, 0);
+			seen[(int *)err.op_context - seen]++;
+			canceled++;
+			continue;
+		}
+		cr_assert_eq(r, 1);
+		seen[(int *)c.op_context - seen]++;
+		ok++;
+	}
+	cr_assert_eq(ok + canceled, 16, "%d completed, %d canceled", ok, canceled);
+	for (i = 0; i < 16; i++)
+		cr_assert_eq(seen[i], 1, "send %d completed %d times", i, seen[i]);
+	cr_assert_gt(canceled, 0, "shutdown right after posting 16 MiB canceled nothing");
+	pair_close(&p);
+}

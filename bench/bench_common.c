@@ -1,0 +1,132 @@
+/* bench_common.c: what braid's libfabric benchmarks share (bench_common.h). */
+#include <string.h>
+#include <time.h>
+
+#include "bench_common.h"
+
+double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_size)
+{
+	struct fi_info *hints = fi_allocinfo(), *list, *cur;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+
+	memset(c, 0, sizeof(*c));
+	if (!strcmp(prov, "tcp"))
+		prov = "tcp;ofi_rxm";
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED;
+	hints->mode = FI_CONTEXT;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup(prov);
+	TRY(fi_getinfo(FI_VERSION(1, 17), node ? node : "127.0.0.1", "0", FI_SOURCE, hints,
+		       &list));
+	for (cur = list; cur && !c->info; cur = cur->next)
+		if (!strcmp(cur->fabric_attr->prov_name, prov))
+			c->info = fi_dupinfo(cur);
+	fi_freeinfo(list);
+	fi_freeinfo(hints);
+	if (!c->info) {
+		fprintf(stderr, "no %s RDM endpoint on %s\n", prov, node ? node : "127.0.0.1");
+		exit(BENCH_EXIT_SETUP);
+	}
+	TRY(fi_fabric(c->info->fabric_attr, &c->fabric, NULL));
+	TRY(fi_domain(c->fabric, c->info, &c->domain, NULL));
+	TRY(fi_cq_open(c->domain, &cq_attr, &c->cq, NULL));
+	TRY(fi_av_open(c->domain, &av_attr, &c->av, NULL));
+	TRY(fi_endpoint(c->domain, c->info, &c->ep, NULL));
+	TRY(fi_ep_bind(c->ep, &c->cq->fid, FI_TRANSMIT | FI_RECV));
+	TRY(fi_ep_bind(c->ep, &c->av->fid, 0));
+	TRY(fi_enable(c->ep));
+	c->buf_size = buf_size;
+	c->buf = aligned_alloc(4096, (buf_size + 4095) & ~(size_t)4095);
+	if (!c->buf)
+		exit(BENCH_EXIT_SETUP);
+	memset(c->buf, 0xa5, buf_size);
+	c->max_inject = c->info->tx_attr->inject_size;
+	c->peer = FI_ADDR_UNSPEC;
+	c->timeout_s = 20;
+}
+
+void conn_close(struct conn *c)
+{
+	fi_close(&c->ep->fid);
+	fi_close(&c->av->fid);
+	fi_close(&c->cq->fid);
+	fi_close(&c->domain->fid);
+	fi_close(&c->fabric->fid);
+	fi_freeinfo(c->info);
+	free(c->buf);
+}
+
+void conn_name(struct conn *c, void *name, size_t *len)
+{
+	TRY(fi_getname(&c->ep->fid, name, len));
+}
+
+fi_addr_t conn_insert(struct conn *c, const void *name)
+{
+	fi_addr_t a;
+
+	if (fi_av_insert(c->av, name, 1, &a, 0, NULL) != 1) {
+		fprintf(stderr, "fi_av_insert failed\n");
+		exit(BENCH_EXIT_SETUP);
+	}
+	if (c->peer == FI_ADDR_UNSPEC)
+		c->peer = a;
+	return a;
+}
+
+void wait_comps(struct conn *c, int n, struct fi_cq_tagged_entry *out)
+{
+	struct fi_cq_tagged_entry e[64];
+	double deadline = now_s() + c->timeout_s;
+	ssize_t r;
+
+	while (n > 0) {
+		r = fi_cq_read(c->cq, out ? out : e, n < 64 ? n : 64);
+		if (r > 0) {
+			n -= (int)r;
+			if (out)
+				out += r;
+			deadline = now_s() + c->timeout_s;
+		} else if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(c->cq, &err, 0);
+			fprintf(stderr, "completion error: %s (%s)\n", fi_strerror(err.err),
+				fi_cq_strerror(c->cq, err.prov_errno, err.err_data, NULL, 0));
+			exit(BENCH_EXIT_FAIL);
+		} else if (now_s() > deadline) {
+			fprintf(stderr, "timeout: %d completions missing after %.0f s\n", n,
+				c->timeout_s);
+			exit(BENCH_EXIT_FAIL);
+		}
+	}
+}
+
+void tsend(struct conn *c, fi_addr_t to, const void *buf, size_t len, uint64_t tag, void *ctx)
+{
+	ssize_t r;
+
+	while ((r = fi_tsend(c->ep, buf, len, NULL, to, tag, ctx)) == -FI_EAGAIN)
+		(void)fi_cq_read(c->cq, NULL, 0);
+	TRY(r);
+}
+
+void trecv(struct conn *c, fi_addr_t from, void *buf, size_t len, uint64_t tag, void *ctx)
+{
+	ssize_t r;
+
+	while ((r = fi_trecv(c->ep, buf, len, NULL, from, tag, 0, ctx)) == -FI_EAGAIN)
+		(void)fi_cq_read(c->cq, NULL, 0);
+	TRY(r);
+}

@@ -1,0 +1,78 @@
+/* bench_common.h: what braid's libfabric benchmarks share: one RDM endpoint with its CQ and AV, tagged send/receive, completion waits. */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+/* exit codes of the benchmark programs */
+#define BENCH_EXIT_FAIL		1	/* a check failed, an error completion, a timeout */
+#define BENCH_EXIT_USAGE	2
+#define BENCH_EXIT_SETUP	3	/* no such provider, or setting up failed */
+
+#define TRY(call)							\
+	do {								\
+		int _r = (int)(call);					\
+		if (_r < 0) {						\
+			fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, \
+				#call, fi_strerror(-_r));		\
+			exit(BENCH_EXIT_SETUP);				\
+		}							\
+	} while (0)
+
+/** struct conn - one RDM endpoint and what it needs. */
+struct conn {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	/** @peer: the first peer inserted (conn_insert). */
+	fi_addr_t peer;
+	/** @buf: @buf_size bytes, page aligned. */
+	uint8_t *buf;
+	size_t buf_size;
+	size_t max_inject;
+	/** @timeout_s: wait_comps gives up after this long without completions. */
+	double timeout_s;
+};
+
+double now_s(void);
+
+/*
+ * conn_open() - an RDM endpoint of provider @prov (the fi_info whose
+ * prov_name is exactly @prov; "tcp" means "tcp;ofi_rxm") bound to @node
+ * (an IPv4 address, NULL: 127.0.0.1), a tagged CQ and a table AV, and a
+ * buffer of @buf_size bytes. Exits with BENCH_EXIT_SETUP on failure.
+ */
+void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_size);
+void conn_close(struct conn *c);
+
+/* conn_name() - the endpoint's name into @name (@len in: room, out: size). */
+void conn_name(struct conn *c, void *name, size_t *len);
+/* conn_insert() - insert a peer's name; the first one becomes c->peer. */
+fi_addr_t conn_insert(struct conn *c, const void *name);
+
+/*
+ * wait_comps() - wait for @n completions, any kind; an error completion or
+ * c->timeout_s without progress ends the process (BENCH_EXIT_FAIL). With
+ * @out, the entries are copied there (room for @n).
+ */
+void wait_comps(struct conn *c, int n, struct fi_cq_tagged_entry *out);
+
+/* tsend()/trecv() - post, driving progress while the provider says -FI_EAGAIN. */
+void tsend(struct conn *c, fi_addr_t to, const void *buf, size_t len, uint64_t tag, void *ctx);
+void trecv(struct conn *c, fi_addr_t from, void *buf, size_t len, uint64_t tag, void *ctx);
+
+#endif /* BENCH_COMMON_H */
