@@ -1,7 +1,8 @@
 #!/bin/bash
 # demo.sh: braid's main job, shown: what libfabric sees, ping-pong over braid beside libfabric's
-# own transports on loopback, and braid's reliable-datagram engine on a simulated lossy
-# multipath fabric. About a minute. Run tools/setup.sh first (the README's command does).
+# own transports on loopback, braid's reliable-datagram engine on a simulated lossy multipath
+# fabric, and the A/B against RoCE RC and TCP on an emulated one (namespaces; loopback without
+# root). About two minutes. Run tools/setup.sh first (the README's command does).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,11 +23,12 @@ echo "2. Ping-pong on loopback: half round trip in microseconds (lower is better
 echo "   every message data-checked; $ITERS iterations per size, after a warm-up"
 printf "   %-16s %-6s %10s %10s  %s\n" provider type "64 B" "1 KiB" result
 fails=0
-for spec in "braid rdm" "tcp rdm" "braid;ofi_rxd rdm" "udp;ofi_rxd rdm" "braid dgram" "udp dgram"; do
+for spec in "braid rdm" "braid;ofi_rxm rdm" "tcp rdm" "braid;ofi_rxd rdm" "udp;ofi_rxd rdm" "braid dgram" "udp dgram"; do
 	prov=${spec% *}
 	type=${spec##* }
 	exact=()
-	[ "$prov" = braid ] && exact=(-x)	# braid's own endpoint, not a layering over it
+	# braid's own endpoint, not a layering over it; braid;ofi_rxm is RDM over braid's RoCEv2 RC
+	case "$prov" in braid|"braid;ofi_rxm") exact=(-x) ;; esac
 	out=$($RUN --timeout 60 "$PP" -- -p "$prov" -e "$type" "${exact[@]}" -S 64,64,1024 -I "$ITERS" 2>&1)
 	rc=$?
 	lat=$(echo "$out" | awk '/^client: [0-9]+ +[0-9]+ +[0-9.]+ +PASS/ { n++; if (n > 1) printf "%10s ", $4 }')
@@ -46,8 +48,16 @@ echo "3. braid's reliable-datagram engine (sans-I/O) on the simulated fabric: 8 
 echo "   virtual time, packets sprayed, lost ones found by time and resent on other paths"
 build/bench/braid_rd_bench --quick | sed 's/^/   /'
 echo
+echo "4. The A/B: braid against RoCE RC (braid;ofi_rxm), braid;ofi_rxd and tcp;ofi_rxm on the"
+echo "   emulated lossy multipath fabric (namespaces, 4 ECMP paths; needs root), else on loopback;"
+echo "   a short version of tools/ab (the full one: docs/benchmarks.md section 5)"
+if ! tools/ab --quick -o build/ab-demo 2>&1 | sed 's/^/   /'; then
+	echo "   the A/B run failed (build/ab-demo holds what it wrote)"
+	fails=$((fails + 1))
+fi
+echo
 if [ $fails -ne 0 ]; then
-	echo "demo: $fails ping-pong run(s) failed"
+	echo "demo: $fails run(s) failed"
 	exit 1
 fi
 echo "demo: done"

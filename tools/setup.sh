@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="gcc meson ninja-build pkg-config libfabric-dev libfabric-bin liburcu-dev
-      libcriterion-dev zlib1g-dev iproute2 tshark python3 openmpi-bin libopenmpi-dev"
+      libcriterion-dev zlib1g-dev iproute2 tshark python3 nftables iptables
+      libnetfilter-queue-dev gnuplot-nox openmpi-bin libopenmpi-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
