@@ -1,9 +1,10 @@
 #!/bin/bash
-# test_ab.sh: tools/ab end to end, its smallest scenario: the namespace fabric (2 hosts, 4 paths)
-# with 1% loss on one path (the one carrying most of the run's data, from 0.45 s on), one short streaming run per contender (braid, braid;ofi_rxm,
-# braid;ofi_rxd, tcp;ofi_rxm) with every payload byte checked exactly once at the receiver
-# (braid_ab -v), the fabric down again. Fails if any contender fails; skips (77) where the
-# fabric cannot run (not root, no namespaces) or braid_ab is not built. Speed is not checked.
+# test_ab.sh: tools/ab end to end, its smallest scenario: the namespace fabric (2 hosts,
+# 4 paths), 1% loss on one path (the one carrying most of the run's data, from about 0.5 s
+# on), one short streaming run per contender (braid, braid;ofi_rxm, braid;ofi_rxd,
+# tcp;ofi_rxm) with every payload byte checked exactly once at the receiver (braid_ab -v),
+# the fabric down again. Fails if any contender fails; skips (77) where the fabric cannot
+# run (not root, no namespaces) or braid_ab is not built. Speed is not checked.
 #   usage: tests/ab/test_ab.sh [BUILD_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
