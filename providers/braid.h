@@ -190,7 +190,6 @@ struct braid_connreq {
 	struct braid_dlist node;
 };
 void braid_pep_forget(struct braid_connreq *cr);
-int braid_pep_send_rej(struct braid_connreq *cr, uint32_t status, const void *param, size_t len);
 
 
 /**
@@ -415,8 +414,12 @@ struct braid_ep {
 	struct braid_rd *rd;
 	/** @rx_bufs: BRAID_MAX_BATCH receive buffers of wire->mtu bytes (RDM). */
 	uint8_t *rx_bufs;
-	/** @rdm_tx_drops: engine packets the full socket refused and braid_rd_unsent took back. */
-	uint64_t rdm_tx_drops;
+	/**
+	 * @tx_refused: engine packets a full socket refused: RDM gives them back
+	 * to the engine (braid_rd_unsent); MSG drops them, as a NIC's full queue
+	 * would, and go-back-N resends them.
+	 */
+	uint64_t tx_refused;
 	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
 	size_t min_multi_recv;
 	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */

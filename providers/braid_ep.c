@@ -123,7 +123,7 @@ static int ep_close(struct fid *fid)
 			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
 			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
 			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
-			   (unsigned long)st->msgs_received, (unsigned long)ep->rdm_tx_drops);
+			   (unsigned long)st->msgs_received, (unsigned long)ep->tx_refused);
 	}
 	braid_rdm_close(ep);
 	if (ep->av)

@@ -209,8 +209,6 @@ static int mr_check(void *ctx, uint32_t rkey, uint64_t addr, size_t len, uint32_
 	if (off > mr->iov[0].iov_len || len > mr->iov[0].iov_len - off)
 		return -FI_EACCES;
 	*ptr = (uint8_t *)mr->iov[0].iov_base + off;
-	if (mr->cntr && (access & BRAID_RC_ACCESS_REMOTE_WRITE))
-		braid_cntr_inc(mr->cntr);
 	return 0;
 }
 
@@ -506,7 +504,7 @@ static void msg_flush(struct braid_ep *ep, uint64_t now)
 		/* a full socket loses what it refused; go-back-N recovers it, as a
 		 * NIC's dropped frame would be */
 		if (sent < n)
-			ep->rdm_tx_drops += (uint64_t)(n - sent);
+			ep->tx_refused += (uint64_t)(n - sent);
 		ep->stats.tx_pkts += (uint64_t)sent;
 	} while (n == BRAID_MAX_BATCH);
 }
@@ -594,22 +592,15 @@ static void msg_drain_port(struct braid_ep *ep, uint64_t now)
 
 void braid_msg_progress_locked(struct braid_ep *ep)
 {
-	struct braid_msg *m = ep->msg;
-	struct braid_ep *touched[MSG_RX_BURST * 8];
 	uint64_t now = braid_now_ns();
-	int nt = 0, i;
 
-	if (!m)
+	if (!ep->msg)
 		return;
 	/* RC traffic before CM messages: a peer's last ACKs left before its DREQ */
-	if (m->port)
-		port_poll(m->port, now, touched, &nt, (int)(sizeof(touched) / sizeof(touched[0])));
+	msg_drain_port(ep, now);
 	msg_cm_poll(ep, now);
 	msg_cm_timer(ep, now);
 	msg_qp_step(ep, now);
-	for (i = 0; i < nt; i++)
-		if (touched[i] != ep)
-			msg_qp_step(touched[i], now);
 }
 
 int braid_msg_wait_fd(struct braid_ep *ep)
@@ -707,6 +698,17 @@ int braid_msg_enable(struct braid_ep *ep)
 	return 0;
 }
 
+static bool port_used_by_other(const struct braid_epset *set, const struct braid_ep *self,
+			       const struct braid_rc_port *port)
+{
+	int i;
+
+	for (i = 0; i < set->n; i++)
+		if (set->eps[i] != self && set->eps[i]->msg && set->eps[i]->msg->port == port)
+			return true;
+	return false;
+}
+
 void braid_msg_close(struct braid_ep *ep)
 {
 	struct braid_msg *m = ep->msg;
@@ -754,9 +756,12 @@ void braid_msg_close(struct braid_ep *ep)
 	if (m->port) {
 		int fd = braid_msg_wait_fd(ep);
 
-		if (ep->rx_cq)
+		/* the port's socket stays in a CQ's wait set while another of
+		 * the CQ's endpoints receives through it */
+		if (ep->rx_cq && !port_used_by_other(&ep->rx_cq->eps, ep, m->port))
 			braid_wait_del_fd(&ep->rx_cq->wait, fd);
-		if (ep->tx_cq && ep->tx_cq != ep->rx_cq)
+		if (ep->tx_cq && ep->tx_cq != ep->rx_cq &&
+		    !port_used_by_other(&ep->tx_cq->eps, ep, m->port))
 			braid_wait_del_fd(&ep->tx_cq->wait, fd);
 		rc_port_put(m->port);
 	}

@@ -42,14 +42,6 @@ static void cm_reply(struct braid_wire *wire, const struct sockaddr_in *to, uint
 	(void)wire->ops->tx_burst(wire, &pkt, 1);
 }
 
-int braid_pep_send_rej(struct braid_connreq *cr, uint32_t status, const void *param, size_t len)
-{
-	if (!cr->pep)
-		return -FI_EINVAL;
-	cm_reply(cr->pep->wire, &cr->peer, BRAID_CM_REJ, status, cr->req.conn_id, param, len);
-	return 0;
-}
-
 void braid_pep_forget(struct braid_connreq *cr)
 {
 	struct braid_pep *pep = cr->pep;

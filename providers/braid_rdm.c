@@ -116,7 +116,7 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 		ep->stats.tx_pkts += (uint64_t)sent;
 		if (sent < n) {
 			/* the socket is full: the rest goes back to the engine, to go next time */
-			ep->rdm_tx_drops += (uint64_t)(n - sent);
+			ep->tx_refused += (uint64_t)(n - sent);
 			braid_rd_unsent(ep->rd, out + sent, n - sent);
 			break;
 		}

@@ -41,22 +41,14 @@ static struct fid_eq *eq_open(struct fid_fabric *fabric)
 	return eq;
 }
 
-/* Wait for @want on @eq (driving the other side's EQ too); returns the bytes read. */
-static ssize_t eq_expect(struct fid_eq *eq, struct fid_eq *other, uint32_t want,
-			 struct fi_eq_cm_entry *e, size_t len)
+/* Wait for @want on @eq; returns the bytes read. */
+static ssize_t eq_expect(struct fid_eq *eq, uint32_t want, struct fi_eq_cm_entry *e, size_t len)
 {
 	long deadline = pt_now_ms() + 5000;
 	uint32_t event = 0;
 	ssize_t ret;
 
 	do {
-		if (other) {
-			uint8_t junk[sizeof(struct fi_eq_cm_entry) + 256];
-			uint32_t ev;
-
-			ret = fi_eq_read(other, &ev, junk, sizeof(junk), FI_PEEK);
-			(void)ret;
-		}
 		ret = fi_eq_sread(eq, &event, e, len, 20, 0);
 	} while (ret == -FI_EAGAIN && pt_now_ms() < deadline);
 	if (ret == -FI_EAVAIL) {
@@ -107,7 +99,7 @@ static void pair_connect(struct mpair *p, const char *cpd, const char *spd, void
 	ssize_t n;
 
 	cr_assert_eq(fi_connect(p->cep, &p->listen, cpd, strlen(cpd) + 1), 0);
-	n = eq_expect(p->seq, NULL, FI_CONNREQ, e, sizeof(buf));
+	n = eq_expect(p->seq, FI_CONNREQ, e, sizeof(buf));
 	cr_assert_eq((size_t)n, sizeof(*e) + strlen(cpd) + 1, "CONNREQ carries the private data");
 	cr_assert_str_eq((char *)e->data, cpd);
 	cr_assert_not_null(e->info);
@@ -119,11 +111,11 @@ static void pair_connect(struct mpair *p, const char *cpd, const char *spd, void
 	if (before_accept)
 		before_accept(p);
 	cr_assert_eq(fi_accept(p->sep, spd, strlen(spd) + 1), 0);
-	n = eq_expect(p->ceq, NULL, FI_CONNECTED, e, sizeof(buf));
+	n = eq_expect(p->ceq, FI_CONNECTED, e, sizeof(buf));
 	cr_assert_eq(e->fid, &p->cep->fid);
 	cr_assert_str_eq((char *)e->data, spd, "FI_CONNECTED carries the accept data");
 	(void)n;
-	eq_expect(p->seq, NULL, FI_CONNECTED, e, sizeof(buf));
+	eq_expect(p->seq, FI_CONNECTED, e, sizeof(buf));
 	cr_assert_eq(e->fid, &p->sep->fid);
 }
 
@@ -356,7 +348,7 @@ Test(fi_reject, refused_with_private_data)
 
 	pair_open(&p);
 	cr_assert_eq(fi_connect(p.cep, &p.listen, "let me in", 10), 0);
-	eq_expect(p.seq, NULL, FI_CONNREQ, e, sizeof(buf));
+	eq_expect(p.seq, FI_CONNREQ, e, sizeof(buf));
 	cr_assert_eq(fi_reject(p.pep, e->info->handle, "go away", 8), 0);
 	fi_freeinfo(e->info);
 	deadline = pt_now_ms() + 5000;
@@ -427,7 +419,7 @@ Test(fi_shutdown, peer_sees_shutdown_and_pending_work_is_canceled)
 	}
 	cr_assert_eq(fi_shutdown(p.cep, 0), -FI_ENOTCONN);
 	cr_assert_eq(fi_send(p.cep, "x", 1, NULL, 0, NULL), -FI_EOPBADSTATE);
-	eq_expect(p.seq, NULL, FI_SHUTDOWN, e, sizeof(buf));
+	eq_expect(p.seq, FI_SHUTDOWN, e, sizeof(buf));
 	cr_assert_eq(e->fid, &p.sep->fid);
 	for (i = 0; i < 2; i++) {
 		cr_assert_eq(cq_one(p.scq, NULL, &c), -FI_EAVAIL);
@@ -446,7 +438,7 @@ Test(fi_close, closing_a_connected_endpoint_tells_the_peer)
 	pair_connect(&p, "c", "s", NULL);
 	cr_assert_eq(fi_close(&p.cep->fid), 0);
 	p.cep = NULL;
-	eq_expect(p.seq, NULL, FI_SHUTDOWN, e, sizeof(buf));
+	eq_expect(p.seq, FI_SHUTDOWN, e, sizeof(buf));
 	pair_close(&p);
 }
 
@@ -483,7 +475,7 @@ static void rma_refused(int how)
 	cr_assert_eq(cq_err(p.ccq).err, FI_EACCES);
 	for (size_t i = 0; i < sizeof(region); i++)
 		cr_assert_eq(region[i], 0x11, "byte %zu written", i);
-	eq_expect(p.ceq, NULL, FI_SHUTDOWN, ev, sizeof(buf));
+	eq_expect(p.ceq, FI_SHUTDOWN, ev, sizeof(buf));
 	cr_assert_eq(fi_read(p.cep, local, 8, NULL, 0, addr, key, local), -FI_EOPBADSTATE);
 	cr_assert_eq(fi_close(&mr->fid), 0);
 	pair_close(&p);
