@@ -19,34 +19,8 @@ if [ $# -ge 1 ]; then
 	export BRAID_FABRIC_DELAY
 fi
 
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: needs root (network namespaces, nftables, tc)"
-	exit 77
-fi
-for t in ip nft tc python3 timeout; do
-	if ! command -v $t >/dev/null; then
-		echo "SKIP: $t not found (Debian: iproute2, nftables, python3)"
-		exit 77
-	fi
-done
-if ! ip netns list >/dev/null 2>&1 || ! unshare -n true 2>/dev/null; then
-	echo "SKIP: cannot create network namespaces here"
-	exit 77
-fi
-
-tmp=$(mktemp -d)
-cleanup() {
-	"$fabric" down >/dev/null 2>&1
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() {
-	echo "test_fabric: FAIL: $*"
-	"$fabric" status 2>&1 | sed 's/^/  /'
-	exit 1
-}
+test_name=test_fabric
+. "$(dirname "$0")/fabric_lib.sh"
 
 in_host() { local h=$1; shift; timeout 60 "$fabric" exec "$h" -- "$@"; }
 
@@ -58,16 +32,6 @@ delta() {
 		NR == FNR { f1[$1] = $7; d1[$1] = $9; f2[$1] = $11; d2[$1] = $13; next }
 		{ print $1, $7 - f1[$1], $9 - d1[$1], $11 - f2[$1], $13 - d2[$1] }' \
 		"$tmp/$1.csv" "$tmp/$2.csv"
-}
-
-# wait_file FILE: until the helper says it is ready (bounded: 10 s)
-wait_file() {
-	local _
-	for _ in $(seq 100); do
-		[ -f "$1" ] && return 0
-		sleep 0.1
-	done
-	fail "$(basename "$1"): the helper did not come up in 10 s"
 }
 
 # burst NAME FIRST_PORT COUNT: COUNT datagrams from each of 64 source ports, h1 -> h2:9000,
