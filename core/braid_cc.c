@@ -5,12 +5,17 @@
 
 /*
  * Swift-like (Kumar et al., SIGCOMM 2020), simplified to one window per
- * flow: the signal is the RTT of acknowledged packets against a target of
- * base RTT + target_ns.
+ * flow. The signal is queueing delay: an RTT sample less the base RTT of the
+ * path it came on (so a slower path is not read as congestion), judged
+ * against a target of max(target_ns, base RTT / 2) (the target scales with
+ * the fabric's RTT, as Swift's hop scaling does).
+ *  - Judged once per RTT on the smallest queueing delay seen in that RTT: a
+ *    standing queue raises every sample, a host's scheduling jitter only
+ *    some, so jitter alone never cuts the window.
  *  - below target: additive increase of AI packets per RTT;
  *  - above target: multiplicative decrease proportional to the excess,
- *    beta * (rtt - target) / rtt, at most MAX_MDF, at most once per RTT;
- *  - ECN CE echo: treated as over target;
+ *    beta * (queue - target) / rtt, at most MAX_MDF, once per RTT;
+ *  - ECN CE echo: a decrease of MAX_MDF / 2, at most once per RTT;
  *  - loss: decreases only when the delay is over target too (random loss
  *    on a sprayed fabric is not congestion: the time-based loss detector
  *    retransmits it; backing off would only cost goodput);
@@ -21,8 +26,13 @@ struct swift {
 	double max_cwnd;
 	uint64_t target_ns;
 	uint64_t last_decrease;
+	/** @last_rtt: the latest sample (the length of an RTT round). */
 	uint64_t last_rtt;
-	uint64_t last_base;
+	/** @round_start, @round_minq, @round_base: the current round: its smallest
+	 * queueing delay (UINT64_MAX: no sample yet) and the base RTT it was taken against. */
+	uint64_t round_start, round_minq, round_base;
+	/** @over: the last round ended above the target. */
+	bool over;
 };
 _Static_assert(sizeof(struct swift) <= BRAID_CC_STATE_BYTES, "swift state fits");
 
@@ -51,7 +61,16 @@ static void swift_init(struct braid_cc_state *s, uint32_t max_cwnd, uint64_t tar
 	w->max_cwnd = max_cwnd ? max_cwnd : 1;
 	w->cwnd = SWIFT_INIT_CWND;
 	w->target_ns = target_ns;
+	w->round_minq = UINT64_MAX;
 	swift_clamp(w);
+}
+
+/* The queueing delay a flow may build above the base RTT @base_rtt_ns. */
+static uint64_t swift_target(const struct swift *w, uint64_t base_rtt_ns)
+{
+	uint64_t t = base_rtt_ns / 2;
+
+	return t > w->target_ns ? t : w->target_ns;
 }
 
 static void swift_decrease(struct swift *w, double factor, uint64_t now)
@@ -64,29 +83,46 @@ static void swift_decrease(struct swift *w, double factor, uint64_t now)
 	swift_clamp(w);
 }
 
-static void swift_on_ack(struct braid_cc_state *s, uint32_t acked, uint64_t rtt_ns,
-			 uint64_t base_rtt_ns, bool ecn, uint64_t now)
+/* The end of a round: judge its smallest queueing delay against the target. */
+static void swift_round_end(struct swift *w, uint64_t now)
 {
-	struct swift *w = sw(s);
-	uint64_t target = base_rtt_ns + w->target_ns;
+	uint64_t q = w->round_minq, t = swift_target(w, w->round_base);
 
-	if (rtt_ns) {
-		w->last_rtt = rtt_ns;
-		w->last_base = base_rtt_ns;
-	}
-	if (ecn) {
-		swift_decrease(w, 1.0 - SWIFT_MAX_MDF / 2, now);
-		return;
-	}
-	if (!rtt_ns || rtt_ns <= target) {
-		w->cwnd += SWIFT_AI * acked / w->cwnd;
-	} else {
-		double mdf = SWIFT_BETA * (double)(rtt_ns - target) / (double)rtt_ns;
+	w->over = q != UINT64_MAX && q > t;
+	if (w->over) {
+		double mdf = SWIFT_BETA * (double)(q - t) / (double)(q + w->round_base);
 
 		if (mdf > SWIFT_MAX_MDF)
 			mdf = SWIFT_MAX_MDF;
 		swift_decrease(w, 1.0 - mdf, now);
 	}
+	w->round_start = now;
+	w->round_minq = UINT64_MAX;
+	w->round_base = 0;
+}
+
+static void swift_on_ack(struct braid_cc_state *s, uint32_t acked, uint64_t rtt_ns,
+			 uint64_t base_rtt_ns, bool ecn, uint64_t now)
+{
+	struct swift *w = sw(s);
+
+	if (rtt_ns) {
+		uint64_t q = rtt_ns > base_rtt_ns ? rtt_ns - base_rtt_ns : 0;
+
+		w->last_rtt = rtt_ns;
+		if (q < w->round_minq) {
+			w->round_minq = q;
+			w->round_base = base_rtt_ns;
+		}
+		if (!w->round_start)
+			w->round_start = now;
+	}
+	if (ecn)
+		swift_decrease(w, 1.0 - SWIFT_MAX_MDF / 2, now);
+	else if (!w->over)
+		w->cwnd += SWIFT_AI * acked / w->cwnd;
+	if (w->round_start && w->last_rtt && now - w->round_start >= w->last_rtt)
+		swift_round_end(w, now);
 	swift_clamp(w);
 }
 
@@ -94,7 +130,7 @@ static void swift_on_loss(struct braid_cc_state *s, uint64_t srtt_ns, uint64_t n
 {
 	struct swift *w = sw(s);
 
-	if (w->last_rtt > w->last_base + w->target_ns)
+	if (w->over)
 		swift_decrease(w, 1.0 - SWIFT_MAX_MDF / 2, now);
 }
 

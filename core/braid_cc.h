@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define BRAID_CC_STATE_BYTES	48
+#define BRAID_CC_STATE_BYTES	80
 
 /** struct braid_cc_state - opaque per-flow storage for the algorithm. */
 struct braid_cc_state {

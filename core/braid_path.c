@@ -19,20 +19,23 @@ static void path_reset(struct braid_path *p, uint16_t entropy)
 	p->entropy = entropy;
 }
 
-void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint64_t seed)
+void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint32_t entropies, uint64_t seed)
 {
 	uint32_t i;
 
 	ps->n = n ? n : 1;
 	ps->rr = 0;
+	ps->entropies = entropies && entropies <= 65536 ? entropies : 65536;
+	ps->avoid_n = 0;
 	ps->rng = seed;
 	ps->redraws = 0;
 	ps->agg_age = 0;
 	ps->best_srtt = 0;
 	ps->mean_loss = 0;
-	/* slot i starts on entropy i: distinct routes on the UDP wire's sockets */
+	/* slot i starts on entropy i: distinct selectors, so distinct routes where
+	 * the fabric has as many */
 	for (i = 0; i < ps->n; i++)
-		path_reset(&ps->p[i], (uint16_t)i);
+		path_reset(&ps->p[i], (uint16_t)(i % ps->entropies));
 }
 
 /* The mean loss EWMA over the paths: uniform loss is nobody's fault. */
@@ -128,6 +131,8 @@ void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns)
 {
 	uint32_t r = rtt_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt_ns;
 
+	if (r && (!p->min_rtt_ns || r < p->min_rtt_ns))
+		p->min_rtt_ns = r;
 	if (!p->srtt_ns) {
 		p->srtt_ns = r;
 		p->rttvar_ns = r / 2;
@@ -165,9 +170,51 @@ bool braid_path_lost(struct braid_pathset *ps, uint32_t idx, bool redraw)
 			return false;
 	}
 	/* sick: move this slot to a fresh route */
-	path_reset(p, (uint16_t)rng_next(&ps->rng));
-	ps->redraws++;
+	braid_path_redraw(ps, idx);
 	return true;
+}
+
+/* Is @e in use by a slot, or abandoned lately? */
+static bool entropy_taken(const struct braid_pathset *ps, uint32_t e)
+{
+	uint32_t i, k = ps->avoid_n < BRAID_PATH_AVOID ? ps->avoid_n : BRAID_PATH_AVOID;
+
+	for (i = 0; i < ps->n; i++)
+		if (ps->p[i].entropy == e)
+			return true;
+	for (i = 0; i < k; i++)
+		if (ps->avoid[i] == e)
+			return true;
+	return false;
+}
+
+void braid_path_redraw(struct braid_pathset *ps, uint32_t idx)
+{
+	uint32_t old = ps->p[idx].entropy, e = old, i, start;
+
+	ps->avoid[ps->avoid_n++ % BRAID_PATH_AVOID] = (uint16_t)old;
+	if (ps->entropies > 1) {
+		/* a random free selector: random tries, then a scan from a random start;
+		 * when every selector is taken, any other than the old one */
+		for (i = 0; i < 32; i++) {
+			e = (uint32_t)(rng_next(&ps->rng) % ps->entropies);
+			if (!entropy_taken(ps, e))
+				break;
+		}
+		if (i == 32) {
+			start = (uint32_t)(rng_next(&ps->rng) % ps->entropies);
+			for (i = 0; i < ps->entropies; i++) {
+				e = (start + i) % ps->entropies;
+				if (!entropy_taken(ps, e))
+					break;
+			}
+			if (i == ps->entropies)
+				e = (old + 1 + (uint32_t)(rng_next(&ps->rng) % (ps->entropies - 1))) %
+				    ps->entropies;
+		}
+	}
+	path_reset(&ps->p[idx], (uint16_t)e);
+	ps->redraws++;
 }
 
 uint64_t braid_pathset_rtt_spread(const struct braid_pathset *ps)

@@ -5,19 +5,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define BRAID_PATH_AVOID	8	/* abandoned entropies a flow keeps off */
+
 /**
  * struct braid_path - what a sender knows about one of its paths to a peer.
- * A path is named by its slot; its route is chosen by @entropy (on UDP, the
- * source port offset; on the sim, the route index), which is re-drawn when
- * the path turns sick so traffic moves to another route.
+ * A path is named by its slot; its route is chosen by @entropy, a route
+ * selector the wire turns into a route (UDP: one of its source-port sockets;
+ * DPDK: the UDP source port it writes; sim: hashed to a sim path). When the
+ * path turns sick or dies, its entropy is re-drawn: a value no other slot of
+ * the flow uses and not one recently abandoned, so the slot really moves to
+ * another route (ECMP hashes the new selector anew).
  */
 struct braid_path {
-	/** @entropy: the route selector. */
+	/** @entropy: the route selector, 0 .. entropies - 1. */
 	uint16_t entropy;
 	/** @consec_losses: losses since the last acknowledged packet on this path. */
 	uint16_t consec_losses;
 	/** @srtt_ns, @rttvar_ns: smoothed RTT and its variation (0 = no sample yet). */
 	uint32_t srtt_ns, rttvar_ns;
+	/** @min_rtt_ns: the lowest RTT seen on this route: its base (0 = no sample yet). */
+	uint32_t min_rtt_ns;
 	/** @loss: EWMA of the loss fraction (0..1). */
 	float loss;
 	/** @ecn: EWMA of the CE-marked fraction (0..1). */
@@ -30,7 +37,12 @@ struct braid_path {
 struct braid_pathset {
 	uint32_t n;
 	uint32_t rr;
+	/** @entropies: distinct route selectors the wire offers (entropy values 0 .. entropies-1). */
+	uint32_t entropies;
 	uint64_t rng;
+	/** @avoid: entropies abandoned lately (ring, @avoid_n so far); a re-draw keeps off them. */
+	uint16_t avoid[BRAID_PATH_AVOID];
+	uint32_t avoid_n;
 	/** @redraws: entropy re-draws so far. */
 	uint32_t redraws;
 	/** @agg_age, @best_srtt, @mean_loss: cross-path aggregates, refreshed every 32 picks. */
@@ -40,8 +52,11 @@ struct braid_pathset {
 	struct braid_path p[];
 };
 
-/** braid_pathset_init() - @n paths with distinct entropies drawn from @seed. */
-void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint64_t seed);
+/**
+ * braid_pathset_init() - @n paths on entropies 0 .. n-1 (distinct routes), of
+ * @entropies selectors the wire offers (0: 65536); @seed drives later choices.
+ */
+void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint32_t entropies, uint64_t seed);
 
 /**
  * braid_pathset_pick() - the path for the next packet.
@@ -67,6 +82,13 @@ void braid_path_acked(struct braid_path *p, bool ecn);
  * Return: true if the entropy was re-drawn.
  */
 bool braid_path_lost(struct braid_pathset *ps, uint32_t idx, bool redraw);
+
+/**
+ * braid_path_redraw() - move slot @idx to a fresh route: an entropy no other
+ * slot uses and not abandoned lately (while the wire offers enough), then
+ * restart its statistics. The old entropy joins the avoid ring.
+ */
+void braid_path_redraw(struct braid_pathset *ps, uint32_t idx);
 
 /** braid_pathset_rtt_spread() - max - min smoothed RTT over paths with samples (ns). */
 uint64_t braid_pathset_rtt_spread(const struct braid_pathset *ps);

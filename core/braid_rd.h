@@ -44,6 +44,11 @@ struct braid_rd_config {
 	uint32_t mtu;
 	/** @paths: paths to spray over, 1..BRAID_RD_MAX_PATHS. */
 	uint32_t paths;
+	/**
+	 * @entropies: distinct route selectors the wire offers (braid_wire.entropies;
+	 * 0: 65536). A re-drawn path takes one no other path of its flow uses.
+	 */
+	uint32_t entropies;
 	/** @window: packets in flight per peer, 1..BRAID_RD_MAX_WINDOW. */
 	uint32_t window;
 	/** @max_flows: peers with traffic in flight at once (flow state pool). */
@@ -152,7 +157,7 @@ struct braid_rd_out {
 	/** @dst_ip, @dst_port: destination home address (host order). */
 	uint32_t dst_ip;
 	uint16_t dst_port;
-	/** @path: the path slot (0..paths-1) and its current entropy. */
+	/** @path: the path slot (0..paths-1) and its current entropy (the wire's route selector). */
 	uint16_t path;
 	uint16_t entropy;
 };
@@ -165,6 +170,10 @@ struct braid_rd_stats {
 	uint64_t drops[BRAID_DROP_MAX];
 	uint64_t msgs_sent, msgs_received;
 	uint64_t peers_failed, peers_restarted, path_redraws;
+	/** @path_deaths: paths found silent (dead) and their packets resent elsewhere at once. */
+	uint64_t path_deaths;
+	/** @rdv_probes: keepalive probes of a peer whose rendezvous sends wait for a CTS. */
+	uint64_t rdv_probes;
 	uint64_t rdv_msgs, cts_tx, cts_rx;
 	uint64_t flows_active;
 };

@@ -155,6 +155,19 @@ void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
 	}
 }
 
+/* A header-only packet to the flow's peer (ACK, CTS, probe) on a path of its own choosing. */
+void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
+		    size_t hdr_len)
+{
+	out->hdr_len = (uint16_t)hdr_len;
+	out->payload_iovcnt = 0;
+	out->payload_len = 0;
+	out->dst_ip = f->conn->ip;
+	out->dst_port = f->conn->port;
+	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+	out->entropy = f->paths.p[out->path].entropy;
+}
+
 /* ---- conns and flows ---- */
 
 struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create)
@@ -224,7 +237,8 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 	if (!f)
 		return NULL;
 	f->conn = conn;
-	braid_pathset_init(&f->paths, rd->cfg.paths, rd->cfg.seed ^ conn->key ^ rd->rng++);
+	braid_pathset_init(&f->paths, rd->cfg.paths, rd->cfg.entropies,
+			   rd->cfg.seed ^ conn->key ^ rd->rng++);
 	tail = (uint8_t *)f + sizeof(*f) + rd->cfg.paths * sizeof(struct braid_path);
 	tail = (uint8_t *)(((uintptr_t)tail + 15) & ~(uintptr_t)15);
 	f->tx = (struct rd_txpkt *)tail;
@@ -241,6 +255,7 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 	braid_dlist_init(&f->txorder);
 	braid_dlist_init(&f->retxq);
 	f->last_progress = now;
+	f->last_rx = now;
 	rd->cfg.cc->init(&f->cc, w, rd->cfg.cc_target_ns);
 	f->heap_idx = SIZE_MAX;
 	braid_dlist_init(&f->ready_node);
@@ -447,6 +462,7 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 		rd->stats.rx_acks++;
 		if (!conn->flow)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
+		conn->flow->last_rx = now;
 		rd_out_ack_input(rd, conn, &av, now);
 		return 0;
 	}
@@ -471,6 +487,7 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 			return 0;
 		}
 		conn->peer->last_active = now;
+		conn->flow->last_rx = now;
 		rd->stats.cts_rx++;
 		rd_out_cts_input(rd, conn, msg_id);
 		rd_flow_schedule(rd, conn->flow);
@@ -512,8 +529,9 @@ void braid_rd_timer(struct braid_rd *rd, uint64_t now)
 			f->ack_now = true;
 			rd_flow_ready(rd, f);
 		}
-		rd_in_timer(rd, f, now);	/* CTS to repeat */
-		rd_out_timer(rd, f, now);
+		/* CTS to repeat, a silent sender of half-received messages; it may fail the flow */
+		if (rd_in_timer(rd, f, now))
+			rd_out_timer(rd, f, now);
 		/* rd_out_timer may have failed (detached) the flow */
 		if (f->heap_idx != SIZE_MAX && rd->heap[f->heap_idx] == f)
 			rd_flow_schedule(rd, f);

@@ -126,9 +126,18 @@ static struct rd_recv *recv_take(struct braid_rd *rd, struct rd_recv *r, const s
 
 /* ---- rendezvous (§4.6): CTS for messages that have a buffer ---- */
 
-static uint64_t cts_retry(const struct braid_rd *rd)
+/* How long a CTS waits for its data before it goes again: two of the receiver's RTTs
+ * (CTS to data, or the flow's own), doubling with each repeat (at most 64x). */
+static uint64_t cts_retry(const struct braid_rd *rd, const struct rd_flow *f, uint32_t i)
 {
-	return rd->cfg.rto_min_ns;
+	uint64_t rtt = f->cts_rtt ? f->cts_rtt : f->srtt, t = 2 * rtt;
+	uint32_t k = f->cts_tries[i] > 1 ? f->cts_tries[i] - 1u : 0;
+
+	if (!rtt)
+		t = rd->cfg.rto_init_ns;
+	if (t < rd->cfg.rto_min_ns)
+		t = rd->cfg.rto_min_ns;
+	return t << (k < 6 ? k : 6);
 }
 
 /* Ask for the rest of rendezvous message @m (it has somewhere to go now). */
@@ -146,6 +155,7 @@ static void cts_want(struct braid_rd *rd, struct rd_msg *m)
 		return;	/* found again by cts_refill when an entry frees */
 	f->cts_ids[f->cts_n] = m->msg_id;
 	f->cts_sent[f->cts_n] = 0;
+	f->cts_tries[f->cts_n] = 0;
 	f->cts_n++;
 	rd_flow_ready(rd, f);
 }
@@ -173,20 +183,30 @@ static void cts_done(struct braid_rd *rd, struct rd_flow *f, uint32_t msg_id)
 		f->cts_n--;
 		f->cts_ids[i] = f->cts_ids[f->cts_n];
 		f->cts_sent[i] = f->cts_sent[f->cts_n];
+		f->cts_tries[i] = f->cts_tries[f->cts_n];
 		if (f->cts_n == RD_CTS_MAX - 1)
 			cts_refill(rd, f);
 		return;
 	}
 }
 
-/* Data of @msg_id arrived: the CTS got through; the next repeat can wait. */
+/* Data of @msg_id arrived: the CTS got through; the next repeat can wait. The
+ * first data after a CTS sent once is an RTT sample of the receiver's own. */
 static void cts_touch(struct rd_flow *f, uint32_t msg_id, uint64_t now)
 {
 	uint32_t i;
 
-	for (i = 0; i < f->cts_n; i++)
-		if (f->cts_ids[i] == msg_id && f->cts_sent[i])
-			f->cts_sent[i] = now;
+	for (i = 0; i < f->cts_n; i++) {
+		if (f->cts_ids[i] != msg_id || !f->cts_sent[i])
+			continue;
+		if (f->cts_tries[i] == 1 && now > f->cts_sent[i]) {
+			uint64_t r = now - f->cts_sent[i];
+
+			f->cts_rtt = f->cts_rtt ? f->cts_rtt - f->cts_rtt / 8 + r / 8 : r;
+		}
+		f->cts_sent[i] = now;
+		f->cts_tries[i] = 0;
+	}
 }
 
 int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
@@ -201,34 +221,41 @@ int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 			continue;	/* sent; rd_in_timer makes it due again */
 		braid_rd_cts_write((struct braid_rd_cts_hdr *)out[n].hdr, rd->cfg.local_port,
 				   rd->cfg.epoch, conn->peer->epoch, f->cts_ids[i]);
-		out[n].hdr_len = sizeof(struct braid_rd_cts_hdr);
-		out[n].payload_iovcnt = 0;
-		out[n].payload_len = 0;
-		out[n].dst_ip = conn->ip;
-		out[n].dst_port = conn->port;
-		out[n].path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
-		out[n].entropy = f->paths.p[out[n].path].entropy;
+		rd_out_control(rd, f, &out[n], sizeof(struct braid_rd_cts_hdr));
 		f->cts_sent[i] = now;
+		if (f->cts_tries[i] < UINT8_MAX)
+			f->cts_tries[i]++;
 		rd->stats.cts_tx++;
 		n++;
 	}
 	return n;
 }
 
-void rd_in_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
+bool rd_in_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 {
 	bool any = false;
 	uint32_t i;
 
+	/*
+	 * Messages half-received from a peer that has sent nothing for the peer
+	 * timeout: the sender is gone (killed, or cut off). Receives bound to them
+	 * fail instead of waiting forever, and the peer is treated as failed.
+	 */
+	if (f->msgs_live && now >= f->last_rx + rd_peer_timeout(rd, f)) {
+		rd->stats.peers_failed++;
+		rd_flow_fail(rd, f, FI_EHOSTUNREACH, BRAID_PERR_PEER_UNREACHABLE);
+		return false;
+	}
 	/* a CTS not answered by data within the retry time goes again (with the next output) */
 	for (i = 0; i < f->cts_n; i++) {
-		if (f->cts_sent[i] && now >= f->cts_sent[i] + cts_retry(rd)) {
+		if (f->cts_sent[i] && now >= f->cts_sent[i] + cts_retry(rd, f, i)) {
 			f->cts_sent[i] = 0;
 			any = true;
 		}
 	}
 	if (any)
 		rd_flow_ready(rd, f);
+	return true;
 }
 
 uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *f)
@@ -236,10 +263,12 @@ uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 	uint64_t d = UINT64_MAX;
 	uint32_t i;
 
+	if (f->msgs_live)
+		d = f->last_rx + rd_peer_timeout(rd, f);
 	/* CTS never sent yet go out with the flow's next output (it is on the ready
 	 * list); only the repeats are timed */
 	for (i = 0; i < f->cts_n; i++) {
-		uint64_t t = f->cts_sent[i] + cts_retry(rd);
+		uint64_t t = f->cts_sent[i] + cts_retry(rd, f, i);
 
 		if (f->cts_sent[i] && t < d)
 			d = t;
@@ -348,7 +377,7 @@ static void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t
 		f->ack_now = true;
 		rd_flow_ready(rd, f);
 	} else if (!f->ack_deadline) {
-		f->ack_deadline = now + rd->cfg.ack_delay_ns;
+		f->ack_deadline = now + rd_ack_delay(rd, f);
 	}
 	rd_flow_schedule(rd, f);
 }
@@ -364,6 +393,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 
 	if (!f)
 		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	f->last_rx = now;
 	if (v->flags & BRAID_RD_F_ACK)
 		rd_out_piggy_ack(rd, f, v->ack_psn, now);
 
@@ -495,13 +525,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 			a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
 	}
 	braid_rd_ack_write((struct braid_rd_ack_hdr *)out->hdr, &a);
-	out->hdr_len = sizeof(struct braid_rd_ack_hdr);
-	out->payload_iovcnt = 0;
-	out->payload_len = 0;
-	out->dst_ip = conn->ip;
-	out->dst_port = conn->port;
-	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
-	out->entropy = f->paths.p[out->path].entropy;
+	rd_out_control(rd, f, out, sizeof(struct braid_rd_ack_hdr));
 	rd->stats.tx_acks++;
 }
 

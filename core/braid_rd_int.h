@@ -34,6 +34,8 @@ struct rd_send {
 	/** @cts: the receiver's CTS came. */
 	bool cts;
 	uint32_t msg_id;
+	/** @first_psn: the PSN of its first packet (a rendezvous keepalive probe repeats it). */
+	uint32_t first_psn;
 	uint64_t tag, data;
 	uint32_t flags;
 	void *context;
@@ -135,20 +137,31 @@ struct rd_flow {
 	struct braid_dlist txorder;
 	struct braid_dlist retxq;
 	uint64_t rack_xmit, rack_rtt, min_rtt, srtt, rttvar;
+	/** @last_ack: the latest ACK that acknowledged something new (the RTO runs from it). */
+	uint64_t last_ack;
 	/** @tx_counter: transmissions so far; @rack_seq: tx_seq of the latest-sent packet acknowledged. */
 	uint32_t tx_counter, rack_seq;
 	uint64_t rto_backoff;
 	/** @rx_dups: duplicate DATA packets received from the peer (echoed in our ACKs). */
 	uint32_t rx_dups;
 	/** @peer_dups: the peer's last reported count of our duplicates; @reo_mult: reorder
-	 * window multiplier, raised when a retransmission proves spurious (RFC 8985 §7.2). */
-	uint32_t peer_dups, reo_mult, reo_decay;
+	 * window multiplier, raised when a retransmission proves spurious (RFC 8985 §7.2),
+	 * lowered again at @reo_decay_at (16 RTTs with no new duplicate). */
+	uint32_t peer_dups, reo_mult;
+	uint64_t reo_decay_at;
 	/** @last_tx: time of the latest transmission; @tlp_out: a tail probe awaits its ACK. */
 	uint64_t last_tx;
 	bool tlp_out;
 	uint64_t last_progress;
+	/** @probe_due: a rendezvous keepalive probe waits to go (§4.6); @probe_at: the last one sent. */
+	bool probe_due;
+	uint64_t probe_at;
 	struct braid_cc_state cc;
 	/* receive */
+	/** @last_rx: the latest packet of any kind from the peer (its liveness, seen from here). */
+	uint64_t last_rx;
+	/** @cts_rtt: smoothed time from a CTS to the data it releases (the receiver's RTT view). */
+	uint64_t cts_rtt;
 	uint64_t *rcv_bits;		/* window bits, slot psn % window */
 	struct rd_msg **msgs;		/* window slots, msg_id % window */
 	uint32_t msgs_live;		/* messages in the msgs slots */
@@ -161,6 +174,8 @@ struct rd_flow {
 	/** @cts_ids, @cts_sent, @cts_n: rendezvous messages with a buffer, waiting for their data. */
 	uint32_t cts_ids[RD_CTS_MAX];
 	uint64_t cts_sent[RD_CTS_MAX];
+	/** @cts_tries: sends of each CTS since data last came (its repeat interval doubles). */
+	uint8_t cts_tries[RD_CTS_MAX];
 	uint32_t cts_n;
 	/* scheduling */
 	uint64_t deadline;
@@ -219,7 +234,11 @@ void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
 bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
+void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
+		    size_t hdr_len);
 static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
+uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *flow);
+uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *flow);
 
 /* braid_rd_out.c (outgoing: sends, packets, ACK processing, loss recovery) */
 void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
@@ -243,7 +262,7 @@ uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
 int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
 		    struct braid_rd_out *out, int max);
 uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
-void rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
+bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id);
 
 #endif /* BRAID_RD_INT_H */

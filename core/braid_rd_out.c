@@ -103,19 +103,78 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 
 /* ---- timers ---- */
 
+/*
+ * Every timer scales from measured RTTs (protocol.md §4.5): the flow's and
+ * each path's. The configured floors only cover the hosts' scheduling
+ * jitter; nothing is tuned to one fabric's RTT.
+ */
+
+/* The slowest path's srtt + 4 rttvar (and the flow's own), 0 before any sample. */
+static uint64_t worst_path_rto(const struct rd_flow *f)
+{
+	uint64_t w = f->srtt ? f->srtt + 4 * f->rttvar : 0;
+	uint32_t i;
+
+	for (i = 0; i < f->paths.n; i++) {
+		const struct braid_path *p = &f->paths.p[i];
+		uint64_t t = (uint64_t)p->srtt_ns + 4ULL * p->rttvar_ns;
+
+		if (p->srtt_ns && t > w)
+			w = t;
+	}
+	return w;
+}
+
+uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	/* at most a quarter of the RTT where one is known (either direction) */
+	uint64_t rtt = f->min_rtt ? f->min_rtt : f->cts_rtt;
+	uint64_t d = rd->cfg.ack_delay_ns;
+
+	if (rtt && rtt / 4 < d)
+		d = rtt / 4;
+	return d;
+}
+
+uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	/* never fewer than 16 RTOs' worth of the slowest path: a 50 ms fabric is not dead */
+	uint64_t t = rd->cfg.peer_timeout_ns, w = worst_path_rto(f) * 16;
+
+	return w > t ? w : t;
+}
+
 static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t rto = f->srtt ? f->srtt + 4 * f->rttvar : rd->cfg.rto_init_ns;
+	uint64_t rto = worst_path_rto(f), cap = rd_peer_timeout(rd, f) / 16;
 
+	if (!rto)
+		rto = rd->cfg.rto_init_ns;
 	if (rto < rd->cfg.rto_min_ns)
 		rto = rd->cfg.rto_min_ns;
 	rto <<= f->rto_backoff;
 	if (rto > rd->cfg.rto_max_ns)
 		rto = rd->cfg.rto_max_ns;
-	/* probe several times within the peer timeout, so a live but slow peer is heard */
-	if (rto > rd->cfg.peer_timeout_ns / 4)
-		rto = rd->cfg.peer_timeout_ns / 4;
+	/* probe many times within the peer timeout, so a live peer behind heavy loss is heard */
+	if (rto > cap)
+		rto = cap;
 	return rto;
+}
+
+/* When the RTO fires: a whole RTO with no acknowledgement of anything new, and the
+ * oldest packet in flight at least that old. */
+static uint64_t rto_deadline(struct braid_rd *rd, const struct rd_flow *f,
+			     const struct rd_txpkt *head)
+{
+	uint64_t start = head->tx_time > f->last_ack ? head->tx_time : f->last_ack;
+
+	return start + flow_rto(rd, f);
+}
+
+/* Keepalive of rendezvous sends waiting for a CTS: the peer must still answer. */
+static uint64_t probe_interval(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	return rd_peer_timeout(rd, f) / 8;
 }
 
 /* Data in flight or queued to go: the peer must answer within the peer timeout. */
@@ -163,7 +222,7 @@ static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
 
 	if (!f->srtt || f->tlp_out || braid_dlist_empty(&f->txorder))
 		return UINT64_MAX;
-	pto = 2 * f->srtt + rd->cfg.ack_delay_ns;
+	pto = 2 * f->srtt + rd_ack_delay(rd, f);
 	if (pto < rd->cfg.tlp_min_ns)
 		pto = rd->cfg.tlp_min_ns;
 	return f->last_tx + pto;
@@ -172,27 +231,45 @@ static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
 /* Cross-path window: longer than any path's RTT can plausibly be. */
 static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t w = f->rack_rtt + f->min_rtt / 4;
-	uint32_t i;
+	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = worst_path_rto(f);
 
-	for (i = 0; i < f->paths.n; i++) {
-		const struct braid_path *p = &f->paths.p[i];
-		uint64_t t = (uint64_t)p->srtt_ns + 4ULL * p->rttvar_ns;
-
-		if (p->srtt_ns && t > w)
-			w = t;
-	}
-	return (w + rd->cfg.ack_delay_ns) * (1 + f->reo_mult);
+	if (t > w)
+		w = t;
+	return (w + rd_ack_delay(rd, f)) * (1 + f->reo_mult);
 }
 
 /* Same-path window: packets on one path stay in order but for jitter. */
 static uint64_t path_wnd(const struct braid_rd *rd, const struct rd_flow *f, uint32_t path)
 {
-	uint64_t w = f->min_rtt / 4, v = f->paths.p[path].rttvar_ns;
+	const struct braid_path *p = &f->paths.p[path];
+	uint64_t w = (p->min_rtt_ns ? p->min_rtt_ns : f->min_rtt) / 4, v = p->rttvar_ns;
 
 	/* + the receiver's ACK delay: the earlier packet's ACK may be held back;
 	 * widened while retransmissions keep proving spurious */
-	return ((v > w ? v : w) + rd->cfg.ack_delay_ns) * (1 + f->reo_mult);
+	return ((v > w ? v : w) + rd_ack_delay(rd, f)) * (1 + f->reo_mult);
+}
+
+/*
+ * Silence window of a path (protocol.md §4.5, dead paths): its oldest packet
+ * in flight is this old while a packet sent after it, on another path, was
+ * acknowledged: the path has died (or is far slower than it was). About two
+ * of the path's own RTTs (the flow's before the path has a sample), never
+ * less than the jitter floor.
+ */
+static uint64_t silence_wnd(const struct braid_rd *rd, const struct rd_flow *f, uint32_t path)
+{
+	const struct braid_path *p = &f->paths.p[path];
+	uint64_t r = p->srtt_ns ? p->srtt_ns : f->srtt, v = p->srtt_ns ? p->rttvar_ns : f->rttvar;
+	uint64_t w = 2 * r;
+
+	if (!r)
+		return UINT64_MAX;
+	if (r + 4 * v > w)
+		w = r + 4 * v;
+	w += rd_ack_delay(rd, f);
+	if (w < rd->cfg.tlp_min_ns)
+		w = rd->cfg.tlp_min_ns;
+	return w * (1 + f->reo_mult);
 }
 
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
@@ -204,7 +281,7 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 		const struct rd_txpkt *head =
 			braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
-		d = head->tx_time + flow_rto((struct braid_rd *)rd, f);
+		d = rto_deadline((struct braid_rd *)rd, f, head);
 		if (flow_pto(rd, f) < d)
 			d = flow_pto(rd, f);
 		if (braid_seq_lt(head->tx_seq, f->rack_seq)) {
@@ -218,18 +295,30 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 			const struct rd_txpkt *ph;
 			uint64_t r;
 
-			if (braid_dlist_empty(&pr->inflight) || !pr->has_rack)
+			if (braid_dlist_empty(&pr->inflight))
 				continue;
 			ph = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
-			if (!braid_seq_lt(ph->tx_seq, pr->rack_seq))
+			if (braid_seq_lt(ph->tx_seq, f->rack_seq)) {
+				r = ph->tx_time + silence_wnd(rd, f, i);
+				if (r < d)
+					d = r;
+			}
+			if (!pr->has_rack || !braid_seq_lt(ph->tx_seq, pr->rack_seq))
 				continue;
 			r = ph->tx_time + pr->rack_rtt + path_wnd(rd, f, i);
 			if (r < d)
 				d = r;
 		}
 	}
-	if (out_busy(f, f->conn)) {
-		uint64_t t = f->last_progress + rd->cfg.peer_timeout_ns;
+	if (!rd_out_idle(f, f->conn)) {
+		uint64_t t = f->last_progress + rd_peer_timeout(rd, f);
+
+		if (t < d)
+			d = t;
+	}
+	if (!out_busy(f, f->conn) && !braid_dlist_empty(&f->conn->paused) && !f->probe_due) {
+		uint64_t from = f->probe_at > f->last_progress ? f->probe_at : f->last_progress;
+		uint64_t t = from + probe_interval(rd, f);
 
 		if (t < d)
 			d = t;
@@ -238,15 +327,42 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 }
 
 /* Move an in-flight packet to the retransmit queue. */
-static void pkt_lost(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p)
+static void pkt_requeue(struct rd_flow *f, struct rd_txpkt *p)
 {
 	braid_dlist_remove(&p->link);
 	braid_dlist_remove(&p->plink);
 	braid_dlist_insert_tail(&p->link, &f->retxq);
 	p->state = RD_PKT_LOST;
 	f->inflight--;
+}
+
+/* A packet lost on its path: requeue it and count it against the path. */
+static void pkt_lost(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p)
+{
+	pkt_requeue(f, p);
 	if (braid_path_lost(&f->paths, p->path, rd->cfg.path_health))
 		rd->stats.path_redraws++;
+}
+
+/*
+ * Path @i went silent: everything in flight on it is resent on the other
+ * paths now, not after the RTO, and the slot moves to a fresh route. One
+ * path's death is not the flow's congestion: the window is not cut.
+ */
+static void path_dead(struct braid_rd *rd, struct rd_flow *f, uint32_t i)
+{
+	struct rd_pathrack *pr = &f->prack[i];
+
+	while (!braid_dlist_empty(&pr->inflight))
+		pkt_requeue(f, braid_container_of(pr->inflight.next, struct rd_txpkt, plink));
+	pr->has_rack = false;
+	rd->stats.path_deaths++;
+	if (rd->cfg.path_health) {
+		braid_path_redraw(&f->paths, i);
+		rd->stats.path_redraws++;
+	} else {
+		braid_path_lost(&f->paths, i, false);
+	}
 }
 
 /*
@@ -262,10 +378,24 @@ static void pkt_lost(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p)
  */
 static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 {
-	uint64_t gw = global_wnd(rd, f);
-	bool any = false;
+	uint64_t gw;
+	bool any = false, dead = false;
 	uint32_t i;
 
+	/* dead paths first: a silent path's packets go elsewhere with no CC reaction */
+	for (i = 0; i < f->paths.n && f->paths.n > 1; i++) {
+		struct rd_pathrack *pr = &f->prack[i];
+		struct rd_txpkt *p;
+
+		if (braid_dlist_empty(&pr->inflight))
+			continue;
+		p = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
+		if (braid_seq_lt(p->tx_seq, f->rack_seq) && p->tx_time + silence_wnd(rd, f, i) <= now) {
+			path_dead(rd, f, i);
+			dead = true;
+		}
+	}
+	gw = global_wnd(rd, f);
 	for (i = 0; i < f->paths.n; i++) {
 		struct rd_pathrack *pr = &f->prack[i];
 		uint64_t pw;
@@ -293,31 +423,39 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 		rd->stats.rack_losses++;
 		any = true;
 	}
-	if (any) {
+	if (any)
 		rd->cfg.cc->on_loss(&f->cc, f->srtt, now);
+	if (any || dead)
 		rd_flow_ready(rd, f);
-	}
 }
 
 void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 {
 	struct rd_conn *conn = f->conn;
 
-	if (out_busy(f, conn) && now >= f->last_progress + rd->cfg.peer_timeout_ns) {
+	if (!rd_out_idle(f, conn) && now >= f->last_progress + rd_peer_timeout(rd, f)) {
 		rd->stats.peers_failed++;
 		rd_flow_fail(rd, f, FI_EHOSTUNREACH, BRAID_PERR_PEER_UNREACHABLE);
 		return;
+	}
+	/* rendezvous sends waiting for a CTS and nothing else going: ask the peer for a
+	 * sign of life now and then (§4.6), so a dead receiver fails them in bounded time */
+	if (!out_busy(f, conn) && !braid_dlist_empty(&conn->paused) && !f->probe_due &&
+	    now >= (f->probe_at > f->last_progress ? f->probe_at : f->last_progress) +
+		   probe_interval(rd, f)) {
+		f->probe_due = true;
+		rd_flow_ready(rd, f);
 	}
 	detect_loss(rd, f, now);
 	if (!braid_dlist_empty(&f->txorder)) {
 		struct rd_txpkt *head = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
-		if (now >= head->tx_time + flow_rto(rd, f)) {
+		if (now >= rto_deadline(rd, f, head)) {
 			/* no ACK for a whole RTO: everything in flight is presumed lost
 			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off */
 			while (!braid_dlist_empty(&f->txorder))
-				pkt_lost(rd, f, braid_container_of(f->txorder.next,
-								   struct rd_txpkt, link));
+				pkt_requeue(f, braid_container_of(f->txorder.next,
+								  struct rd_txpkt, link));
 			rd->stats.rto_fires++;
 			if (f->rto_backoff < 10)
 				f->rto_backoff++;
@@ -399,6 +537,7 @@ void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *f, uint32_t ack_psn, 
 
 	if (n) {
 		f->last_progress = now;
+		f->last_ack = now;
 		f->rto_backoff = 0;
 		f->tlp_out = false;
 		rd->cfg.cc->on_ack(&f->cc, n, 0, f->min_rtt, false, now);
@@ -411,7 +550,7 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		      uint64_t now)
 {
 	struct rd_flow *f = conn->flow;
-	uint64_t rtt = 0;
+	uint64_t rtt = 0, base = 0;
 	uint32_t n, i, limit;
 	bool ecn = a->flags & BRAID_RD_ACK_F_ECN_CE;
 
@@ -419,15 +558,15 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	/*
 	 * The receiver counts the duplicates it got from us. New ones mean packets
 	 * we declared lost had arrived after all: widen the reorder windows
-	 * (RFC 8985 §7.2, DSACK's role); narrow them again after 16 clean rounds.
+	 * (RFC 8985 §7.2, DSACK's role); narrow them again after 16 RTTs with no new one.
 	 */
 	if (braid_seq_gt(a->dups, f->peer_dups)) {
 		if (f->reo_mult < 8)
 			f->reo_mult++;
-		f->reo_decay = 16;
-	} else if (f->reo_mult && --f->reo_decay == 0) {
+		f->reo_decay_at = now + 16 * (f->srtt ? f->srtt : rd->cfg.rto_init_ns);
+	} else if (f->reo_mult && now >= f->reo_decay_at) {
 		f->reo_mult--;
-		f->reo_decay = 16;
+		f->reo_decay_at = now + 16 * (f->srtt ? f->srtt : rd->cfg.rto_init_ns);
 	}
 	f->peer_dups = a->dups;
 	/* the echo first: its slot still tells the path and the exact send time */
@@ -438,6 +577,9 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		    rd_usec(p->tx_time) == a->echo_time && now > p->tx_time) {
 			rtt = now - p->tx_time;
 			braid_path_rtt(&f->paths.p[p->path], rtt);
+			/* congestion is queueing on the sample's own route: judged against
+			 * that path's base RTT, so a slower path is not congestion */
+			base = f->paths.p[p->path].min_rtt_ns;
 			if (ecn)
 				braid_path_acked(&f->paths.p[p->path], true);
 			if (!f->min_rtt || rtt < f->min_rtt)
@@ -475,10 +617,11 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	 * buffer (rwnd 0): the peer timeout measures silence, not slowness */
 	f->last_progress = now;
 	if (n) {
+		f->last_ack = now;
 		f->rto_backoff = 0;
 		f->tlp_out = false;
 	}
-	rd->cfg.cc->on_ack(&f->cc, n, rtt, f->min_rtt, ecn, now);
+	rd->cfg.cc->on_ack(&f->cc, n, rtt, base ? base : f->min_rtt, ecn, now);
 	detect_loss(rd, f, now);
 	if (n || !braid_dlist_empty(&f->retxq) || !braid_dlist_empty(&conn->sendq))
 		rd_flow_ready(rd, f);
@@ -512,39 +655,48 @@ static void gather(const struct rd_send *op, uint64_t off, size_t len, struct br
 	}
 }
 
-static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now,
-		 struct braid_rd_out *out)
+/* The RD_DATA header fields of @op's packet at @off (flags: those of the op). */
+static void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct rd_send *op,
+		      uint32_t psn, uint32_t off, uint64_t now, struct braid_rd_data_view *v)
 {
-	struct rd_conn *conn = f->conn;
-	struct rd_send *op = p->op;
-	struct braid_rd_data_view v = {
+	const struct rd_conn *conn = f->conn;
+
+	*v = (struct braid_rd_data_view){
 		.src_port = rd->cfg.local_port,
 		.flags = BRAID_RD_F_ACK,
 		.src_epoch = rd->cfg.epoch,
 		.dst_epoch = conn->peer->epoch,
-		.psn = p->psn,
+		.psn = psn,
 		.ack_psn = conn->rcv_nxt,
 		.msg_id = op->msg_id,
-		.offset = p->off,
+		.offset = off,
 		.msg_len = (uint32_t)op->len,
 		.tx_time = rd_usec(now),
 		.tag = op->tag,
 		.cq_data = (op->flags & BRAID_RD_CQ_DATA) ? op->data : 0,
 	};
-
 	if (op->flags & BRAID_RD_CQ_DATA)
-		v.flags |= BRAID_RD_F_CQ_DATA;
+		v->flags |= BRAID_RD_F_CQ_DATA;
 	if (op->flags & BRAID_RD_TAGGED)
-		v.flags |= BRAID_RD_F_TAGGED;
+		v->flags |= BRAID_RD_F_TAGGED;
+	if (op->rdv && off == 0)
+		v->flags |= BRAID_RD_F_RDV;
+}
+
+static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now,
+		 struct braid_rd_out *out)
+{
+	struct rd_send *op = p->op;
+	struct braid_rd_data_view v;
+
+	data_view(rd, f, op, p->psn, p->off, now, &v);
 	if (p->retx)
 		v.flags |= BRAID_RD_F_RETX;
-	if (op->rdv && p->off == 0)
-		v.flags |= BRAID_RD_F_RDV;
 	braid_rd_data_write((struct braid_rd_data_hdr *)out->hdr, &v);
 	out->hdr_len = sizeof(struct braid_rd_data_hdr);
 	gather(op, p->off, p->len, out);
-	out->dst_ip = conn->ip;
-	out->dst_port = conn->port;
+	out->dst_ip = f->conn->ip;
+	out->dst_port = f->conn->port;
 	out->path = p->path;
 	out->entropy = f->paths.p[p->path].entropy;
 	f->paths.p[p->path].sent++;
@@ -553,6 +705,26 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	f->last_tx = now;
 	rd->stats.tx_data++;
 	rd->stats.tx_bytes += p->len;
+}
+
+/*
+ * The rendezvous keepalive (§4.6): the header of the oldest waiting send's
+ * first packet again, with no payload. The receiver has it (it was
+ * acknowledged), so it drops it as a duplicate and acknowledges at once: an
+ * ACK that proves the peer alive. A restarted peer answers with its new
+ * epoch instead (§4.2 rule 2).
+ */
+static void probe_write(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
+			struct braid_rd_out *out)
+{
+	const struct rd_send *op = braid_container_of(f->conn->paused.next, struct rd_send, node);
+	struct braid_rd_data_view v;
+
+	data_view(rd, f, op, op->first_psn, 0, now, &v);
+	v.flags |= BRAID_RD_F_RETX;
+	braid_rd_data_write((struct braid_rd_data_hdr *)out->hdr, &v);
+	rd_out_control(rd, f, out, sizeof(struct braid_rd_data_hdr));
+	rd->stats.rdv_probes++;
 }
 
 static uint32_t send_allowance(struct braid_rd *rd, struct rd_flow *f)
@@ -580,6 +752,11 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		f->ack_deadline = 0;
 	}
 	n += rd_in_write_cts(rd, f, now, out + n, max - n);
+	if (f->probe_due && n < max) {
+		probe_write(rd, f, now, &out[n++]);
+		f->probe_due = false;
+		f->probe_at = now;
+	}
 	allow = send_allowance(rd, f);
 	/* a lost packet never waits for cwnd room held by packets that may be lost
 	 * too: one retransmission goes out per ACK or timer event regardless */
@@ -617,6 +794,8 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		uint64_t left = op->len - op->next_off;
 		uint32_t seg = (uint32_t)(left < RD_SEG(rd) ? left : RD_SEG(rd));
 
+		if (!op->next_off)
+			op->first_psn = conn->snd_nxt;
 		p->op = op;
 		p->psn = conn->snd_nxt++;
 		p->off = (uint32_t)op->next_off;

@@ -45,6 +45,7 @@ int braid_rdm_enable(struct braid_ep *ep)
 		cfg.epoch = 1;
 	cfg.mtu = (uint32_t)ep->wire->mtu;
 	cfg.paths = (uint32_t)ep->wire->paths;
+	cfg.entropies = ep->wire->entropies;
 	cfg.max_sends = (uint32_t)(ep->info->tx_attr && ep->info->tx_attr->size ?
 				   ep->info->tx_attr->size : braid_cfg.tx_size);
 	cfg.max_recvs = (uint32_t)(ep->info->rx_attr && ep->info->rx_attr->size ?
@@ -104,8 +105,9 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 			       (size_t)out[i].payload_iovcnt * sizeof(struct iovec));
 			pkts[i].iov = iovs[i];
 			pkts[i].iovcnt = out[i].payload_iovcnt + 1;
-			/* the path's entropy picks the source port (socket) */
-			pkts[i].path = out[i].entropy % (uint32_t)ep->wire->paths;
+			/* the path's entropy is the wire's route selector (UDP: the socket,
+			 * that is the source port) */
+			pkts[i].path = out[i].entropy;
 			pkts[i].status = 0;
 			memset(&pkts[i].addr, 0, sizeof(pkts[i].addr));
 			pkts[i].addr.sin_family = AF_INET;

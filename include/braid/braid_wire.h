@@ -27,7 +27,8 @@
  * struct braid_pkt - one datagram in a burst.
  *
  * For tx_burst the caller fills @iov/@iovcnt (the bytes to send, gathered),
- * @addr (destination) and @path (0 .. paths-1). For rx_burst the caller
+ * @addr (destination) and @path: the route selector (entropy), 0 ..
+ * entropies-1; 0 .. paths-1 are the wire's default paths. For rx_burst the caller
  * fills @iov/@iovcnt with the space to scatter into; the wire fills @len,
  * @addr (the sender's address as seen on the wire: its source port is the
  * sender's path entropy, not its home port), @path (the local path/queue
@@ -38,7 +39,7 @@ struct braid_pkt {
 	struct iovec *iov;
 	/** @iovcnt: entries in @iov, at most BRAID_WIRE_IOV_MAX. */
 	int iovcnt;
-	/** @path: tx: the path to send on; rx: the local path it arrived on. */
+	/** @path: tx: the route selector (entropy) to send with; rx: the local path it arrived on. */
 	uint32_t path;
 	/** @len: rx: full datagram length (may exceed the buffers: see TRUNC). */
 	size_t len;
@@ -104,8 +105,15 @@ struct braid_wire {
 	struct sockaddr_in name;
 	/** @mtu: the largest datagram payload the wire carries (bytes, after IP/UDP headers). */
 	size_t mtu;
-	/** @paths: number of transmit paths. */
+	/** @paths: number of transmit paths (default route selectors 0 .. paths-1). */
 	int paths;
+	/**
+	 * @entropies: distinct route selectors a tx packet's path may name,
+	 * >= @paths. The wire owns what a selector means: on UDP a socket with a
+	 * source port of its own (the spare ones give re-drawn paths a route no
+	 * other path uses), on DPDK the UDP source port it writes itself.
+	 */
+	uint32_t entropies;
 	/** @tx_errors: packets the wire refused. */
 	uint64_t tx_errors;
 	/** @rx_packets, @tx_packets: datagrams moved. */

@@ -14,20 +14,24 @@
 #include "braid/braid_wire.h"
 
 #define UDP_BURST_MAX	64
+/* spare sockets beyond the paths: fresh source ports for re-drawn paths */
+#define UDP_SPARE_MAX	32
 #define UDP_MAX_PAYLOAD	65507	/* 65535 - 20 (IPv4) - 8 (UDP) */
 
 /**
  * struct braid_udp - a UDP wire endpoint.
  *
  * fds[0] is the home socket, bound to the address peers send to; it also
- * transmits on path 0. fds[1..paths-1] are bound to their own ephemeral
- * source ports on the same IP and only transmit: the source port is the
- * path's ECMP entropy.
+ * transmits with route selector 0. fds[1..nfds-1] are bound to their own
+ * ephemeral source ports on the same IP and only transmit: the source port
+ * is the route's ECMP entropy. The first @paths sockets are the default
+ * paths; the rest (up to UDP_SPARE_MAX more) are the spare routes an engine
+ * moves a sick path to, so a re-drawn path gets a port no other path uses.
  */
 struct braid_udp {
 	/** @wire: the public part; first. */
 	struct braid_wire wire;
-	/** @fds: one socket per path. */
+	/** @fds: one socket per route selector (wire.entropies of them). */
 	int *fds;
 };
 
@@ -82,7 +86,13 @@ static int udp_socket(const struct sockaddr_in *addr, int sockbuf, struct sockad
 		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sockbuf, sizeof(sockbuf)))
 			(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof(sockbuf));
 	}
-	/* learn ECN marks (IP_RECVTOS) so the engine can see congestion */
+	/* ECN (RFC 3168): send ECT(0), so routers mark congestion instead of dropping,
+	 * and learn the marks (IP_RECVTOS) so the engine can react to CE */
+	{
+		int tos = IPTOS_ECN_ECT0;
+
+		(void)setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+	}
 	(void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
 	/* never fragment (every packet is sized to the path MTU), which also makes
 	 * the kernel send IP ID 0 on this unconnected socket: the RoCEv2 ICRC
@@ -110,7 +120,7 @@ static void udp_close(struct braid_wire *wire)
 	struct braid_udp *udp = (struct braid_udp *)wire;
 	int i;
 
-	for (i = 0; i < wire->paths; i++) {
+	for (i = 0; i < (int)wire->entropies; i++) {
 		if (udp->fds[i] >= 0)
 			close(udp->fds[i]);
 	}
@@ -122,7 +132,7 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 {
 	struct sockaddr_in bind_addr, bound;
 	struct braid_udp *udp;
-	int i, fd;
+	int i, fd, nfds;
 
 	if (!params || !wire || params->paths < 1 || params->paths > BRAID_WIRE_MAX_PATHS ||
 	    params->addr.sin_family != AF_INET)
@@ -130,17 +140,21 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 	udp = calloc(1, sizeof(*udp));
 	if (!udp)
 		return -FI_ENOMEM;
-	udp->fds = malloc(params->paths * sizeof(*udp->fds));
+	/* one path has nothing to move to (RC: one route per QP by design) */
+	nfds = params->paths > 1 ?
+	       params->paths + (params->paths < UDP_SPARE_MAX ? params->paths : UDP_SPARE_MAX) : 1;
+	udp->fds = malloc((size_t)nfds * sizeof(*udp->fds));
 	if (!udp->fds) {
 		free(udp);
 		return -FI_ENOMEM;
 	}
-	for (i = 0; i < params->paths; i++)
+	for (i = 0; i < nfds; i++)
 		udp->fds[i] = -1;
 	udp->wire.ops = &braid_udp_wire_ops;
 	udp->wire.paths = params->paths;
+	udp->wire.entropies = (uint32_t)nfds;
 
-	for (i = 0; i < params->paths; i++) {
+	for (i = 0; i < nfds; i++) {
 		bind_addr = params->addr;
 		if (i > 0)
 			bind_addr.sin_port = 0;	/* each path: its own source port */
@@ -188,13 +202,13 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		uint32_t path = pkts[done].path;
 		int batch = 0, sent, fd;
 
-		if (path >= (uint32_t)wire->paths)
+		if (path >= wire->entropies)
 			path = 0;
 		fd = udp->fds[path];
-		/* one sendmmsg per run of packets on the same path */
+		/* one sendmmsg per run of packets on the same route */
 		while (done + batch < n && batch < UDP_BURST_MAX &&
 		       (pkts[done + batch].path == path ||
-			pkts[done + batch].path >= (uint32_t)wire->paths)) {
+			(path == 0 && pkts[done + batch].path >= wire->entropies))) {
 			struct msghdr *mh = &msgs[batch].msg_hdr;
 
 			memset(mh, 0, sizeof(*mh));

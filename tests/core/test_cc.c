@@ -22,17 +22,54 @@ Test(braid_cc_swift, shrinks_above_target_once_per_rtt)
 {
 	struct braid_cc_state s;
 	uint32_t w0, w1;
+	uint64_t t = 0;
 
 	braid_cc_swift.init(&s, 256, 25 * US);
 	w0 = braid_cc_swift.cwnd(&s);
-	braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1000 * US);
+	/* a standing queue: every sample 90 us above the 10 us base, one RTT (100 us) long */
+	for (; t <= 100 * US; t += 10 * US)
+		braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1000 * US + t);
 	w1 = braid_cc_swift.cwnd(&s);
 	cr_assert_lt(w1, w0, "multiplicative decrease over the target");
 	cr_assert_geq(w1, w0 / 2, "at most by the max decrease factor");
-	braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1010 * US);
+	braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1000 * US + t);
 	cr_assert_eq(braid_cc_swift.cwnd(&s), w1, "not again within one RTT");
-	braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1200 * US);
+	for (; t <= 220 * US; t += 10 * US)
+		braid_cc_swift.on_ack(&s, 1, 100 * US, 10 * US, false, 1000 * US + t);
 	cr_assert_lt(braid_cc_swift.cwnd(&s), w1, "again after an RTT");
+}
+
+Test(braid_cc_swift, jitter_is_not_congestion)
+{
+	struct braid_cc_state s;
+	uint32_t w0;
+
+	braid_cc_swift.init(&s, 256, 25 * US);
+	w0 = braid_cc_swift.cwnd(&s);
+	/* one sample in four is delayed 5x by the host (a scheduling hiccup), the
+	 * rest sit at the base: the smallest delay of each round shows no queue */
+	for (int i = 0; i < 4000; i++)
+		braid_cc_swift.on_ack(&s, 1, i % 4 ? 12 * US : 60 * US, 10 * US, false,
+				      (uint64_t)i * 5 * US);
+	cr_assert_gt(braid_cc_swift.cwnd(&s), w0, "the window grows through jitter");
+}
+
+Test(braid_cc_swift, target_scales_with_the_base_rtt)
+{
+	struct braid_cc_state s;
+	uint32_t w0;
+
+	/* a 2 ms path with 0.5 ms of queueing: under half its base RTT, not congestion */
+	braid_cc_swift.init(&s, 256, 25 * US);
+	w0 = braid_cc_swift.cwnd(&s);
+	for (int i = 0; i < 2000; i++)
+		braid_cc_swift.on_ack(&s, 1, 2500 * US, 2000 * US, false, (uint64_t)i * 100 * US);
+	cr_assert_gt(braid_cc_swift.cwnd(&s), w0, "queueing under base / 2 leaves the window growing");
+	/* 3 ms of queueing on it is */
+	for (int i = 0; i < 200; i++)
+		braid_cc_swift.on_ack(&s, 1, 5000 * US, 2000 * US, false,
+				      (uint64_t)(2000 + i) * 100 * US);
+	cr_assert_lt(braid_cc_swift.cwnd(&s), w0, "queueing above it shrinks the window");
 }
 
 Test(braid_cc_swift, ecn_and_rto_reduce_loss_alone_does_not)

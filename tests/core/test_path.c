@@ -8,7 +8,7 @@ static struct braid_pathset *mk(uint32_t n)
 {
 	struct braid_pathset *ps = calloc(1, sizeof(*ps) + n * sizeof(struct braid_path));
 
-	braid_pathset_init(ps, n, 42);
+	braid_pathset_init(ps, n, 0, 42);
 	return ps;
 }
 
