@@ -19,7 +19,7 @@
  *  - loss: decreases only when the delay is over target too (random loss
  *    on a sprayed fabric is not congestion: the time-based loss detector
  *    retransmits it; backing off would only cost goodput);
- *  - RTO: halve.
+ *  - RTO: halve; undone when the RTO proves spurious.
  */
 struct swift {
 	double cwnd;
@@ -31,6 +31,8 @@ struct swift {
 	/** @round_start, @round_minq, @round_base: the current round: its smallest
 	 * queueing delay (UINT64_MAX: no sample yet) and the base RTT it was taken against. */
 	uint64_t round_start, round_minq, round_base;
+	/** @prior_cwnd: the window before the RTOs of a timeout episode (0: none pending). */
+	double prior_cwnd;
 	/** @over: the last round ended above the target. */
 	bool over;
 };
@@ -138,9 +140,20 @@ static void swift_on_rto(struct braid_cc_state *s, uint64_t now)
 {
 	struct swift *w = sw(s);
 
+	if (!w->prior_cwnd)
+		w->prior_cwnd = w->cwnd;
 	w->cwnd /= 2;
 	w->last_decrease = now;
 	swift_clamp(w);
+}
+
+static void swift_rto_verdict(struct braid_cc_state *s, bool spurious)
+{
+	struct swift *w = sw(s);
+
+	if (spurious && w->prior_cwnd > w->cwnd)
+		w->cwnd = w->prior_cwnd;
+	w->prior_cwnd = 0;
 }
 
 static uint32_t swift_cwnd(const struct braid_cc_state *s)
@@ -154,6 +167,7 @@ const struct braid_cc_ops braid_cc_swift = {
 	.on_ack = swift_on_ack,
 	.on_loss = swift_on_loss,
 	.on_rto = swift_on_rto,
+	.rto_verdict = swift_rto_verdict,
 	.cwnd = swift_cwnd,
 };
 
@@ -178,6 +192,10 @@ static void none_on_rto(struct braid_cc_state *s, uint64_t now)
 {
 }
 
+static void none_rto_verdict(struct braid_cc_state *s, bool spurious)
+{
+}
+
 static uint32_t none_cwnd(const struct braid_cc_state *s)
 {
 	return (uint32_t)s->u[0];
@@ -189,5 +207,6 @@ const struct braid_cc_ops braid_cc_none = {
 	.on_ack = none_on_ack,
 	.on_loss = none_on_loss,
 	.on_rto = none_on_rto,
+	.rto_verdict = none_rto_verdict,
 	.cwnd = none_cwnd,
 };

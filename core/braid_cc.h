@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define BRAID_CC_STATE_BYTES	80
+#define BRAID_CC_STATE_BYTES	96
 
 /** struct braid_cc_state - opaque per-flow storage for the algorithm. */
 struct braid_cc_state {
@@ -27,6 +27,13 @@ struct braid_cc_ops {
 	void (*on_loss)(struct braid_cc_state *s, uint64_t srtt_ns, uint64_t now);
 	/** @on_rto: the retransmission timer fired. */
 	void (*on_rto)(struct braid_cc_state *s, uint64_t now);
+	/**
+	 * @rto_verdict: the first ACK after an RTO shows whether it was
+	 * @spurious (it echoes a packet sent before the RTO: the packets were not
+	 * lost, only late, as Eifel detects it, RFC 3522); a spurious RTO's cut is
+	 * undone.
+	 */
+	void (*rto_verdict)(struct braid_cc_state *s, bool spurious);
 	/** @cwnd: packets allowed in flight now (>= 1). */
 	uint32_t (*cwnd)(const struct braid_cc_state *s);
 };

@@ -127,12 +127,24 @@ uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid)
 	return a;
 }
 
-void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns)
+void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns, uint64_t now)
 {
 	uint32_t r = rtt_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt_ns;
 
-	if (r && (!p->min_rtt_ns || r < p->min_rtt_ns))
-		p->min_rtt_ns = r;
+	if (r) {
+		/* base RTT: min over this window and the last */
+		if (!p->min_cur_ns || now - p->min_start >= BRAID_PATH_BASE_WINDOW_NS) {
+			uint32_t prev = p->min_cur_ns;
+
+			p->min_cur_ns = r;
+			p->min_start = now;
+			p->min_rtt_ns = prev && prev < r ? prev : r;
+		} else if (r < p->min_cur_ns) {
+			p->min_cur_ns = r;
+		}
+		if (!p->min_rtt_ns || r < p->min_rtt_ns)
+			p->min_rtt_ns = r;
+	}
 	if (!p->srtt_ns) {
 		p->srtt_ns = r;
 		p->rttvar_ns = r / 2;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #define BRAID_PATH_AVOID	8	/* abandoned entropies a flow keeps off */
+#define BRAID_PATH_BASE_WINDOW_NS	1000000000ULL	/* base RTT: min over 1-2 s */
 
 /**
  * struct braid_path - what a sender knows about one of its paths to a peer.
@@ -23,8 +24,16 @@ struct braid_path {
 	uint16_t consec_losses;
 	/** @srtt_ns, @rttvar_ns: smoothed RTT and its variation (0 = no sample yet). */
 	uint32_t srtt_ns, rttvar_ns;
-	/** @min_rtt_ns: the lowest RTT seen on this route: its base (0 = no sample yet). */
+	/**
+	 * @min_rtt_ns: the route's base RTT: the lowest sample of the current
+	 * and the previous base window (BRAID_PATH_BASE_WINDOW_NS each), so a
+	 * lasting rise that no sender causes (a host's scheduling delay, a
+	 * re-route) becomes the new base within two windows (0 = no sample yet).
+	 */
 	uint32_t min_rtt_ns;
+	/** @min_cur_ns, @min_start: the lowest sample of the current window and when it began. */
+	uint32_t min_cur_ns;
+	uint64_t min_start;
 	/** @loss: EWMA of the loss fraction (0..1). */
 	float loss;
 	/** @ecn: EWMA of the CE-marked fraction (0..1). */
@@ -68,8 +77,8 @@ void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint32_t entropies
  */
 uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid);
 
-/** braid_path_rtt() - fold an RTT sample into the path (RFC 6298 gains). */
-void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns);
+/** braid_path_rtt() - fold an RTT sample taken at @now into the path (RFC 6298 gains; base RTT). */
+void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns, uint64_t now);
 
 /** braid_path_acked() - a packet sent on the path was acknowledged; @ecn if CE-marked. */
 void braid_path_acked(struct braid_path *p, bool ecn);

@@ -160,12 +160,20 @@ struct braid_rd_out {
 	/** @path: the path slot (0..paths-1) and its current entropy (the wire's route selector). */
 	uint16_t path;
 	uint16_t entropy;
+	/**
+	 * @reply_route: >= 0: a reply (ACK, CTS) that must go back by the reverse
+	 * of the route the packet it answers came by: the caller sends it to
+	 * that route (UDP: from the home port to this source port of the peer,
+	 * so ECMP's symmetric hash takes the same path back); @path and @entropy
+	 * are then 0. -1: sprayed like data, by @entropy.
+	 */
+	int32_t reply_route;
 };
 
 /** struct braid_rd_stats - counters (monotonic). */
 struct braid_rd_stats {
 	uint64_t tx_data, tx_acks, tx_bytes;
-	uint64_t retx_pkts, retx_bytes, rto_fires, tlp_probes, rack_losses, rack_path_losses;
+	uint64_t retx_pkts, retx_bytes, rto_fires, rto_spurious, tlp_probes, rack_losses, rack_path_losses;
 	uint64_t rx_data, rx_acks, rx_bytes;
 	uint64_t drops[BRAID_DROP_MAX];
 	uint64_t msgs_sent, msgs_received;
@@ -238,6 +246,20 @@ int braid_rd_cancel(struct braid_rd *rd, void *context);
  */
 int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 		   bool ecn_ce, uint64_t now);
+
+/* braid_rd_input_from() @src_route when the wire cannot name the route back */
+#define BRAID_RD_ROUTE_NONE	(-1)
+
+/**
+ * braid_rd_input_from() - braid_rd_input() for a packet whose route back is
+ * known: @src_route is the wire's name for it (UDP: the packet's source
+ * port; the sim: its path), 0..65535, or BRAID_RD_ROUTE_NONE. Replies to it
+ * (ACKs, CTS) go back by that route (braid_rd_out.reply_route), so a path
+ * that dies takes a flow's data and the ACKs of that data alike, and the
+ * sender's view of the path covers both directions.
+ */
+int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+			int32_t src_route, bool ecn_ce, uint64_t now);
 
 /** braid_rd_output() - up to @max packets to transmit now. Return: how many. */
 int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out, int max);

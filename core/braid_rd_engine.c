@@ -155,15 +155,25 @@ void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
 	}
 }
 
-/* A header-only packet to the flow's peer (ACK, CTS, probe) on a path of its own choosing. */
+/*
+ * A header-only packet to the flow's peer (ACK, CTS, probe): back by @route
+ * when it answers a packet whose route is known, else on a path of the flow's
+ * own choosing.
+ */
 void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
-		    size_t hdr_len)
+		    size_t hdr_len, int32_t route)
 {
 	out->hdr_len = (uint16_t)hdr_len;
 	out->payload_iovcnt = 0;
 	out->payload_len = 0;
 	out->dst_ip = f->conn->ip;
 	out->dst_port = f->conn->port;
+	out->reply_route = route;
+	if (route >= 0) {
+		out->path = 0;
+		out->entropy = 0;
+		return;
+	}
 	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
 	out->entropy = f->paths.p[out->path].entropy;
 }
@@ -256,6 +266,8 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 	braid_dlist_init(&f->retxq);
 	f->last_progress = now;
 	f->last_rx = now;
+	f->echo_route = BRAID_RD_ROUTE_NONE;
+	f->data_route = BRAID_RD_ROUTE_NONE;
 	rd->cfg.cc->init(&f->cc, w, rd->cfg.cc_target_ns);
 	f->heap_idx = SIZE_MAX;
 	braid_dlist_init(&f->ready_node);
@@ -305,6 +317,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 		rd->cfg.rto_init_ns = rd->cfg.rto_min_ns;
 	rd->peers = peers;
 	rd->rng = cfg->seed;
+	rd->in_route = BRAID_RD_ROUTE_NONE;
 	braid_map_construct(&rd->conns);
 	braid_dlist_init(&rd->posted_msg);
 	braid_dlist_init(&rd->posted_tagged);
@@ -399,6 +412,7 @@ static void conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint32_t 
 		conn->peer->epoch = their_epoch;
 	f->echo_psn = 0;
 	f->echo_time = 0;
+	f->echo_route = rd->in_route;
 	f->need_ack = true;
 	f->ack_now = true;
 	rd_flow_ready(rd, f);
@@ -407,11 +421,18 @@ static void conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint32_t 
 int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 		   bool ecn_ce, uint64_t now)
 {
+	return braid_rd_input_from(rd, pkt, len, src_ip, BRAID_RD_ROUTE_NONE, ecn_ce, now);
+}
+
+int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+			int32_t src_route, bool ecn_ce, uint64_t now)
+{
 	struct braid_rd_data_view dv;
 	struct braid_rd_ack_view av;
 	struct rd_conn *conn;
 	int type, ret;
 
+	rd->in_route = src_route >= 0 && src_route <= 65535 ? src_route : BRAID_RD_ROUTE_NONE;
 	type = braid_base_hdr_check(pkt, len);
 	if (type < 0)
 		return rd_drop(rd, (enum braid_drop_reason)(-type - 1));

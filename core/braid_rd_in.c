@@ -156,6 +156,7 @@ static void cts_want(struct braid_rd *rd, struct rd_msg *m)
 	f->cts_ids[f->cts_n] = m->msg_id;
 	f->cts_sent[f->cts_n] = 0;
 	f->cts_tries[f->cts_n] = 0;
+	f->cts_first[f->cts_n] = 0;
 	f->cts_n++;
 	rd_flow_ready(rd, f);
 }
@@ -184,6 +185,7 @@ static void cts_done(struct braid_rd *rd, struct rd_flow *f, uint32_t msg_id)
 		f->cts_ids[i] = f->cts_ids[f->cts_n];
 		f->cts_sent[i] = f->cts_sent[f->cts_n];
 		f->cts_tries[i] = f->cts_tries[f->cts_n];
+		f->cts_first[i] = f->cts_first[f->cts_n];
 		if (f->cts_n == RD_CTS_MAX - 1)
 			cts_refill(rd, f);
 		return;
@@ -191,7 +193,9 @@ static void cts_done(struct braid_rd *rd, struct rd_flow *f, uint32_t msg_id)
 }
 
 /* Data of @msg_id arrived: the CTS got through; the next repeat can wait. The
- * first data after a CTS sent once is an RTT sample of the receiver's own. */
+ * time from its first sending to the first data is an RTT sample of the
+ * receiver's own (an upper bound when the CTS was repeated: safe for a repeat
+ * timer, which is all it is used for). */
 static void cts_touch(struct rd_flow *f, uint32_t msg_id, uint64_t now)
 {
 	uint32_t i;
@@ -199,11 +203,12 @@ static void cts_touch(struct rd_flow *f, uint32_t msg_id, uint64_t now)
 	for (i = 0; i < f->cts_n; i++) {
 		if (f->cts_ids[i] != msg_id || !f->cts_sent[i])
 			continue;
-		if (f->cts_tries[i] == 1 && now > f->cts_sent[i]) {
-			uint64_t r = now - f->cts_sent[i];
+		if (f->cts_first[i] && f->cts_first[i] != UINT64_MAX && now > f->cts_first[i]) {
+			uint64_t r = now - f->cts_first[i];
 
 			f->cts_rtt = f->cts_rtt ? f->cts_rtt - f->cts_rtt / 8 + r / 8 : r;
 		}
+		f->cts_first[i] = UINT64_MAX;	/* one sample per CTS */
 		f->cts_sent[i] = now;
 		f->cts_tries[i] = 0;
 	}
@@ -221,8 +226,10 @@ int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 			continue;	/* sent; rd_in_timer makes it due again */
 		braid_rd_cts_write((struct braid_rd_cts_hdr *)out[n].hdr, rd->cfg.local_port,
 				   rd->cfg.epoch, conn->peer->epoch, f->cts_ids[i]);
-		rd_out_control(rd, f, &out[n], sizeof(struct braid_rd_cts_hdr));
+		rd_out_control(rd, f, &out[n], sizeof(struct braid_rd_cts_hdr), f->data_route);
 		f->cts_sent[i] = now;
+		if (!f->cts_first[i])
+			f->cts_first[i] = now;
 		if (f->cts_tries[i] < UINT8_MAX)
 			f->cts_tries[i]++;
 		rd->stats.cts_tx++;
@@ -394,6 +401,8 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	if (!f)
 		return rd_drop(rd, BRAID_DROP_NO_STATE);
 	f->last_rx = now;
+	if (rd->in_route >= 0)
+		f->data_route = rd->in_route;
 	if (v->flags & BRAID_RD_F_ACK)
 		rd_out_piggy_ack(rd, f, v->ack_psn, now);
 
@@ -402,6 +411,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	if (d < 0 || (d < (int32_t)w && bit_test(f->rcv_bits, v->psn % w))) {
 		f->echo_psn = v->psn;
 		f->echo_time = v->tx_time;
+		f->echo_route = rd->in_route;
 		f->echo_ecn = ecn;
 		f->rx_dups++;
 		ack_soon(rd, f, true, now);
@@ -482,6 +492,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	}
 	f->echo_psn = v->psn;
 	f->echo_time = v->tx_time;
+	f->echo_route = rd->in_route;
 	f->echo_ecn = ecn;
 
 	done = msg_complete(m);
@@ -498,6 +509,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 no_buffer:
 	f->echo_psn = v->psn;
 	f->echo_time = v->tx_time;
+	f->echo_route = rd->in_route;
 	f->echo_ecn = ecn;
 	ack_soon(rd, f, true, now);
 	return rd_drop(rd, BRAID_DROP_NO_BUFFER);
@@ -525,7 +537,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 			a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
 	}
 	braid_rd_ack_write((struct braid_rd_ack_hdr *)out->hdr, &a);
-	rd_out_control(rd, f, out, sizeof(struct braid_rd_ack_hdr));
+	rd_out_control(rd, f, out, sizeof(struct braid_rd_ack_hdr), f->echo_route);
 	rd->stats.tx_acks++;
 }
 

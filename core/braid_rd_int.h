@@ -142,6 +142,8 @@ struct rd_flow {
 	/** @tx_counter: transmissions so far; @rack_seq: tx_seq of the latest-sent packet acknowledged. */
 	uint32_t tx_counter, rack_seq;
 	uint64_t rto_backoff;
+	/** @rto_at: when the RTO fired that the next ACK will judge (0: none). */
+	uint64_t rto_at;
 	/** @rx_dups: duplicate DATA packets received from the peer (echoed in our ACKs). */
 	uint32_t rx_dups;
 	/** @peer_dups: the peer's last reported count of our duplicates; @reo_mult: reorder
@@ -169,6 +171,10 @@ struct rd_flow {
 	bool ack_now;
 	uint64_t ack_deadline;		/* 0 = none */
 	uint32_t echo_psn, echo_time;
+	/** @echo_route: the route the echoed packet came by (its ACK goes back by it), or -1. */
+	int32_t echo_route;
+	/** @data_route: the route of the peer's latest data (CTS go back by it), or -1. */
+	int32_t data_route;
 	bool echo_ecn;
 	bool need_ack;
 	/** @cts_ids, @cts_sent, @cts_n: rendezvous messages with a buffer, waiting for their data. */
@@ -176,6 +182,8 @@ struct rd_flow {
 	uint64_t cts_sent[RD_CTS_MAX];
 	/** @cts_tries: sends of each CTS since data last came (its repeat interval doubles). */
 	uint8_t cts_tries[RD_CTS_MAX];
+	/** @cts_first: when each CTS was first sent (0: not yet; UINT64_MAX: its RTT sampled). */
+	uint64_t cts_first[RD_CTS_MAX];
 	uint32_t cts_n;
 	/* scheduling */
 	uint64_t deadline;
@@ -222,6 +230,8 @@ struct braid_rd {
 	struct braid_rd_comp *comps;
 	uint32_t comp_head, comp_count, comp_cap;
 	uint64_t rng;
+	/** @in_route: the route of the packet braid_rd_input_from() is handling, or -1. */
+	int32_t in_route;
 	size_t flow_size;
 	struct braid_rd_stats stats;
 };
@@ -235,7 +245,7 @@ void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
 bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
 void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
-		    size_t hdr_len);
+		    size_t hdr_len, int32_t route);
 static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
 uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *flow);
 uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *flow);

@@ -251,25 +251,45 @@ static uint64_t path_wnd(const struct braid_rd *rd, const struct rd_flow *f, uin
 
 /*
  * Silence window of a path (protocol.md §4.5, dead paths): its oldest packet
- * in flight is this old while a packet sent after it, on another path, was
- * acknowledged: the path has died (or is far slower than it was). About two
- * of the path's own RTTs (the flow's before the path has a sample), never
- * less than the jitter floor.
+ * in flight is this old, nothing sent after it on the same path was
+ * acknowledged, and a packet sent after it on another path was: the path
+ * has died (or is far slower than it was). The path's srtt plus the larger of
+ * four variations and half an srtt, plus the ACK delay (the flow's srtt
+ * before the path has a sample): under two of its RTTs, and below the
+ * cross-path window (which takes the slowest path's), so a dead path is
+ * found by its silence first and only its own packets move.
  */
 static uint64_t silence_wnd(const struct braid_rd *rd, const struct rd_flow *f, uint32_t path)
 {
 	const struct braid_path *p = &f->paths.p[path];
 	uint64_t r = p->srtt_ns ? p->srtt_ns : f->srtt, v = p->srtt_ns ? p->rttvar_ns : f->rttvar;
-	uint64_t w = 2 * r;
+	uint64_t w;
 
 	if (!r)
 		return UINT64_MAX;
-	if (r + 4 * v > w)
-		w = r + 4 * v;
-	w += rd_ack_delay(rd, f);
+	w = r + (4 * v > r / 2 ? 4 * v : r / 2) + rd_ack_delay(rd, f);
 	if (w < rd->cfg.tlp_min_ns)
 		w = rd->cfg.tlp_min_ns;
-	return w * (1 + f->reo_mult);
+	/* widened by spurious retransmissions, but less than the reorder windows:
+	 * a dead path must still be found before the RTO */
+	return w * (1 + (f->reo_mult < 2 ? f->reo_mult : 2));
+}
+
+/* Path @i has gone silent by @now (see silence_wnd). */
+static bool path_silent(const struct braid_rd *rd, const struct rd_flow *f, uint32_t i,
+			uint64_t *when)
+{
+	const struct rd_pathrack *pr = &f->prack[i];
+	const struct rd_txpkt *p;
+
+	if (braid_dlist_empty(&pr->inflight) || f->paths.n < 2)
+		return false;
+	p = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
+	if (!braid_seq_lt(p->tx_seq, f->rack_seq) ||
+	    (pr->has_rack && braid_seq_lt(p->tx_seq, pr->rack_seq)))
+		return false;	/* nothing later acked, or the path itself answers */
+	*when = p->tx_time + silence_wnd(rd, f, i);
+	return true;
 }
 
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
@@ -297,12 +317,9 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 
 			if (braid_dlist_empty(&pr->inflight))
 				continue;
+			if (path_silent(rd, f, i, &r) && r < d)
+				d = r;
 			ph = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
-			if (braid_seq_lt(ph->tx_seq, f->rack_seq)) {
-				r = ph->tx_time + silence_wnd(rd, f, i);
-				if (r < d)
-					d = r;
-			}
 			if (!pr->has_rack || !braid_seq_lt(ph->tx_seq, pr->rack_seq))
 				continue;
 			r = ph->tx_time + pr->rack_rtt + path_wnd(rd, f, i);
@@ -383,14 +400,10 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	uint32_t i;
 
 	/* dead paths first: a silent path's packets go elsewhere with no CC reaction */
-	for (i = 0; i < f->paths.n && f->paths.n > 1; i++) {
-		struct rd_pathrack *pr = &f->prack[i];
-		struct rd_txpkt *p;
+	for (i = 0; i < f->paths.n; i++) {
+		uint64_t when;
 
-		if (braid_dlist_empty(&pr->inflight))
-			continue;
-		p = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
-		if (braid_seq_lt(p->tx_seq, f->rack_seq) && p->tx_time + silence_wnd(rd, f, i) <= now) {
+		if (path_silent(rd, f, i, &when) && when <= now) {
 			path_dead(rd, f, i);
 			dead = true;
 		}
@@ -417,8 +430,17 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	while (!braid_dlist_empty(&f->txorder)) {
 		struct rd_txpkt *p = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
+		uint64_t when;
+
 		if (!braid_seq_lt(p->tx_seq, f->rack_seq) || p->tx_time + gw > now)
 			break;
+		if (path_silent(rd, f, p->path, &when)) {
+			/* the oldest packet of a path that answers nothing: the path, not
+			 * this packet, is what was lost */
+			path_dead(rd, f, p->path);
+			dead = true;
+			continue;
+		}
 		pkt_lost(rd, f, p);
 		rd->stats.rack_losses++;
 		any = true;
@@ -451,12 +473,30 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 		struct rd_txpkt *head = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
 		if (now >= rto_deadline(rd, f, head)) {
+			uint32_t i;
+
 			/* no ACK for a whole RTO: everything in flight is presumed lost
-			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off */
+			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off. A path whose oldest
+			 * packet is past its silence window, with nothing later on it
+			 * acknowledged, is dead too (the RTO came first because the flow
+			 * had nothing else left to send): it moves to a fresh route */
+			for (i = 0; i < f->paths.n; i++) {
+				struct rd_pathrack *pr = &f->prack[i];
+				struct rd_txpkt *ph;
+
+				if (braid_dlist_empty(&pr->inflight) || f->paths.n < 2)
+					continue;
+				ph = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
+				if ((!pr->has_rack || !braid_seq_lt(ph->tx_seq, pr->rack_seq)) &&
+				    ph->tx_time + silence_wnd(rd, f, i) <= now)
+					path_dead(rd, f, i);
+			}
 			while (!braid_dlist_empty(&f->txorder))
 				pkt_requeue(f, braid_container_of(f->txorder.next,
 								  struct rd_txpkt, link));
 			rd->stats.rto_fires++;
+			if (!f->rto_at)
+				f->rto_at = now;
 			if (f->rto_backoff < 10)
 				f->rto_backoff++;
 			rd->cfg.cc->on_rto(&f->cc, now);
@@ -483,7 +523,7 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 		struct rd_pathrack *pr = &f->prack[p->path];
 
 		f->inflight--;
-		if (!pr->has_rack || braid_seq_gt(p->tx_seq, pr->rack_seq)) {
+		if (!p->retx && (!pr->has_rack || braid_seq_gt(p->tx_seq, pr->rack_seq))) {
 			pr->has_rack = true;
 			pr->rack_seq = p->tx_seq;
 			pr->rack_rtt = now - p->tx_time;
@@ -492,10 +532,12 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 	braid_dlist_remove(&p->link);
 	braid_dlist_remove(&p->plink);
 	braid_path_acked(&f->paths.p[p->path], false);
-	if (braid_seq_gt(p->tx_seq, f->rack_seq) || !f->rack_xmit) {
+	/* RACK advances only on a packet sent once: the ACK of a retransmitted one may
+	 * be its original's, and would make every packet sent before the
+	 * retransmission look overtaken (RFC 8985 §6.2 step 2) */
+	if (!p->retx && (braid_seq_gt(p->tx_seq, f->rack_seq) || !f->rack_xmit)) {
 		f->rack_seq = p->tx_seq;
 		f->rack_xmit = p->tx_time;
-		/* an ambiguous (retransmitted) sample is still an upper bound on delivery */
 		f->rack_rtt = now - p->tx_time;
 	}
 	p->state = RD_PKT_FREE;
@@ -569,19 +611,35 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		f->reo_decay_at = now + 16 * (f->srtt ? f->srtt : rd->cfg.rto_init_ns);
 	}
 	f->peer_dups = a->dups;
-	/* the echo first: its slot still tells the path and the exact send time */
+	/*
+	 * The echo first. It names the transmission that triggered the ACK (its
+	 * send timestamp), so a sample is never ambiguous, retransmission or not
+	 * (the role of TCP timestamps against Karn's problem): if it is the
+	 * packet's latest transmission, its slot tells the path and the exact send
+	 * time; if an earlier one, the path is unknown and the microsecond echo
+	 * still gives the flow a sample (so a flow whose every packet was resent
+	 * too early, on a path far slower than the first guess, still learns its RTT).
+	 */
 	if (braid_seq_ge(a->echo_psn, f->snd_una) && braid_seq_lt(a->echo_psn, conn->snd_nxt)) {
 		struct rd_txpkt *p = tx_slot(rd, f, a->echo_psn);
 
-		if (p->state != RD_PKT_FREE && p->psn == a->echo_psn && !p->retx &&
-		    rd_usec(p->tx_time) == a->echo_time && now > p->tx_time) {
-			rtt = now - p->tx_time;
-			braid_path_rtt(&f->paths.p[p->path], rtt);
-			/* congestion is queueing on the sample's own route: judged against
-			 * that path's base RTT, so a slower path is not congestion */
-			base = f->paths.p[p->path].min_rtt_ns;
-			if (ecn)
-				braid_path_acked(&f->paths.p[p->path], true);
+		if (p->state != RD_PKT_FREE && p->psn == a->echo_psn) {
+			uint32_t us = rd_usec(now) - a->echo_time;
+
+			if (rd_usec(p->tx_time) == a->echo_time && now > p->tx_time) {
+				rtt = now - p->tx_time;
+				braid_path_rtt(&f->paths.p[p->path], rtt, now);
+				/* congestion is queueing on the sample's own route: judged
+				 * against that path's base RTT, so a slower path is not
+				 * congestion */
+				base = f->paths.p[p->path].min_rtt_ns;
+				if (ecn)
+					braid_path_acked(&f->paths.p[p->path], true);
+			} else if (us && us < 60u * 1000 * 1000) {
+				rtt = (uint64_t)us * 1000;
+			}
+		}
+		if (rtt) {
 			if (!f->min_rtt || rtt < f->min_rtt)
 				f->min_rtt = rtt;
 			if (!f->srtt) {
@@ -616,6 +674,19 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	/* any ACK shows the peer alive, even one that refuses data for lack of
 	 * buffer (rwnd 0): the peer timeout measures silence, not slowness */
 	f->last_progress = now;
+	/* Eifel (RFC 3522): the first ACK of new data after an RTO that echoes a
+	 * packet sent before it shows the packets were late, not lost (a host that
+	 * was not scheduled, a stalled queue): the RTO's window cut is undone */
+	if (f->rto_at && n) {
+		bool spurious = (int32_t)(a->echo_time - rd_usec(f->rto_at)) < 0;
+
+		rd->cfg.cc->rto_verdict(&f->cc, spurious);
+		if (spurious) {
+			rd->stats.rto_spurious++;
+			f->rto_backoff = 0;
+		}
+		f->rto_at = 0;
+	}
 	if (n) {
 		f->last_ack = now;
 		f->rto_backoff = 0;
@@ -699,6 +770,7 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	out->dst_port = f->conn->port;
 	out->path = p->path;
 	out->entropy = f->paths.p[p->path].entropy;
+	out->reply_route = BRAID_RD_ROUTE_NONE;
 	f->paths.p[p->path].sent++;
 	p->tx_time = now;
 	p->tx_seq = ++f->tx_counter;
@@ -723,7 +795,7 @@ static void probe_write(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 	data_view(rd, f, op, op->first_psn, 0, now, &v);
 	v.flags |= BRAID_RD_F_RETX;
 	braid_rd_data_write((struct braid_rd_data_hdr *)out->hdr, &v);
-	rd_out_control(rd, f, out, sizeof(struct braid_rd_data_hdr));
+	rd_out_control(rd, f, out, sizeof(struct braid_rd_data_hdr), BRAID_RD_ROUTE_NONE);
 	rd->stats.rdv_probes++;
 }
 

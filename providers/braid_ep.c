@@ -124,11 +124,11 @@ static int ep_close(struct fid *fid)
 			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
 			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
 			   (unsigned long)st->msgs_received, (unsigned long)ep->tx_refused);
-		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs, "
+		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
 			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
 			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
 			   "%lu duplicate, %lu out of window, %lu no buffer, %lu stale\n",
-			   ntohs(ep->wire->name.sin_port), (unsigned long)st->rto_fires,
+			   ntohs(ep->wire->name.sin_port), (unsigned long)st->rto_fires, (unsigned long)st->rto_spurious,
 			   (unsigned long)st->tlp_probes, (unsigned long)st->rack_losses,
 			   (unsigned long)st->rack_path_losses, (unsigned long)st->path_redraws, (unsigned long)st->path_deaths, (unsigned long)st->rdv_probes,
 			   (unsigned long)st->peers_failed, (unsigned long)st->tx_acks,

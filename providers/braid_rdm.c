@@ -106,13 +106,19 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 			pkts[i].iov = iovs[i];
 			pkts[i].iovcnt = out[i].payload_iovcnt + 1;
 			/* the path's entropy is the wire's route selector (UDP: the socket,
-			 * that is the source port) */
+			 * that is the source port); a reply goes from the home port to the
+			 * source port its packet came from: the reverse 5-tuple, which a
+			 * symmetric ECMP hash sends back along the same path */
 			pkts[i].path = out[i].entropy;
 			pkts[i].status = 0;
 			memset(&pkts[i].addr, 0, sizeof(pkts[i].addr));
 			pkts[i].addr.sin_family = AF_INET;
 			pkts[i].addr.sin_addr.s_addr = htonl(out[i].dst_ip);
 			pkts[i].addr.sin_port = htons(out[i].dst_port);
+			if (out[i].reply_route >= 0) {
+				pkts[i].path = 0;
+				pkts[i].addr.sin_port = htons((uint16_t)out[i].reply_route);
+			}
 		}
 		sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
 		ep->stats.tx_pkts += (uint64_t)sent;
@@ -122,6 +128,7 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 			braid_rd_unsent(ep->rd, out + sent, n - sent);
 			break;
 		}
+		now = braid_now_ns();	/* the next burst is stamped when it leaves */
 	}
 }
 
@@ -192,19 +199,26 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 			pkts[i].iovcnt = 1;
 		}
 		n = ep->wire->ops->rx_burst(ep->wire, pkts, RDM_RX_BURST);
+		/* a fresh clock per burst: a stale one (the host may deschedule us
+		 * mid-progress) would make RTT samples lie, and the CC and every
+		 * RTT-scaled timer with them */
+		if (n > 0)
+			now = braid_now_ns();
 		for (i = 0; i < n; i++) {
 			ep->stats.rx_pkts++;
 			if (pkts[i].flags & BRAID_PKT_TRUNC) {
 				ep->stats.drops[BRAID_DROP_BAD_LEN]++;
 				continue;
 			}
-			braid_rd_input(ep->rd, iovs[i].iov_base, pkts[i].len,
-				       ntohl(pkts[i].addr.sin_addr.s_addr),
-				       pkts[i].flags & BRAID_PKT_ECN_CE, now);
+			braid_rd_input_from(ep->rd, iovs[i].iov_base, pkts[i].len,
+					    ntohl(pkts[i].addr.sin_addr.s_addr),
+					    ntohs(pkts[i].addr.sin_port),
+					    pkts[i].flags & BRAID_PKT_ECN_CE, now);
 		}
 		if (n < RDM_RX_BURST)
 			break;
 	}
+	now = braid_now_ns();
 	if (braid_rd_next_deadline(ep->rd) <= now)
 		braid_rd_timer(ep->rd, now);
 	rdm_flush(ep, now);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <netinet/ip.h>
@@ -33,6 +34,12 @@ struct braid_udp {
 	struct braid_wire wire;
 	/** @fds: one socket per route selector (wire.entropies of them). */
 	int *fds;
+	/**
+	 * @epfd: an epoll set of every socket (data arrives on the home socket;
+	 * replies, ACKs and CTS, come back to the path socket their data left
+	 * from: the reverse 5-tuple), or -1 with one socket; the wait fd.
+	 */
+	int epfd;
 };
 
 const struct braid_wire_ops braid_udp_wire_ops;
@@ -124,6 +131,8 @@ static void udp_close(struct braid_wire *wire)
 		if (udp->fds[i] >= 0)
 			close(udp->fds[i]);
 	}
+	if (udp->epfd >= 0)
+		close(udp->epfd);
 	free(udp->fds);
 	free(udp);
 }
@@ -150,6 +159,7 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 	}
 	for (i = 0; i < nfds; i++)
 		udp->fds[i] = -1;
+	udp->epfd = -1;
 	udp->wire.ops = &braid_udp_wire_ops;
 	udp->wire.paths = params->paths;
 	udp->wire.entropies = (uint32_t)nfds;
@@ -167,6 +177,19 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 		udp->fds[i] = fd;
 		if (i == 0)
 			udp->wire.name = bound;
+	}
+	if (nfds > 1) {
+		udp->epfd = epoll_create1(EPOLL_CLOEXEC);
+		for (i = 0; udp->epfd >= 0 && i < nfds; i++) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+
+			if (epoll_ctl(udp->epfd, EPOLL_CTL_ADD, udp->fds[i], &ev))
+				break;
+		}
+		if (udp->epfd < 0 || i < nfds) {
+			udp_close(&udp->wire);
+			return -FI_ENOMEM;
+		}
 	}
 	udp->wire.mtu = braid_wire_if_mtu(params->addr.sin_addr);
 	*wire = &udp->wire;
@@ -239,17 +262,13 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	return done;
 }
 
-static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+/* Receive up to @n datagrams from socket @idx into @pkts. Return how many. */
+static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, int n)
 {
-	struct braid_udp *udp = (struct braid_udp *)wire;
 	struct mmsghdr msgs[UDP_BURST_MAX];
 	char ctrl[UDP_BURST_MAX][CMSG_SPACE(sizeof(int))];
 	int got, i;
 
-	if (n > UDP_BURST_MAX)
-		n = UDP_BURST_MAX;
-	if (n <= 0)
-		return 0;
 	for (i = 0; i < n; i++) {
 		struct msghdr *mh = &msgs[i].msg_hdr;
 
@@ -262,7 +281,7 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		mh->msg_controllen = sizeof(ctrl[i]);
 	}
 	/* MSG_TRUNC: msg_len reports the full datagram length */
-	got = recvmmsg(udp->fds[0], msgs, n, MSG_DONTWAIT | MSG_TRUNC, NULL);
+	got = recvmmsg(udp->fds[idx], msgs, n, MSG_DONTWAIT | MSG_TRUNC, NULL);
 	if (got <= 0)
 		return 0;
 	for (i = 0; i < got; i++) {
@@ -270,7 +289,7 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		struct cmsghdr *cm;
 
 		pkts[i].len = msgs[i].msg_len;
-		pkts[i].path = 0;
+		pkts[i].path = (uint32_t)idx;
 		pkts[i].flags = (mh->msg_flags & MSG_TRUNC) ? BRAID_PKT_TRUNC : 0;
 		for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
 			if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS &&
@@ -279,13 +298,36 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 				pkts[i].flags |= BRAID_PKT_ECN_CE;
 		}
 	}
-	wire->rx_packets += got;
+	return got;
+}
+
+static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	struct epoll_event evs[UDP_SPARE_MAX * 2 + BRAID_WIRE_MAX_PATHS];
+	int got = 0, k, i;
+
+	if (n > UDP_BURST_MAX)
+		n = UDP_BURST_MAX;
+	if (n <= 0)
+		return 0;
+	if (udp->epfd < 0) {
+		got = udp_rx_sock(udp, 0, pkts, n);
+	} else {
+		/* one look at which sockets have something, then a recvmmsg on each */
+		k = epoll_wait(udp->epfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
+		for (i = 0; i < k && got < n; i++)
+			got += udp_rx_sock(udp, (int)evs[i].data.u32, pkts + got, n - got);
+	}
+	wire->rx_packets += (uint64_t)got;
 	return got;
 }
 
 static int udp_wait_fd(struct braid_wire *wire)
 {
-	return ((struct braid_udp *)wire)->fds[0];
+	struct braid_udp *udp = (struct braid_udp *)wire;
+
+	return udp->epfd >= 0 ? udp->epfd : udp->fds[0];
 }
 
 const struct braid_wire_ops braid_udp_wire_ops = {

@@ -121,8 +121,9 @@ static inline void h_pump(struct harness *h)
 			while ((n = braid_sim_recv(h->sim, h->now, i, pkts, 64)) > 0) {
 				changed = 1;
 				for (k = 0; k < n; k++)
-					braid_rd_input(nd->rd, pkts[k].data, pkts[k].len,
-						       h_ip(pkts[k].src), pkts[k].ecn_ce, h->now);
+					braid_rd_input_from(nd->rd, pkts[k].data, pkts[k].len,
+							    h_ip(pkts[k].src), pkts[k].path,
+							    pkts[k].ecn_ce, h->now);
 			}
 			if (braid_rd_next_deadline(nd->rd) <= h->now)
 				braid_rd_timer(nd->rd, h->now);
@@ -139,8 +140,12 @@ static inline void h_pump(struct harness *h)
 						       out[k].payload[j].iov_len);
 						len += out[k].payload[j].iov_len;
 					}
+					/* a reply goes back on the path its packet came by
+					 * (a symmetric ECMP hash); the rest by entropy */
 					if (dst >= 0)
 						braid_sim_send(h->sim, h->now, i, dst,
+							       out[k].reply_route >= 0 ?
+							       out[k].reply_route % h->sim_paths :
 							       out[k].entropy % h->sim_paths, buf, len);
 				}
 			}
@@ -155,10 +160,13 @@ static inline void h_pump(struct harness *h)
 /* Advance virtual time to the next event (or @limit); false when nothing is left to do. */
 static inline bool h_step(struct harness *h, uint64_t limit)
 {
-	uint64_t next = braid_sim_next_event(h->sim);
+	uint64_t next;
 	int i;
 
+	/* pump first: what the caller queued since the last step goes on the wire
+	 * before the next event is chosen (else time would jump past it) */
 	h_pump(h);
+	next = braid_sim_next_event(h->sim);
 	for (i = 0; i < h->n; i++) {
 		uint64_t d = braid_rd_next_deadline(h->nodes[i].rd);
 

@@ -44,7 +44,7 @@ Test(braid_path_lost, sick_path_gets_little_traffic_and_is_redrawn)
 	bool redrawn = false;
 
 	for (int i = 0; i < 8; i++)
-		braid_path_rtt(&ps->p[i], 20000);
+		braid_path_rtt(&ps->p[i], 20000, 0);
 	/* path 5 loses three in a row: sick */
 	for (int i = 0; i < 3; i++)
 		redrawn |= braid_path_lost(ps, 5, false);
@@ -67,7 +67,7 @@ Test(braid_path_lost, uniform_loss_makes_no_path_sick)
 	unsigned seed = 3;
 
 	for (int i = 0; i < 8; i++)
-		braid_path_rtt(&ps->p[i], 20000);
+		braid_path_rtt(&ps->p[i], 20000, 0);
 	/* 5% random loss on every path */
 	for (int i = 0; i < 20000; i++) {
 		uint32_t p = (uint32_t)(i % 8);
@@ -88,14 +88,14 @@ Test(braid_path_rtt, smoothing_and_spread)
 {
 	struct braid_pathset *ps = mk(2);
 
-	braid_path_rtt(&ps->p[0], 10000);
+	braid_path_rtt(&ps->p[0], 10000, 0);
 	cr_assert_eq(ps->p[0].srtt_ns, 10000);
 	cr_assert_eq(ps->p[0].rttvar_ns, 5000);
 	for (int i = 0; i < 100; i++)
-		braid_path_rtt(&ps->p[0], 20000);
+		braid_path_rtt(&ps->p[0], 20000, 0);
 	cr_assert_gt(ps->p[0].srtt_ns, 19000);
 	cr_assert_leq(ps->p[0].srtt_ns, 20000);
-	braid_path_rtt(&ps->p[1], 50000);
+	braid_path_rtt(&ps->p[1], 50000, 0);
 	cr_assert_gt(braid_pathset_rtt_spread(ps), 29000);
 	free(ps);
 }
