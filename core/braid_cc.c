@@ -19,7 +19,8 @@
  *  - loss: decreases only when the delay is over target too (random loss
  *    on a sprayed fabric is not congestion: the time-based loss detector
  *    retransmits it; backing off would only cost goodput);
- *  - RTO: halve; undone when the RTO proves spurious.
+ *  - RTO: halve, to no fewer than 4 packets; undone when the RTO proves
+ *    spurious.
  */
 struct swift {
 	double cwnd;
@@ -43,6 +44,7 @@ _Static_assert(sizeof(struct swift) <= BRAID_CC_STATE_BYTES, "swift state fits")
 #define SWIFT_MAX_MDF	0.5
 #define SWIFT_MIN_CWND	1.0
 #define SWIFT_INIT_CWND	32.0
+#define SWIFT_RTO_MIN_CWND	4.0
 
 static struct swift *sw(struct braid_cc_state *s) { return (struct swift *)s->u; }
 static const struct swift *csw(const struct braid_cc_state *s) { return (const struct swift *)s->u; }
@@ -143,6 +145,10 @@ static void swift_on_rto(struct braid_cc_state *s, uint64_t now)
 	if (!w->prior_cwnd)
 		w->prior_cwnd = w->cwnd;
 	w->cwnd /= 2;
+	/* keep a few packets going: with one in flight, every loss (of it or
+	 * of its ACK) is a silence and another RTO */
+	if (w->cwnd < SWIFT_RTO_MIN_CWND)
+		w->cwnd = SWIFT_RTO_MIN_CWND < w->max_cwnd ? SWIFT_RTO_MIN_CWND : w->max_cwnd;
 	w->last_decrease = now;
 	swift_clamp(w);
 }

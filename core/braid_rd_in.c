@@ -127,17 +127,21 @@ static struct rd_recv *recv_take(struct braid_rd *rd, struct rd_recv *r, const s
 /* ---- rendezvous (§4.6): CTS for messages that have a buffer ---- */
 
 /* How long a CTS waits for its data before it goes again: two of the receiver's RTTs
- * (CTS to data, or the flow's own), doubling with each repeat (at most 64x). */
+ * (CTS to data, or the flow's own), doubling with each repeat (at most 8x), and
+ * never longer than a 16th of the peer timeout: a lost CTS must not stall a
+ * live sender for long. */
 static uint64_t cts_retry(const struct braid_rd *rd, const struct rd_flow *f, uint32_t i)
 {
 	uint64_t rtt = f->cts_rtt ? f->cts_rtt : f->srtt, t = 2 * rtt;
+	uint64_t cap = rd_peer_timeout(rd, f) / 16;
 	uint32_t k = f->cts_tries[i] > 1 ? f->cts_tries[i] - 1u : 0;
 
 	if (!rtt)
 		t = rd->cfg.rto_init_ns;
 	if (t < rd->cfg.rto_min_ns)
 		t = rd->cfg.rto_min_ns;
-	return t << (k < 6 ? k : 6);
+	t <<= k < 3 ? k : 3;
+	return t < cap ? t : cap;
 }
 
 /* Ask for the rest of rendezvous message @m (it has somewhere to go now). */
@@ -206,7 +210,12 @@ static void cts_touch(struct rd_flow *f, uint32_t msg_id, uint64_t now)
 		if (f->cts_first[i] && f->cts_first[i] != UINT64_MAX && now > f->cts_first[i]) {
 			uint64_t r = now - f->cts_first[i];
 
-			f->cts_rtt = f->cts_rtt ? f->cts_rtt - f->cts_rtt / 8 + r / 8 : r;
+			/* a CTS sent once gives a true sample; a repeated one only a
+			 * first guess (loss inflates it) */
+			if (f->cts_tries[i] == 1 && f->cts_rtt)
+				f->cts_rtt = f->cts_rtt - f->cts_rtt / 8 + r / 8;
+			else if (f->cts_tries[i] == 1 || !f->cts_rtt)
+				f->cts_rtt = r;
 		}
 		f->cts_first[i] = UINT64_MAX;	/* one sample per CTS */
 		f->cts_sent[i] = now;

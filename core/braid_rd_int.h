@@ -12,6 +12,10 @@
 #include "braid_seq.h"
 
 #define RD_CTS_MAX	16
+/* the RTO doubles at most this many times (64x): under heavy random loss a live
+ * peer's silence is bad luck, not a reason to wait seconds (the peer timeout,
+ * not the backoff, decides that a peer is gone) */
+#define RD_RTO_BACKOFF_MAX	6
 
 /* payload bytes per RD_DATA packet */
 #define RD_SEG(rd)	((rd)->cfg.mtu - sizeof(struct braid_rd_data_hdr))

@@ -497,9 +497,17 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 			rd->stats.rto_fires++;
 			if (!f->rto_at)
 				f->rto_at = now;
-			if (f->rto_backoff < 10)
-				f->rto_backoff++;
-			rd->cfg.cc->on_rto(&f->cc, now);
+			if (now - f->last_progress >= flow_rto(rd, f)) {
+				/* silence from the peer for a whole RTO: back off, halve */
+				if (f->rto_backoff < RD_RTO_BACKOFF_MAX)
+					f->rto_backoff++;
+				rd->cfg.cc->on_rto(&f->cc, now);
+			} else {
+				/* the peer answers (its ACKs carry nothing new: the packets
+				 * and ACKs of this window were lost): heavy loss, not a dead
+				 * or congested peer; losses are judged by delay, as any loss */
+				rd->cfg.cc->on_loss(&f->cc, f->srtt, now);
+			}
 			rd_flow_ready(rd, f);
 		} else if (now >= flow_pto(rd, f)) {
 			/* nothing sent for two RTTs and no ACK: probe with the oldest packet,
