@@ -175,6 +175,8 @@ struct braid_rd_stats {
 	uint64_t tx_data, tx_acks, tx_bytes;
 	uint64_t retx_pkts, retx_bytes, rto_fires, rto_spurious, tlp_probes, rack_losses, rack_path_losses;
 	uint64_t rx_data, rx_acks, rx_bytes;
+	/** @rx_ce: data packets that arrived marked ECN CE; @ecn_echoes: ACKs echoing a CE mark. */
+	uint64_t rx_ce, ecn_echoes;
 	uint64_t drops[BRAID_DROP_MAX];
 	uint64_t msgs_sent, msgs_received;
 	uint64_t peers_failed, peers_restarted, path_redraws;

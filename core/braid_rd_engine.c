@@ -460,6 +460,8 @@ int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32
 			conn_restart(rd, conn, dv.src_epoch, now);
 		}
 		rd->stats.rx_data++;
+		if (ecn_ce)
+			rd->stats.rx_ce++;
 		return rd_in_data(rd, conn, &dv, ecn_ce, now);
 	}
 	if (type == BRAID_PKT_RD_ACK) {

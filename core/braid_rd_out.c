@@ -604,6 +604,9 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	uint32_t n, i, limit;
 	bool ecn = a->flags & BRAID_RD_ACK_F_ECN_CE;
 
+	if (ecn)
+		rd->stats.ecn_echoes++;
+
 	f->peer_rwnd = a->rwnd;
 	/*
 	 * The receiver counts the duplicates it got from us. New ones mean packets

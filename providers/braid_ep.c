@@ -127,7 +127,8 @@ static int ep_close(struct fid *fid)
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
 			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
 			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
-			   "%lu duplicate, %lu out of window, %lu no buffer, %lu stale\n",
+			   "%lu duplicate, %lu out of window, %lu no buffer, %lu stale; ECN: %lu data packets "
+			   "arrived CE, %lu ACKs echoed CE\n",
 			   ntohs(ep->wire->name.sin_port), (unsigned long)st->rto_fires, (unsigned long)st->rto_spurious,
 			   (unsigned long)st->tlp_probes, (unsigned long)st->rack_losses,
 			   (unsigned long)st->rack_path_losses, (unsigned long)st->path_redraws, (unsigned long)st->path_deaths, (unsigned long)st->rdv_probes,
@@ -136,7 +137,8 @@ static int ep_close(struct fid *fid)
 			   (unsigned long)st->drops[BRAID_DROP_DUPLICATE],
 			   (unsigned long)st->drops[BRAID_DROP_OUT_OF_WINDOW],
 			   (unsigned long)st->drops[BRAID_DROP_NO_BUFFER],
-			   (unsigned long)st->drops[BRAID_DROP_STALE_EPOCH]);
+			   (unsigned long)st->drops[BRAID_DROP_STALE_EPOCH],
+			   (unsigned long)st->rx_ce, (unsigned long)st->ecn_echoes);
 	}
 	braid_rdm_close(ep);
 	if (ep->av)

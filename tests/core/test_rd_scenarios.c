@@ -1027,3 +1027,58 @@ Test(braid_rd_scenario, dead_path_slots_move__both_ways, .timeout = 30)
 {
 	dead_path_share_run(true);
 }
+
+/* ==== 10. ECN: a CE mark cuts the window, so the queue that marks stays short ==== */
+
+/* Stream 64 KiB messages over 4 rate-limited paths for 20 ms; delay never counts as
+ * congestion here (a 1 s target), so only ECN can hold the window back. Returns the
+ * goodput and the largest number of packets queued in the fabric. */
+static double ecn_run(uint64_t ecn_threshold, size_t *max_queued, uint64_t *echoes)
+{
+	struct braid_sim_path_cfg p = { .delay_ns = 5 * US, .rate_bps = GBPS,
+					.ecn_threshold_ns = ecn_threshold };
+	struct braid_rd_config c = scen_cfg(8, 41);
+	struct stream s, *ss[1] = { &s };
+	struct harness h;
+	uint64_t t, end = 20 * MS;
+	double gbps;
+
+	c.cc_target_ns = 1 * SEC;
+	cr_assert_eq(h_init(&h, 2, 4, &p, &c, 43), 0);
+	stream_init(&s, 0, 1, 64 * 1024, 16, 0xec);
+	*max_queued = 0;
+	for (t = 100 * US; t <= end; t += 100 * US) {
+		size_t q;
+
+		stream_run(&h, ss, 1, t);
+		q = braid_sim_in_flight(h.sim);
+		if (t > 2 * MS && q > *max_queued)
+			*max_queued = q;
+	}
+	gbps = (double)s.rx_bytes * 8 / (double)end;
+	*echoes = braid_rd_get_stats(h.nodes[0].rd)->ecn_echoes;
+	if (ecn_threshold)
+		cr_assert_gt(braid_rd_get_stats(h.nodes[1].rd)->rx_ce, 0, "the receiver saw CE marks");
+	stream_drain(&h, ss, 1, h.now + 30 * SEC);
+	h_fini(&h);
+	stream_fini(&s);
+	return gbps;
+}
+
+Test(braid_rd_scenario, ecn_marks_keep_the_queue_short, .timeout = 60)
+{
+	size_t q_plain, q_ecn;
+	uint64_t e_plain, e_ecn;
+	double g_plain = ecn_run(0, &q_plain, &e_plain);
+	double g_ecn = ecn_run(20 * US, &q_ecn, &e_ecn);
+
+	cr_log_info("ecn: without marks %.2f Gbit/s, up to %zu packets queued; with marks above "
+		    "20 us of queue %.2f Gbit/s, up to %zu queued, %lu CE echoes", g_plain, q_plain,
+		    g_ecn, q_ecn, (unsigned long)e_ecn);
+	cr_assert_eq(e_plain, 0, "no marks, no echoes");
+	cr_assert_gt(e_ecn, 0, "the sender heard the CE marks");
+	cr_assert_lt(q_ecn * 2, q_plain, "the marks held the queue to under half (%zu vs %zu packets)",
+		     q_ecn, q_plain);
+	cr_assert_geq(g_ecn, 0.8 * g_plain, "at no great cost in goodput (%.2f vs %.2f Gbit/s)",
+		      g_ecn, g_plain);
+}

@@ -7,9 +7,13 @@
 # none. ecnq (the path's rate-limited queue marks): below the rate nothing is marked; a burst on
 # one path passes the limiter's burst plus K packets unmarked, then is marked; Not-ECT bursts and
 # ecnq=off never. Every datagram that arrives at all also proves the IP checksum was rewritten
-# with the ECN bits (the receiving kernel drops a bad one).
+# with the ECN bits (the receiving kernel drops a bad one). Then, given the build directory,
+# braid itself over ecn=30 on every path: a 64 KiB stream, every byte checked, whose receiver
+# reads CE on data (braid's UDP wire sends ECT(0)) and whose sender hears the CE echoes in its
+# ACKs (what its congestion control reacts to; tests/core/test_rd_scenarios.c shows the
+# reaction keeping a marking queue short).
 #
-# usage: test_ecn.sh
+# usage: test_ecn.sh [BUILD_DIR]
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns, nft, tc or python3, or this kernel's nft
 # cannot rewrite the ECN bits).
 set -uo pipefail
@@ -246,6 +250,30 @@ else
 		fail "ecnq=off: a burst: $(tr '\n' ' ' <"$tmp/qoff.recv")"
 	echo "ok: ecnq=$K: below the rate no mark; a burst: $before unmarked, then $bce of $((bce + bplain))" \
 		"arrived CE; Not-ECT and ecnq=off bursts: none"
+fi
+
+build=${1:-}
+if [ -n "$build" ] && [ -x "$build/bench/braid_ab" ] && [ -f "$build/providers/libbraid-fi.so" ]; then
+	"$fabric" set all ecn=30 ecnq=off >/dev/null || fail "set all ecn=30 failed"
+	env="env FI_PROVIDER_PATH=$build/providers FI_LOG_LEVEL=info FI_LOG_PROV=braid"
+	port=$((23000 + RANDOM % 2000))
+	"$fabric" exec h2 -- timeout 40 $env "$build/bench/braid_ab" -p braid -a 10.77.2.2 -C $port \
+		-k 1 >"$tmp/srv.out" 2>&1 &
+	spid=$!
+	sleep 0.3
+	"$fabric" exec h1 -- timeout 40 $env "$build/bench/braid_ab" -p braid -a 10.77.1.2 \
+		-c 10.77.2.2 -C $port -m bw -s 65536 -t 1 -w 32 -T 15 -v >"$tmp/cli.out" 2>&1 ||
+		fail "braid over the marking fabric: $(grep -v libfabric "$tmp/cli.out" | tail -3)"
+	wait $spid || fail "braid's receiver: $(grep -v libfabric "$tmp/srv.out" | tail -3)"
+	grep -q 'prov=braid ' "$tmp/cli.out" || fail "the run was not braid's native RDM"
+	ce=$(sed -n 's/.*ECN: \([0-9]*\) data packets arrived CE.*/\1/p' "$tmp/srv.out" | head -1)
+	echoes=$(sed -n 's/.*arrived CE, \([0-9]*\) ACKs echoed CE.*/\1/p' "$tmp/cli.out" | head -1)
+	echo "  braid, ecn=30: receiver read ${ce:-?} data packets CE, sender heard ${echoes:-?} CE echoes"
+	[ "${ce:-0}" -gt 0 ] || fail "braid's receiver read no CE mark"
+	[ "${echoes:-0}" -gt 0 ] || fail "braid's sender heard no CE echo"
+	echo "ok: braid over ecn=30: every byte checked; CE read by the receiver, echoed to the sender"
+else
+	echo "  (braid over the marking fabric not run: no build directory given or braid_ab not built)"
 fi
 
 "$fabric" down >/dev/null || fail "tools/fabric down failed"
