@@ -45,7 +45,8 @@ static void braid_init_env(void)
 			"(default: every interface that is up and has an IPv4 address)");
 	fi_param_define(&braid_prov, "paths", FI_PARAM_INT,
 			"Transmit paths per endpoint, 1 to %d: each is a UDP source "
-			"port, the entropy ECMP hashes. (default: %d)",
+			"port, the entropy ECMP hashes; RDM endpoints add up to 32 "
+			"spare ports for paths that turn sick or die. (default: %d)",
 			BRAID_WIRE_MAX_PATHS, braid_cfg.paths);
 	fi_param_define(&braid_prov, "tx_size", FI_PARAM_SIZE_T,
 			"Transmit queue depth per endpoint. (default: %zu)", braid_cfg.tx_size);
@@ -67,8 +68,10 @@ static void braid_init_env(void)
 			"matches it; beyond it the sender is held back (flow control). "
 			"(default: %zu)", braid_cfg.unexp_bytes);
 	fi_param_define(&braid_prov, "peer_timeout_ms", FI_PARAM_INT,
-			"RDM: a peer that answers nothing for this long fails its "
-			"pending operations with FI_EHOSTUNREACH. MSG: how long "
+			"RDM: a peer that answers nothing for this long (or 16 "
+			"retransmission timeouts of its slowest path, if longer) "
+			"fails its pending operations with FI_EHOSTUNREACH, receives "
+			"of messages it had begun to send included. MSG: how long "
 			"fi_connect and fi_accept wait for the other side before an "
 			"FI_ETIMEDOUT error event. (default: %d)",
 			braid_cfg.peer_timeout_ms);
