@@ -12,7 +12,10 @@
  *  - Judged once per RTT on the smallest queueing delay seen in that RTT: a
  *    standing queue raises every sample, a host's scheduling jitter only
  *    some, so jitter alone never cuts the window.
- *  - below target: additive increase of AI packets per RTT;
+ *  - below target: additive increase of AI packets per RTT; before the
+ *    first congestion signal of the flow (delay over target, ECN, an RTO),
+ *    slow start: the window doubles each RTT, so a long path fills its
+ *    window in a few RTTs, not hundreds;
  *  - above target: multiplicative decrease proportional to the excess,
  *    beta * (queue - target) / rtt, at most MAX_MDF, once per RTT;
  *  - ECN CE echo: a decrease of MAX_MDF / 2, at most once per RTT;
@@ -36,6 +39,10 @@ struct swift {
 	double prior_cwnd;
 	/** @over: the last round ended above the target. */
 	bool over;
+	/** @slow_start: no congestion signal yet: the window doubles each RTT. */
+	bool slow_start;
+	/** @prior_slow_start: @slow_start before the RTOs of a timeout episode. */
+	bool prior_slow_start;
 };
 _Static_assert(sizeof(struct swift) <= BRAID_CC_STATE_BYTES, "swift state fits");
 
@@ -66,6 +73,7 @@ static void swift_init(struct braid_cc_state *s, uint32_t max_cwnd, uint64_t tar
 	w->cwnd = SWIFT_INIT_CWND;
 	w->target_ns = target_ns;
 	w->round_minq = UINT64_MAX;
+	w->slow_start = true;
 	swift_clamp(w);
 }
 
@@ -79,6 +87,7 @@ static uint64_t swift_target(const struct swift *w, uint64_t base_rtt_ns)
 
 static void swift_decrease(struct swift *w, double factor, uint64_t now)
 {
+	w->slow_start = false;	/* the first congestion signal ends it */
 	/* once per RTT at most */
 	if (w->last_decrease && now - w->last_decrease < w->last_rtt)
 		return;
@@ -124,7 +133,7 @@ static void swift_on_ack(struct braid_cc_state *s, uint32_t acked, uint64_t rtt_
 	if (ecn)
 		swift_decrease(w, 1.0 - SWIFT_MAX_MDF / 2, now);
 	else if (!w->over)
-		w->cwnd += SWIFT_AI * acked / w->cwnd;
+		w->cwnd += w->slow_start ? (double)acked : SWIFT_AI * acked / w->cwnd;
 	if (w->round_start && w->last_rtt && now - w->round_start >= w->last_rtt)
 		swift_round_end(w, now);
 	swift_clamp(w);
@@ -142,8 +151,11 @@ static void swift_on_rto(struct braid_cc_state *s, uint64_t now)
 {
 	struct swift *w = sw(s);
 
-	if (!w->prior_cwnd)
+	if (!w->prior_cwnd) {
 		w->prior_cwnd = w->cwnd;
+		w->prior_slow_start = w->slow_start;
+	}
+	w->slow_start = false;
 	w->cwnd /= 2;
 	/* keep a few packets going: with one in flight, every loss (of it or
 	 * of its ACK) is a silence and another RTO */
@@ -157,8 +169,11 @@ static void swift_rto_verdict(struct braid_cc_state *s, bool spurious)
 {
 	struct swift *w = sw(s);
 
-	if (spurious && w->prior_cwnd > w->cwnd)
-		w->cwnd = w->prior_cwnd;
+	if (spurious && w->prior_cwnd) {
+		if (w->prior_cwnd > w->cwnd)
+			w->cwnd = w->prior_cwnd;
+		w->slow_start = w->prior_slow_start;
+	}
 	w->prior_cwnd = 0;
 }
 

@@ -12,10 +12,11 @@
 #include "braid_seq.h"
 
 #define RD_CTS_MAX	16
-/* the RTO doubles at most this many times (64x): under heavy random loss a live
- * peer's silence is bad luck, not a reason to wait seconds (the peer timeout,
- * not the backoff, decides that a peer is gone) */
-#define RD_RTO_BACKOFF_MAX	6
+/* the RTO doubles at most this many times (8x): a live peer's silence (heavy
+ * random loss, a host that was not scheduled for a while) must not leave the
+ * flow waiting long after it answers again; the peer timeout, not the backoff,
+ * decides that a peer is gone, and after an RTO the window is small */
+#define RD_RTO_BACKOFF_MAX	3
 
 /* payload bytes per RD_DATA packet */
 #define RD_SEG(rd)	((rd)->cfg.mtu - sizeof(struct braid_rd_data_hdr))

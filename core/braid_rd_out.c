@@ -499,7 +499,9 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 				f->rto_at = now;
 			if (now - f->last_progress >= flow_rto(rd, f)) {
 				/* silence from the peer for a whole RTO: back off, halve */
-				if (f->rto_backoff < RD_RTO_BACKOFF_MAX)
+				/* before any RTT sample the RTO is a guess: search up
+				 * to 1024x; after, at most RD_RTO_BACKOFF_MAX doublings */
+				if (f->rto_backoff < (f->srtt ? RD_RTO_BACKOFF_MAX : 10))
 					f->rto_backoff++;
 				rd->cfg.cc->on_rto(&f->cc, now);
 			} else {

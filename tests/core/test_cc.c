@@ -5,6 +5,25 @@
 
 #define US 1000ULL
 
+Test(braid_cc_swift, slow_start_until_the_first_signal)
+{
+	struct braid_cc_state s;
+	uint32_t w0, w1;
+
+	braid_cc_swift.init(&s, 256, 25 * US);
+	w0 = braid_cc_swift.cwnd(&s);
+	/* one window of ACKs below the target: it doubles */
+	for (uint32_t i = 0; i < w0; i++)
+		braid_cc_swift.on_ack(&s, 1, 12 * US, 10 * US, false, (uint64_t)i * 100);
+	cr_assert_eq(braid_cc_swift.cwnd(&s), 2 * w0, "slow start doubles per window");
+	/* an ECN echo ends it: afterwards, one packet per RTT */
+	braid_cc_swift.on_ack(&s, 1, 12 * US, 10 * US, true, 10 * US);
+	w1 = braid_cc_swift.cwnd(&s);
+	for (uint32_t i = 0; i < w1; i++)
+		braid_cc_swift.on_ack(&s, 1, 12 * US, 10 * US, false, 20 * US + (uint64_t)i * 100);
+	cr_assert_leq(braid_cc_swift.cwnd(&s), w1 + 1, "additive increase after the first signal");
+}
+
 Test(braid_cc_swift, grows_below_target)
 {
 	struct braid_cc_state s;
@@ -65,6 +84,7 @@ Test(braid_cc_swift, target_scales_with_the_base_rtt)
 	for (int i = 0; i < 2000; i++)
 		braid_cc_swift.on_ack(&s, 1, 2500 * US, 2000 * US, false, (uint64_t)i * 100 * US);
 	cr_assert_gt(braid_cc_swift.cwnd(&s), w0, "queueing under base / 2 leaves the window growing");
+	w0 = braid_cc_swift.cwnd(&s);
 	/* 3 ms of queueing on it is */
 	for (int i = 0; i < 200; i++)
 		braid_cc_swift.on_ack(&s, 1, 5000 * US, 2000 * US, false,
