@@ -1,8 +1,8 @@
 #!/bin/bash
 # test_liveness.sh: braid's liveness on the real UDP wire over the emulated fabric
 # (tools/fabric), every case a user can meet, each bounded:
-#  - 50% loss on every path, both ways: a 64 KiB stream, every byte checked, still
-#    completes messages (slow, but it completes: no stuck run, no error);
+#  - 50% loss on every path, both ways: a 64 KiB stream, every byte checked, keeps
+#    completing messages (slow, but no stall, no error): one at least every 600 ms;
 #  - a path black-holed in the middle of a stream: braid's path slots leave it within
 #    a few round trips and stay off it (its re-drawn slots get source ports that route
 #    elsewhere): from 1 s after the failure on, the dead path swallows under 1% of the
@@ -28,23 +28,35 @@ env="env FI_PROVIDER_PATH=$build/providers FI_BRAID_PEER_TIMEOUT_MS=1000"
 
 "$fabric" up --paths 4 >"$tmp/up.out" 2>&1 || fail "fabric up: $(tail -3 "$tmp/up.out")"
 
-# 1. half the packets lost on every path, both ways
-"$fabric" set all loss=50 >/dev/null || fail "set all loss=50"
+# 1. half the packets lost on every path, both ways: applied once the stream runs and
+# lifted before it ends (the benchmark's control channel is TCP over the same fabric, and
+# a TCP handshake at 50% loss each way can take a minute); braid must keep delivering
+# messages all through the loss
 port=$((24000 + RANDOM % 2000))
 "$fabric" exec h2 -- timeout 60 $env "$ab" -p braid -a 10.77.2.2 -C $port -k 1 \
 	>"$tmp/srv.out" 2>&1 &
 spid=$!
 sleep 0.3
-# the control channel is TCP across the same lossy fabric: allow it time
 "$fabric" exec h1 -- timeout 60 $env "$ab" -p braid -a 10.77.1.2 -c 10.77.2.2 -C $port \
-	-m bw -s 65536 -t 1 -w 16 -T 20 -v >"$tmp/cli.out" 2>&1 ||
-	fail "50% loss: the stream did not complete: $(tail -2 "$tmp/cli.out")"
-wait $spid || fail "50% loss: the receiver failed: $(tail -2 "$tmp/srv.out")"
-msgs=$(sed -n 's/^result role=server .* msgs=\([0-9]*\) .*/\1/p' "$tmp/srv.out")
-grep -q 'prov=braid ' "$tmp/cli.out" || fail "50% loss: not braid's native RDM"
-[ "${msgs:-0}" -gt 0 ] || fail "50% loss: no message arrived"
-echo "ok: 50% loss on every path: $msgs messages of 64 KiB completed, every byte checked"
+	-m bw -s 65536 -t 3.5 -w 16 -T 20 -v -i 100 >"$tmp/cli.out" 2>&1 &
+cpid=$!
+sleep 0.5
+"$fabric" set all loss=50 >/dev/null || fail "set all loss=50"
+sleep 2.5
 "$fabric" set all loss=0 >/dev/null
+wait $cpid || fail "50% loss: the stream failed: $(tail -2 "$tmp/cli.out")"
+wait $spid || fail "50% loss: the receiver failed: $(tail -2 "$tmp/srv.out")"
+grep -q 'prov=braid ' "$tmp/cli.out" || fail "50% loss: not braid's native RDM"
+# the receiver's timeline (100 ms ticks, from its first data): the loss was on from about
+# 0.2 s to 2.7 s; judge 0.7 s to 2.5 s: every 600 ms at least one message arrived
+read -r got worst <<<"$(awk '$1 == "tick" {
+		split($2, t, "="); split($3, b, "="); ms = t[2] + 0
+		if (ms >= 700 && ms < 2500) { s += b[2]; w[int((ms - 700) / 600)] += b[2] } }
+	END { m = -1; for (i = 0; i < 3; i++) if (m < 0 || w[i] < m) m = w[i] + 0
+		print s + 0, m }' "$tmp/srv.out")"
+echo "  50% loss on every path: $got bytes delivered in 1.8 s, the worst 600 ms: $worst"
+[ "${worst:-0}" -ge 65536 ] || fail "50% loss: 600 ms passed with no message delivered"
+echo "ok: 50% loss on every path: messages kept completing (every byte checked, $got bytes in 1.8 s)"
 
 # 2. a path black-holed mid-stream: the slots on it leave it and stay off it
 snap() { "$fabric" status --csv >"$tmp/$1.csv" 2>/dev/null; }
