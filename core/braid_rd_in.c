@@ -422,7 +422,10 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		f->echo_time = v->tx_time;
 		f->echo_route = rd->in_route;
 		f->echo_ecn = ecn;
-		f->rx_dups++;
+		/* a rendezvous keepalive probe (§4.6) is a duplicate by design: not a sign
+		 * of a spurious retransmission, so not counted for the sender's windows */
+		if (!((v->flags & BRAID_RD_F_RDV) && (v->flags & BRAID_RD_F_RETX) && !v->payload_len))
+			f->rx_dups++;
 		ack_soon(rd, f, true, now);
 		return rd_drop(rd, BRAID_DROP_DUPLICATE);
 	}

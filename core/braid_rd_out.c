@@ -138,9 +138,13 @@ uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *f)
 
 uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	/* never fewer than 16 RTOs' worth of the slowest path: a 50 ms fabric is not dead */
+	/* never fewer than 16 RTOs' worth of the slowest path (a 50 ms fabric is not
+	 * dead), never more than 4x the configured timeout (one absurd sample must not
+	 * make a dead peer wait for minutes) */
 	uint64_t t = rd->cfg.peer_timeout_ns, w = worst_path_rto(f) * 16;
 
+	if (w > 4 * t)
+		w = 4 * t;
 	return w > t ? w : t;
 }
 
@@ -174,7 +178,10 @@ static uint64_t rto_deadline(struct braid_rd *rd, const struct rd_flow *f,
 /* Keepalive of rendezvous sends waiting for a CTS: the peer must still answer. */
 static uint64_t probe_interval(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	return rd_peer_timeout(rd, f) / 8;
+	/* the configured timeout, not this side's RTT-stretched one: the receiver, with
+	 * no RTT of its own, fails half-received messages after the configured one */
+	(void)f;
+	return rd->cfg.peer_timeout_ns / 8;
 }
 
 /* Data in flight or queued to go: the peer must answer within the peer timeout. */
@@ -281,6 +288,7 @@ static bool path_silent(const struct braid_rd *rd, const struct rd_flow *f, uint
 {
 	const struct rd_pathrack *pr = &f->prack[i];
 	const struct rd_txpkt *p;
+	uint64_t w;
 
 	if (braid_dlist_empty(&pr->inflight) || f->paths.n < 2)
 		return false;
@@ -288,7 +296,10 @@ static bool path_silent(const struct braid_rd *rd, const struct rd_flow *f, uint
 	if (!braid_seq_lt(p->tx_seq, f->rack_seq) ||
 	    (pr->has_rack && braid_seq_lt(p->tx_seq, pr->rack_seq)))
 		return false;	/* nothing later acked, or the path itself answers */
-	*when = p->tx_time + silence_wnd(rd, f, i);
+	w = silence_wnd(rd, f, i);
+	if (w == UINT64_MAX)
+		return false;	/* no RTT known yet: silence cannot be judged */
+	*when = p->tx_time + w;
 	return true;
 }
 
@@ -481,14 +492,11 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 			 * acknowledged, is dead too (the RTO came first because the flow
 			 * had nothing else left to send): it moves to a fresh route */
 			for (i = 0; i < f->paths.n; i++) {
-				struct rd_pathrack *pr = &f->prack[i];
-				struct rd_txpkt *ph;
+				uint64_t when;
 
-				if (braid_dlist_empty(&pr->inflight) || f->paths.n < 2)
-					continue;
-				ph = braid_container_of(pr->inflight.next, struct rd_txpkt, plink);
-				if ((!pr->has_rack || !braid_seq_lt(ph->tx_seq, pr->rack_seq)) &&
-				    ph->tx_time + silence_wnd(rd, f, i) <= now)
+				/* only with evidence that another path answers: a
+				 * silent peer is not a dead path */
+				if (path_silent(rd, f, i, &when) && when <= now)
 					path_dead(rd, f, i);
 			}
 			while (!braid_dlist_empty(&f->txorder))
@@ -503,6 +511,8 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 				 * to 1024x; after, at most RD_RTO_BACKOFF_MAX doublings */
 				if (f->rto_backoff < (f->srtt ? RD_RTO_BACKOFF_MAX : 10))
 					f->rto_backoff++;
+				else if (f->srtt)
+					f->rto_backoff = RD_RTO_BACKOFF_MAX;
 				rd->cfg.cc->on_rto(&f->cc, now);
 			} else {
 				/* the peer answers (its ACKs carry nothing new: the packets
@@ -592,6 +602,11 @@ void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *f, uint32_t ack_psn, 
 		f->last_ack = now;
 		f->rto_backoff = 0;
 		f->tlp_out = false;
+		if (f->rto_at) {
+			/* no echo to judge the RTO by: it stands */
+			rd->cfg.cc->rto_verdict(&f->cc, false);
+			f->rto_at = 0;
+		}
 		rd->cfg.cc->on_ack(&f->cc, n, 0, f->min_rtt, false, now);
 		detect_loss(rd, f, now);
 		rd_flow_ready(rd, f);
@@ -639,7 +654,8 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		if (p->state != RD_PKT_FREE && p->psn == a->echo_psn) {
 			uint32_t us = rd_usec(now) - a->echo_time;
 
-			if (rd_usec(p->tx_time) == a->echo_time && now > p->tx_time) {
+			if (rd_usec(p->tx_time) == a->echo_time && now > p->tx_time &&
+			    now - p->tx_time < 60ULL * 1000 * 1000 * 1000) {
 				rtt = now - p->tx_time;
 				braid_path_rtt(&f->paths.p[p->path], rtt, now);
 				/* congestion is queueing on the sample's own route: judged
@@ -838,9 +854,12 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 	}
 	n += rd_in_write_cts(rd, f, now, out + n, max - n);
 	if (f->probe_due && n < max) {
-		probe_write(rd, f, now, &out[n++]);
+		/* the wait may have ended since the timer asked (a CTS came) */
+		if (!out_busy(f, conn) && !braid_dlist_empty(&conn->paused)) {
+			probe_write(rd, f, now, &out[n++]);
+			f->probe_at = now;
+		}
 		f->probe_due = false;
-		f->probe_at = now;
 	}
 	allow = send_allowance(rd, f);
 	/* a lost packet never waits for cwnd room held by packets that may be lost

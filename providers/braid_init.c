@@ -45,8 +45,9 @@ static void braid_init_env(void)
 			"(default: every interface that is up and has an IPv4 address)");
 	fi_param_define(&braid_prov, "paths", FI_PARAM_INT,
 			"Transmit paths per endpoint, 1 to %d: each is a UDP source "
-			"port, the entropy ECMP hashes; RDM endpoints add up to 32 "
-			"spare ports for paths that turn sick or die. (default: %d)",
+			"port, the entropy ECMP hashes; endpoints with more than one "
+			"path add as many spare ports, up to 32, for paths that turn "
+			"sick or die. (default: %d)",
 			BRAID_WIRE_MAX_PATHS, braid_cfg.paths);
 	fi_param_define(&braid_prov, "tx_size", FI_PARAM_SIZE_T,
 			"Transmit queue depth per endpoint. (default: %zu)", braid_cfg.tx_size);
