@@ -175,13 +175,17 @@ static uint64_t rto_deadline(struct braid_rd *rd, const struct rd_flow *f,
 	return start + flow_rto(rd, f);
 }
 
-/* Keepalive of rendezvous sends waiting for a CTS: the peer must still answer. */
-static uint64_t probe_interval(const struct braid_rd *rd, const struct rd_flow *f)
+/*
+ * When the next keepalive of rendezvous sends waiting for a CTS is due (§4.6):
+ * an eighth of the configured peer timeout after the last probe or ACK (the
+ * configured timeout, not this side's RTT-stretched one: the receiver, with no
+ * RTT of its own, fails half-received messages after the configured one).
+ */
+static uint64_t probe_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	/* the configured timeout, not this side's RTT-stretched one: the receiver, with
-	 * no RTT of its own, fails half-received messages after the configured one */
-	(void)f;
-	return rd->cfg.peer_timeout_ns / 8;
+	uint64_t from = f->probe_at > f->last_progress ? f->probe_at : f->last_progress;
+
+	return from + rd->cfg.peer_timeout_ns / 8;
 }
 
 /* Data in flight or queued to go: the peer must answer within the peer timeout. */
@@ -262,9 +266,9 @@ static uint64_t path_wnd(const struct braid_rd *rd, const struct rd_flow *f, uin
  * acknowledged, and a packet sent after it on another path was: the path
  * has died (or is far slower than it was). The path's srtt plus the larger of
  * four variations and half an srtt, plus the ACK delay (the flow's srtt
- * before the path has a sample): under two of its RTTs, and below the
- * cross-path window (which takes the slowest path's), so a dead path is
- * found by its silence first and only its own packets move.
+ * before the path has a sample; UINT64_MAX before any RTT is known), at least
+ * the jitter floor: under two of its RTTs where the floor allows. It does not
+ * wait for the cross-path window, which follows the slowest path.
  */
 static uint64_t silence_wnd(const struct braid_rd *rd, const struct rd_flow *f, uint32_t path)
 {
@@ -344,13 +348,9 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 		if (t < d)
 			d = t;
 	}
-	if (!out_busy(f, f->conn) && !braid_dlist_empty(&f->conn->paused) && !f->probe_due) {
-		uint64_t from = f->probe_at > f->last_progress ? f->probe_at : f->last_progress;
-		uint64_t t = from + probe_interval(rd, f);
-
-		if (t < d)
-			d = t;
-	}
+	if (!out_busy(f, f->conn) && !braid_dlist_empty(&f->conn->paused) && !f->probe_due &&
+	    probe_deadline(rd, f) < d)
+		d = probe_deadline(rd, f);
 	return d;
 }
 
@@ -474,8 +474,7 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	/* rendezvous sends waiting for a CTS and nothing else going: ask the peer for a
 	 * sign of life now and then (§4.6), so a dead receiver fails them in bounded time */
 	if (!out_busy(f, conn) && !braid_dlist_empty(&conn->paused) && !f->probe_due &&
-	    now >= (f->probe_at > f->last_progress ? f->probe_at : f->last_progress) +
-		   probe_interval(rd, f)) {
+	    now >= probe_deadline(rd, f)) {
 		f->probe_due = true;
 		rd_flow_ready(rd, f);
 	}
@@ -484,21 +483,9 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 		struct rd_txpkt *head = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
 		if (now >= rto_deadline(rd, f, head)) {
-			uint32_t i;
-
 			/* no ACK for a whole RTO: everything in flight is presumed lost
-			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off. A path whose oldest
-			 * packet is past its silence window, with nothing later on it
-			 * acknowledged, is dead too (the RTO came first because the flow
-			 * had nothing else left to send): it moves to a fresh route */
-			for (i = 0; i < f->paths.n; i++) {
-				uint64_t when;
-
-				/* only with evidence that another path answers: a
-				 * silent peer is not a dead path */
-				if (path_silent(rd, f, i, &when) && when <= now)
-					path_dead(rd, f, i);
-			}
+			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off. (Paths silent by now
+			 * were declared dead by detect_loss just above.) */
 			while (!braid_dlist_empty(&f->txorder))
 				pkt_requeue(f, braid_container_of(f->txorder.next,
 								  struct rd_txpkt, link));

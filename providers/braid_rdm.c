@@ -115,10 +115,8 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 			pkts[i].addr.sin_family = AF_INET;
 			pkts[i].addr.sin_addr.s_addr = htonl(out[i].dst_ip);
 			pkts[i].addr.sin_port = htons(out[i].dst_port);
-			if (out[i].reply_route >= 0) {
-				pkts[i].path = 0;
+			if (out[i].reply_route >= 0)	/* its entropy is 0: the home socket */
 				pkts[i].addr.sin_port = htons((uint16_t)out[i].reply_route);
-			}
 		}
 		sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
 		ep->stats.tx_pkts += (uint64_t)sent;

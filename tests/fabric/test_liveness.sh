@@ -28,32 +28,40 @@ env="env FI_PROVIDER_PATH=$build/providers FI_BRAID_PEER_TIMEOUT_MS=1000"
 
 "$fabric" up --paths 4 >"$tmp/up.out" 2>&1 || fail "fabric up: $(tail -3 "$tmp/up.out")"
 
+# stream NAME CLIENT_ARGS...: braid_ab's receiver on h2 and a 64 KiB stream from h1, both in
+# the background (spid, cpid), every byte checked; output in $tmp/NAME.srv and NAME.cli
+stream() {
+	local name=$1 port=$((24000 + RANDOM % 4000))
+
+	shift
+	"$fabric" exec h2 -- timeout 60 $env "$ab" -p braid -a 10.77.2.2 -C $port -k 1 \
+		>"$tmp/$name.srv" 2>&1 &
+	spid=$!
+	sleep 0.3
+	"$fabric" exec h1 -- timeout 60 $env "$ab" -p braid -a 10.77.1.2 -c 10.77.2.2 -C $port \
+		-m bw -s 65536 -T 20 -v "$@" >"$tmp/$name.cli" 2>&1 &
+	cpid=$!
+}
+
 # 1. half the packets lost on every path, both ways: applied once the stream runs and
 # lifted before it ends (the benchmark's control channel is TCP over the same fabric, and
 # a TCP handshake at 50% loss each way can take a minute); braid must keep delivering
 # messages all through the loss
-port=$((24000 + RANDOM % 2000))
-"$fabric" exec h2 -- timeout 60 $env "$ab" -p braid -a 10.77.2.2 -C $port -k 1 \
-	>"$tmp/srv.out" 2>&1 &
-spid=$!
-sleep 0.3
-"$fabric" exec h1 -- timeout 60 $env "$ab" -p braid -a 10.77.1.2 -c 10.77.2.2 -C $port \
-	-m bw -s 65536 -t 3.5 -w 16 -T 20 -v -i 100 >"$tmp/cli.out" 2>&1 &
-cpid=$!
+stream loss -t 3.5 -w 16 -i 100
 sleep 0.5
 "$fabric" set all loss=50 >/dev/null || fail "set all loss=50"
 sleep 2.5
 "$fabric" set all loss=0 >/dev/null
-wait $cpid || fail "50% loss: the stream failed: $(tail -2 "$tmp/cli.out")"
-wait $spid || fail "50% loss: the receiver failed: $(tail -2 "$tmp/srv.out")"
-grep -q 'prov=braid ' "$tmp/cli.out" || fail "50% loss: not braid's native RDM"
+wait $cpid || fail "50% loss: the stream failed: $(tail -2 "$tmp/loss.cli")"
+wait $spid || fail "50% loss: the receiver failed: $(tail -2 "$tmp/loss.srv")"
+grep -q 'prov=braid ' "$tmp/loss.cli" || fail "50% loss: not braid's native RDM"
 # the receiver's timeline (100 ms ticks, from its first data): the loss was on from about
 # 0.2 s to 2.7 s; judge 0.7 s to 2.5 s: every 600 ms at least one message arrived
 read -r got worst <<<"$(awk '$1 == "tick" {
 		split($2, t, "="); split($3, b, "="); ms = t[2] + 0
 		if (ms >= 700 && ms < 2500) { s += b[2]; w[int((ms - 700) / 600)] += b[2] } }
 	END { m = -1; for (i = 0; i < 3; i++) if (m < 0 || w[i] < m) m = w[i] + 0
-		print s + 0, m }' "$tmp/srv.out")"
+		print s + 0, m }' "$tmp/loss.srv")"
 echo "  50% loss on every path: $got bytes delivered in 1.8 s, the worst 600 ms: $worst"
 [ "${worst:-0}" -ge 65536 ] || fail "50% loss: 600 ms passed with no message delivered"
 echo "ok: 50% loss on every path: messages kept completing (every byte checked, $got bytes in 1.8 s)"
@@ -68,14 +76,7 @@ sum_fwd() {	# sum_fwd SNAP: data-direction packets forwarded on every path
 	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "r1_r2_fwd_pkts") c = i; next }
 		{ s += $c } END { print s + 0 }' "$tmp/$1.csv"
 }
-port=$((26000 + RANDOM % 2000))
-"$fabric" exec h2 -- timeout 60 $env "$ab" -p braid -a 10.77.2.2 -C $port -k 1 \
-	>"$tmp/srv2.out" 2>&1 &
-spid=$!
-sleep 0.3
-"$fabric" exec h1 -- timeout 60 $env "$ab" -p braid -a 10.77.1.2 -c 10.77.2.2 -C $port \
-	-m bw -s 65536 -t 3.5 -w 32 -T 20 -v >"$tmp/cli2.out" 2>&1 &
-cpid=$!
+stream hole -t 3.5 -w 32
 sleep 0.6
 "$fabric" set 1 down >/dev/null || fail "set 1 down"
 sleep 1
@@ -84,8 +85,8 @@ sleep 1.2
 snap b
 # back up before the stream ends: the control channel (TCP) may hash onto this path
 "$fabric" set 1 up >/dev/null
-wait $cpid || fail "black hole: the stream failed: $(tail -2 "$tmp/cli2.out")"
-wait $spid || fail "black hole: the receiver failed: $(tail -2 "$tmp/srv2.out")"
+wait $cpid || fail "black hole: the stream failed: $(tail -2 "$tmp/hole.cli")"
+wait $spid || fail "black hole: the receiver failed: $(tail -2 "$tmp/hole.srv")"
 lost=$(($(col b 1 r1_r2_drop_pkts) - $(col a 1 r1_r2_drop_pkts)))
 sent=$(($(sum_fwd b) - $(sum_fwd a) + lost))
 echo "  black hole on path 1: from 1 s after it, $lost of $sent data packets went into it"
