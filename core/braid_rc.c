@@ -30,8 +30,16 @@
  * READ response resources and completion ring are fixed rings.
  */
 
-/* request packets sent and not yet acknowledged (a READ request counts one) */
-#define RC_MAX_INFLIGHT		512u
+/*
+ * The send window: PSNs the requester may have sent beyond the oldest one
+ * not acknowledged, READ response PSNs included; a work request starts only
+ * when its first PSN is inside it (as Soft-RoCE's RXE_MAX_UNACKED_PSNS). It
+ * bounds what one go-back-N restart sends again, and what a READ responder
+ * has queued towards us, to about one window: on a host, unlike on a NIC's
+ * wire, nothing paces a burst to a link's rate, and a burst the size of every
+ * outstanding message would fill the receiver's socket and lose itself again.
+ */
+#define RC_MAX_UNACKED_PSNS	128u
 /*
  * PSNs the requester may have outstanding, READ response PSNs included
  * (IBTA needs fewer than 2^23). The responder therefore sees no legitimate
@@ -71,8 +79,6 @@ struct rc_swqe {
 	void *context;
 	/** @first_psn, @npsn: the PSNs it occupies (READ: its responses' PSNs). */
 	uint32_t first_psn, npsn;
-	/** @pkt_base: request packets of every earlier work request (window accounting). */
-	uint64_t pkt_base;
 	/** @started: its first packet has been sent (a READ then counts in reads_out). */
 	bool started;
 };
@@ -112,9 +118,8 @@ struct rc_req {
 	uint64_t head, tx, tail;
 	/** @unpolled: finished sends whose completion is not polled yet (they keep their slot). */
 	uint32_t unpolled;
-	/** @next_psn, @next_pkt: PSN and packet index the next posted request gets. */
+	/** @next_psn: the PSN the next posted request gets. */
 	uint32_t next_psn;
-	uint64_t next_pkt;
 	/** @una: oldest PSN not acknowledged (inside sq[head] while it is unfinished). */
 	uint32_t una;
 	/** @tx_psn: the PSN of the next packet to transmit (of sq[tx]). */
@@ -220,6 +225,16 @@ static const char *const rc_drop_names[BRAID_RC_DROP_MAX] = {
 	[BRAID_RC_DROP_STATE] = "state",
 };
 
+uint64_t braid_rc_timeout_ns(unsigned int code)
+{
+	return code ? 4096ULL << (code & 31) : 0;
+}
+
+uint64_t braid_rc_rnr_timer_ns(unsigned int code)
+{
+	return rc_rnr_ns[code & 31];
+}
+
 const char *braid_rc_drop_str(enum braid_rc_drop reason)
 {
 	if ((unsigned)reason >= BRAID_RC_DROP_MAX)
@@ -238,10 +253,10 @@ void braid_rc_config_default(struct braid_rc_config *cfg)
 	cfg->max_dest_rd_atomic = 16;
 	cfg->max_msg_size = 1ULL << 30;
 	cfg->inject_size = 64;
-	cfg->timeout_ns = 4096ULL << 10;	/* IBTA timeout 10: 4.096 us * 2^10 = 4.19 ms */
-	cfg->retry_cnt = 7;
-	cfg->rnr_retry = 7;
-	cfg->min_rnr_timer_ns = 640000;		/* Table 45 code 12: 0.64 ms */
+	cfg->timeout_ns = braid_rc_timeout_ns(BRAID_RC_DEFAULT_TIMEOUT);
+	cfg->retry_cnt = BRAID_RC_DEFAULT_RETRY;
+	cfg->rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY;
+	cfg->min_rnr_timer_ns = braid_rc_rnr_timer_ns(BRAID_RC_DEFAULT_MIN_RNR_TIMER);
 	cfg->ack_coalesce = 16;
 	cfg->ack_delay_ns = 20000;
 }
@@ -427,24 +442,10 @@ static void rc_qp_error(struct braid_rc_qp *qp, int err, uint64_t fail, int recv
  * requester: the send queue cut into request packets
  * ====================================================================== */
 
-/* the request-packet index of PSN @psn of work request @i (window accounting) */
-static uint64_t rc_req_pkt_of(const struct braid_rc_qp *qp, uint64_t i, uint32_t psn)
+/* PSNs sent beyond una, counting the packet at tx_psn */
+static uint32_t rc_req_unacked(const struct braid_rc_qp *qp)
 {
-	const struct rc_swqe *w;
-
-	if (i == qp->req.tail)
-		return qp->req.next_pkt;
-	w = rc_sq_at(qp, i);
-	if (w->op == BRAID_RC_OP_READ)
-		return w->pkt_base;
-	return w->pkt_base + (uint32_t)braid_psn_diff(psn, w->first_psn);
-}
-
-/* request packets sent and not acknowledged */
-static uint64_t rc_req_inflight(const struct braid_rc_qp *qp)
-{
-	return rc_req_pkt_of(qp, qp->req.tx, qp->req.tx_psn) -
-	       rc_req_pkt_of(qp, qp->req.head, qp->req.una);
+	return (uint32_t)braid_psn_diff(qp->req.tx_psn, qp->req.una) + 1;
 }
 
 /* has the requester a packet it may send now? (send window, READ limit, RNR wait) */
@@ -455,7 +456,7 @@ static bool rc_req_ready(const struct braid_rc_qp *qp)
 
 	if (qp->state != RC_QP_RTS || rq->rnr_deadline != RC_NONE || rq->tx == rq->tail)
 		return false;
-	if (rc_req_inflight(qp) >= RC_MAX_INFLIGHT)
+	if (rc_req_unacked(qp) > RC_MAX_UNACKED_PSNS)
 		return false;
 	w = rc_sq_at(qp, rq->tx);
 	if (!w->started) {
@@ -543,7 +544,7 @@ static void rc_req_emit(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_ou
 		o->payload_len = plen;
 	}
 	v.ack_req = last || (idx + 1) % qp->cfg.ack_coalesce == 0 ||
-		    rc_req_inflight(qp) + 1 >= RC_MAX_INFLIGHT;
+		    rc_req_unacked(qp) >= RC_MAX_UNACKED_PSNS;
 	bytes = rc_out_finish(qp, o, &v);
 	if (braid_psn_diff(psn, rq->hw_psn) < 0) {
 		qp->stats.retx_pkts++;
@@ -648,9 +649,7 @@ int braid_rc_post_send(struct braid_rc_qp *qp, const struct braid_rc_wr *wr, uin
 	}
 	w->first_psn = rq->next_psn;
 	w->npsn = rc_npsn(qp, len);
-	w->pkt_base = rq->next_pkt;
 	rq->next_psn = braid_psn_add(rq->next_psn, w->npsn);
-	rq->next_pkt += w->op == BRAID_RC_OP_READ ? 1 : w->npsn;
 	rq->tail++;
 	return 0;
 }
@@ -1505,6 +1504,11 @@ int braid_rc_output(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_out *o
 		}
 	}
 	return n;
+}
+
+bool braid_rc_ready(struct braid_rc_qp *qp)
+{
+	return rc_resp_ctl_ready(qp) || rc_resp_job(qp) || rc_req_ready(qp);
 }
 
 uint64_t braid_rc_next_deadline(const struct braid_rc_qp *qp)

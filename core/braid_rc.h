@@ -94,7 +94,30 @@ struct braid_rc_config {
 	void *mr_ctx;
 };
 
-/** braid_rc_config_default() - tunables (timeouts, depths, MTU 4096); addresses and QPNs zero. */
+/*
+ * The defaults a RoCE deployment's QPs get (fi_braid(7) "RoCEv2 RC"):
+ * local ACK timeout 14, retry 7, RNR retry 7 (forever), min RNR timer 12 are
+ * what rdma-core's rc_pingpong and perftest (DEF_QP_TIME 14, MIN_RNR_TIMER 12)
+ * set. libfabric's verbs provider asks rdma_cm for retry_count 15 (the kernel's
+ * CM caps it at 7) and rnr_retry_count 7, sets min_rnr_timer 12
+ * (FI_VERBS_MIN_RNR_TIMER) and leaves the ACK timeout to the CM, which gives a
+ * RoCE QP code 18 (1.07 s) on a ConnectX NIC: FI_BRAID_RC_TIMEOUT=18 matches it.
+ */
+#define BRAID_RC_DEFAULT_TIMEOUT	14	/* 4.096 us * 2^14 = 67.1 ms */
+#define BRAID_RC_DEFAULT_RETRY		7
+#define BRAID_RC_DEFAULT_RNR_RETRY	7
+#define BRAID_RC_DEFAULT_MIN_RNR_TIMER	12	/* Table 45: 0.64 ms */
+
+/**
+ * braid_rc_timeout_ns() - the local ACK timeout an IBTA code (0..31) means:
+ * 4.096 us * 2^@code (IBTA 9.7.6.1.3); 0 means no timeout (returns 0).
+ */
+uint64_t braid_rc_timeout_ns(unsigned int code);
+
+/** braid_rc_rnr_timer_ns() - the RNR NAK timer an IBTA Table 45 code (0..31) means. */
+uint64_t braid_rc_rnr_timer_ns(unsigned int code);
+
+/** braid_rc_config_default() - tunables (the defaults above, depths, MTU 4096); addresses and QPNs zero. */
 void braid_rc_config_default(struct braid_rc_config *cfg);
 
 enum braid_rc_op {
@@ -248,6 +271,13 @@ void braid_rc_flush(struct braid_rc_qp *qp);
 
 /** braid_rc_error() - 0 while the QP works, else the positive FI_E* that moved it to error. */
 int braid_rc_error(const struct braid_rc_qp *qp);
+
+/**
+ * braid_rc_ready() - has the QP a packet to send now? (what braid_rc_output()
+ * would return; a caller that sends a bounded burst per step calls again
+ * before it sleeps)
+ */
+bool braid_rc_ready(struct braid_rc_qp *qp);
 
 /** braid_rc_pending() - true while sends are unacknowledged or packets wait to go out. */
 bool braid_rc_pending(const struct braid_rc_qp *qp);

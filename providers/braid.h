@@ -74,6 +74,12 @@ struct braid_config {
 	int peer_timeout_ms;
 	/** @rc_port: MSG: UDP port for RoCEv2 (0: 4791 when free, else any). */
 	int rc_port;
+	/**
+	 * @rc_timeout, @rc_retry, @rc_rnr_retry, @rc_min_rnr_timer: MSG: the QP's
+	 * local ACK timeout (IBTA code 0..31), retry count (0..7), RNR retry count
+	 * (0..7, 7 forever) and the RNR timer it asks peers to wait (code 0..31).
+	 */
+	int rc_timeout, rc_retry, rc_rnr_retry, rc_min_rnr_timer;
 };
 
 extern struct braid_config braid_cfg;

@@ -15,7 +15,25 @@ struct braid_config braid_cfg = {
 	.sockbuf = 4 << 20,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
+	.rc_timeout = BRAID_RC_DEFAULT_TIMEOUT,
+	.rc_retry = BRAID_RC_DEFAULT_RETRY,
+	.rc_rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY,
+	.rc_min_rnr_timer = BRAID_RC_DEFAULT_MIN_RNR_TIMER,
 };
+
+/* an integer setting within [@lo, @hi]; out of range: a warning, the default stays */
+static void braid_param_int(const char *name, int lo, int hi, int *dst)
+{
+	int val;
+
+	if (fi_param_get_int(&braid_prov, name, &val))
+		return;
+	if (val >= lo && val <= hi)
+		*dst = val;
+	else
+		BRAID_WARN(FI_LOG_CORE, "FI_BRAID_%s=%d is out of range %d..%d; using %d\n",
+			   name, val, lo, hi, *dst);
+}
 
 static void braid_cleanup(void)
 {
@@ -81,6 +99,27 @@ static void braid_init_env(void)
 			"0 means 4791, the RoCEv2 port, when it is free on the "
 			"address, else any free port (peers learn it in the "
 			"handshake). (default: %d)", braid_cfg.rc_port);
+	fi_param_define(&braid_prov, "rc_timeout", FI_PARAM_INT,
+			"MSG (RoCEv2 RC): the QP's local ACK timeout as an IBTA code, "
+			"0 to 31: 4.096 us * 2^code (14: 67 ms, as perftest and "
+			"rdma-core's examples set; 18: 1.07 s, what rdma_cm gives "
+			"libfabric's verbs provider on a ConnectX NIC); 0 never "
+			"times out. (default: %d)",
+			braid_cfg.rc_timeout);
+	fi_param_define(&braid_prov, "rc_retry", FI_PARAM_INT,
+			"MSG (RoCEv2 RC): retransmissions (local ACK timeouts or PSN "
+			"sequence NAKs) in a row without forward progress before the "
+			"QP fails its work with FI_ETIMEDOUT, 0 to 7. (default: %d)",
+			braid_cfg.rc_retry);
+	fi_param_define(&braid_prov, "rc_rnr_retry", FI_PARAM_INT,
+			"MSG (RoCEv2 RC): retries after receiver-not-ready NAKs in a "
+			"row before the QP fails with FI_ENORX, 0 to 7; 7 retries "
+			"forever. (default: %d)", braid_cfg.rc_rnr_retry);
+	fi_param_define(&braid_prov, "rc_min_rnr_timer", FI_PARAM_INT,
+			"MSG (RoCEv2 RC): the RNR NAK timer code (IBTA Table 45, 0 to "
+			"31; 12: 0.64 ms, 0: 655 ms) a peer is asked to wait when no "
+			"receive is posted, like FI_VERBS_MIN_RNR_TIMER. (default: %d)",
+			braid_cfg.rc_min_rnr_timer);
 
 	if (!fi_param_get_str(&braid_prov, "wire", &str) && str && *str)
 		braid_cfg.wire = str;
@@ -109,6 +148,10 @@ static void braid_init_env(void)
 		braid_cfg.peer_timeout_ms = val;
 	if (!fi_param_get_int(&braid_prov, "rc_port", &val) && val >= 0 && val < 65536)
 		braid_cfg.rc_port = val;
+	braid_param_int("rc_timeout", 0, 31, &braid_cfg.rc_timeout);
+	braid_param_int("rc_retry", 0, 7, &braid_cfg.rc_retry);
+	braid_param_int("rc_rnr_retry", 0, 7, &braid_cfg.rc_rnr_retry);
+	braid_param_int("rc_min_rnr_timer", 0, 31, &braid_cfg.rc_min_rnr_timer);
 }
 
 FI_EXT_INI

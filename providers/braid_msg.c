@@ -237,12 +237,11 @@ static int qp_create(struct braid_ep *ep)
 	c.max_recv_wr = (uint32_t)(ep->info->rx_attr->size ? ep->info->rx_attr->size : braid_cfg.rx_size);
 	c.max_msg_size = ep->max_msg_size;
 	c.inject_size = (uint32_t)ep->info->tx_attr->inject_size;
-	/* local ACK timeout: IBTA code 12, 4.096 us * 2^12 = 16.8 ms (NICs
-	 * default to 14-18, 67 ms to 1 s); a host's scheduler can hold a busy
-	 * peer off the CPU for several 4 ms ticks, which a shorter one would
-	 * turn into spurious go-back-N */
-	c.timeout_ns = 4096ULL * 4096;
-	c.retry_cnt = 7;
+	/* the timers a RoCE deployment's QP gets (FI_BRAID_RC_*, fi_braid(7)) */
+	c.timeout_ns = braid_rc_timeout_ns((unsigned int)braid_cfg.rc_timeout);
+	c.retry_cnt = (uint32_t)braid_cfg.rc_retry;
+	c.rnr_retry = (uint32_t)braid_cfg.rc_rnr_retry;
+	c.min_rnr_timer_ns = braid_rc_rnr_timer_ns((unsigned int)braid_cfg.rc_min_rnr_timer);
 	/* a RoCE NIC's usual initiator depth / responder resources; each READ
 	 * of rxm's rendezvous is a whole message, so this bounds the burst of
 	 * read responses a peer can have in flight towards us */
@@ -469,7 +468,15 @@ static void msg_reap(struct braid_ep *ep)
 	} while (n == MSG_COMP_BATCH);
 }
 
-/* Send what the QP has to send (caller holds the domain lock). */
+/*
+ * Send what the QP has to send, one burst of at most BRAID_MAX_BATCH packets
+ * per progress step (caller holds the domain lock). A NIC's wire paces its
+ * packets and its receive side runs all the while; a host would put a whole
+ * READ's responses into the sockets at once and see the requester's resent
+ * READ only after them: between bursts the port is read again, so a
+ * responder cuts a stream go-back-N has made stale after one burst, not
+ * after a megabyte, and what is in flight stays near one burst.
+ */
 static void msg_flush(struct braid_ep *ep, uint64_t now)
 {
 	struct braid_msg *m = ep->msg;
@@ -477,36 +484,32 @@ static void msg_flush(struct braid_ep *ep, uint64_t now)
 	struct braid_pkt pkts[BRAID_MAX_BATCH];
 	struct iovec iovs[BRAID_MAX_BATCH][BRAID_RC_IOV_MAX + 3];
 	struct sockaddr_in dst = m->peer;
-	int n, i, j, sent;
+	int n, i, j, sent = 0;
 
 	dst.sin_port = htons(m->peer_rc_port);
-	do {
-		n = braid_rc_output(m->qp, now, out, BRAID_MAX_BATCH);
-		for (i = 0; i < n; i++) {
-			int k = 0;
+	n = braid_rc_output(m->qp, now, out, BRAID_MAX_BATCH);
+	for (i = 0; i < n; i++) {
+		int k = 0;
 
-			iovs[i][k++] = (struct iovec){ out[i].hdr, out[i].hdr_len };
-			for (j = 0; j < out[i].payload_iovcnt; j++)
-				if (out[i].payload[j].iov_len)
-					iovs[i][k++] = out[i].payload[j];
-			iovs[i][k++] = (struct iovec){ out[i].trailer, out[i].trailer_len };
-			pkts[i] = (struct braid_pkt){ .iov = iovs[i], .iovcnt = k, .path = 0,
-						      .addr = dst };
-		}
-		sent = 0;
-		while (sent < n) {
-			int r = ep->wire->ops->tx_burst(ep->wire, pkts + sent, n - sent);
+		iovs[i][k++] = (struct iovec){ out[i].hdr, out[i].hdr_len };
+		for (j = 0; j < out[i].payload_iovcnt; j++)
+			if (out[i].payload[j].iov_len)
+				iovs[i][k++] = out[i].payload[j];
+		iovs[i][k++] = (struct iovec){ out[i].trailer, out[i].trailer_len };
+		pkts[i] = (struct braid_pkt){ .iov = iovs[i], .iovcnt = k, .path = 0, .addr = dst };
+	}
+	while (sent < n) {
+		int r = ep->wire->ops->tx_burst(ep->wire, pkts + sent, n - sent);
 
-			if (r <= 0)
-				break;
-			sent += r;
-		}
-		/* a full socket loses what it refused; go-back-N recovers it, as a
-		 * NIC's dropped frame would be */
-		if (sent < n)
-			ep->tx_refused += (uint64_t)(n - sent);
-		ep->stats.tx_pkts += (uint64_t)sent;
-	} while (n == BRAID_MAX_BATCH);
+		if (r <= 0)
+			break;
+		sent += r;
+	}
+	/* a full socket loses what it refused; go-back-N recovers it, as a
+	 * NIC's dropped frame would be */
+	if (sent < n)
+		ep->tx_refused += (uint64_t)(n - sent);
+	ep->stats.tx_pkts += (uint64_t)sent;
 }
 
 /* Hand RoCEv2 packets from the domain port to their QPs (caller holds the domain lock). */
@@ -616,7 +619,7 @@ uint64_t braid_msg_next_deadline(struct braid_ep *ep)
 	if (!m)
 		return d;
 	if (m->qp)
-		d = braid_rc_next_deadline(m->qp);
+		d = braid_rc_ready(m->qp) ? 0 : braid_rc_next_deadline(m->qp);
 	if ((m->state == MSG_CONNECTING || m->state == MSG_ACCEPTING ||
 	     (m->state == MSG_SHUTDOWN && m->dreq_tries)) && m->cm_next < d)
 		d = m->cm_next;
