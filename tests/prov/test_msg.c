@@ -1,6 +1,10 @@
 /* test_msg.c: FI_EP_MSG (RoCEv2 RC) through the public API: fi_info, the connection handshake, messages, RMA, refusal, time-outs and shutdown. */
 #include "prov_test.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <rdma/fi_rma.h>
 
 /* Both sides of one connection in this process, on 127.0.0.1, one domain (so
@@ -536,4 +540,144 @@ Test(fi_shutdown, with_traffic_in_flight_every_send_completes_once, .timeout = 6
 		cr_assert_eq(seen[i], 1, "send %d completed %d times", i, seen[i]);
 	cr_assert_gt(canceled, 0, "shutdown right after posting 16 MiB canceled nothing");
 	pair_close(&p);
+}
+
+/*
+ * A peer that vanishes (its process killed, as a black-holed path looks to
+ * RC): the QP's retries run out after FI_BRAID_RC_RETRY + 1 local ACK
+ * timeouts of FI_BRAID_RC_TIMEOUT without progress, not before, and then
+ * in bounded time: the oldest send fails FI_ETIMEDOUT, the later ones
+ * FI_ECANCELED (a flushed verbs QP's IBV_WC_WR_FLUSH_ERR), and the EQ says
+ * FI_SHUTDOWN. The peer runs in a child process with its own domain.
+ */
+static void vanishing_server(int to_parent, int from_parent)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	struct fi_info *info = msg_info();
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+	struct fid_pep *pep;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct sockaddr_in sin;
+	size_t len = sizeof(sin);
+	static uint8_t rx[4][256];
+	char go;
+	int i;
+
+	if (fi_fabric(info->fabric_attr, &fabric, NULL) || fi_domain(fabric, info, &domain, NULL))
+		_exit(2);
+	eq = eq_open(fabric);
+	cq = pt_cq_open(domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
+	if (fi_passive_ep(fabric, info, &pep, NULL) || fi_pep_bind(pep, &eq->fid, 0) ||
+	    fi_listen(pep) || fi_getname(&pep->fid, &sin, &len))
+		_exit(3);
+	if (write(to_parent, &sin, sizeof(sin)) != sizeof(sin))
+		_exit(4);
+	eq_expect(eq, FI_CONNREQ, e, sizeof(buf));
+	if (fi_endpoint(domain, e->info, &ep, NULL))
+		_exit(5);
+	ep_setup(NULL, ep, eq, cq);
+	for (i = 0; i < 4; i++)
+		(void)fi_recv(ep, rx[i], sizeof(rx[i]), NULL, 0, rx[i]);
+	if (fi_accept(ep, NULL, 0))
+		_exit(6);
+	/* progress (ACK what arrives) until the parent says: vanish */
+	for (;;) {
+		struct fi_cq_data_entry c;
+
+		(void)fi_cq_read(cq, &c, 1);
+		if (read(from_parent, &go, 1) == 1)
+			break;
+	}
+	kill(getpid(), SIGKILL);
+}
+
+Test(fi_send, a_vanished_peer_fails_the_qp_in_bounded_time, .timeout = 60)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct fi_info *info;
+	struct fi_cq_data_entry c;
+	struct sockaddr_in srv;
+	int up[2], down[2], status, i;
+	static char msg[3][64] = { "one", "two", "three" };
+	long start, took;
+	ssize_t ret;
+	uint32_t ev;
+	pid_t pid;
+
+	/* local ACK timeout code 12 (16.8 ms), 2 retries: fails at the 3rd timeout */
+	setenv("FI_BRAID_RC_TIMEOUT", "12", 1);
+	setenv("FI_BRAID_RC_RETRY", "2", 1);
+	cr_assert_eq(pipe(up), 0);
+	cr_assert_eq(pipe(down), 0);
+	cr_assert_eq(fcntl(down[0], F_SETFL, O_NONBLOCK), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		vanishing_server(up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
+	cr_assert_eq(read(up[0], &srv, sizeof(srv)), sizeof(srv));
+
+	info = msg_info();
+	cr_assert_eq(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	cr_assert_eq(fi_domain(fabric, info, &domain, NULL), 0);
+	eq = eq_open(fabric);
+	cq = pt_cq_open(domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
+	cr_assert_eq(fi_endpoint(domain, info, &ep, NULL), 0);
+	ep_setup(NULL, ep, eq, cq);
+	cr_assert_eq(fi_connect(ep, &srv, NULL, 0), 0);
+	eq_expect(eq, FI_CONNECTED, e, sizeof(buf));
+	/* the connection works: a send is acknowledged */
+	cr_assert_eq(fi_send(ep, msg[0], 8, NULL, 0, msg[0]), 0);
+	cr_assert_eq(cq_one(cq, NULL, &c), 1);
+	cr_assert_eq(c.op_context, msg[0]);
+
+	/* the peer vanishes; two sends go nowhere */
+	cr_assert_eq(write(down[1], "x", 1), 1);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	start = pt_now_ms();
+	cr_assert_eq(fi_send(ep, msg[1], 8, NULL, 0, msg[1]), 0);
+	cr_assert_eq(fi_send(ep, msg[2], 8, NULL, 0, msg[2]), 0);
+	do {
+		ret = fi_cq_read(cq, &c, 1);
+	} while (ret == -FI_EAGAIN && pt_now_ms() - start < 10000);
+	took = pt_now_ms() - start;
+	cr_assert_eq(ret, -FI_EAVAIL, "an error completion, not %zd", ret);
+	{
+		struct fi_cq_err_entry err = cq_err(cq);
+
+		cr_assert_eq(err.op_context, msg[1]);
+		cr_assert_eq(err.err, FI_ETIMEDOUT, "retries exhausted: %d", err.err);
+		cr_assert_not_null(fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0));
+		err = cq_err(cq);
+		cr_assert_eq(err.op_context, msg[2]);
+		cr_assert_eq(err.err, FI_ECANCELED);
+	}
+	/* 3 timeouts of 16.8 ms: not before, and not much after */
+	cr_assert_geq(took, 3 * 16, "failed after %ld ms, before its retries ran out", took);
+	cr_assert_lt(took, 2000, "failed after %ld ms", took);
+	for (i = 0; i < 100 && fi_eq_read(eq, &ev, buf, sizeof(buf), 0) == -FI_EAGAIN; i++)
+		usleep(10000);
+	cr_assert_eq(ev, FI_SHUTDOWN, "the EQ tells the connection is gone");
+	cr_assert_eq(fi_send(ep, msg[0], 8, NULL, 0, NULL), -FI_EOPBADSTATE);
+	cr_assert_eq(fi_close(&ep->fid), 0);
+	cr_assert_eq(fi_close(&cq->fid), 0);
+	cr_assert_eq(fi_close(&eq->fid), 0);
+	cr_assert_eq(fi_close(&domain->fid), 0);
+	cr_assert_eq(fi_close(&fabric->fid), 0);
+	fi_freeinfo(info);
 }
