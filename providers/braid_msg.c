@@ -422,6 +422,17 @@ static int msg_prov_errno(int err)
 	}
 }
 
+/*
+ * The context of the work fi_inject, fi_injectdata, fi_inject_write and
+ * fi_inject_writedata post: they have none to report. Their success writes
+ * no CQ entry (fi_msg(3)); nor does their failure, which has nothing to name
+ * (a verbs provider posts them unsignaled and drops their flush errors): an
+ * error entry with a NULL op_context is one ofi_rxm reads as its own buffer
+ * and crashes on. The error counts on the endpoint's counter, the QP's error
+ * reaches the EQ (FI_SHUTDOWN) and the work after it fails on the CQ.
+ */
+static char msg_inject_ctx;
+
 static void msg_report(struct braid_ep *ep, const struct braid_rc_comp *c)
 {
 	bool rx = c->flags & (BRAID_RC_COMP_RECV | BRAID_RC_COMP_REMOTE_WRITE);
@@ -441,6 +452,12 @@ static void msg_report(struct braid_ep *ep, const struct braid_rc_comp *c)
 		flags = FI_MSG | FI_RECV;
 	if (c->flags & BRAID_RC_COMP_IMM)
 		flags |= FI_REMOTE_CQ_DATA;
+	if (c->err && c->context == &msg_inject_ctx) {
+		BRAID_INFO(FI_LOG_CQ, "an injected transfer failed: %s\n", fi_strerror(c->err));
+		if (cntr)
+			braid_cntr_inc_err(cntr);
+		return;
+	}
 	if (c->err) {
 		if (cq)
 			braid_cq_write_err(cq, c->context, flags, c->len, c->buf, c->imm, 0, c->olen,
@@ -996,7 +1013,7 @@ static ssize_t msg_send_common(struct braid_ep *ep, const struct iovec *iov, siz
 {
 	struct braid_rc_wr wr = {
 		.op = BRAID_RC_OP_SEND, .iov = iov, .iov_count = count, .imm = (uint32_t)data,
-		.flags = msg_tx_flags(ep, flags, inject), .context = context,
+		.flags = msg_tx_flags(ep, flags, inject), .context = inject ? &msg_inject_ctx : context,
 	};
 
 	if (count > BRAID_RC_IOV_MAX || (count && !iov))
@@ -1138,7 +1155,8 @@ static ssize_t msg_rma(struct braid_ep *ep, enum braid_rc_op op, const struct io
 {
 	struct braid_rc_wr wr = {
 		.op = op, .iov = iov, .iov_count = count, .raddr = addr, .rkey = (uint32_t)key,
-		.imm = (uint32_t)data, .flags = msg_tx_flags(ep, flags, inject), .context = context,
+		.imm = (uint32_t)data, .flags = msg_tx_flags(ep, flags, inject),
+		.context = inject ? &msg_inject_ctx : context,
 	};
 
 	if (count > BRAID_RC_IOV_MAX || (count && !iov) || key > UINT32_MAX)
