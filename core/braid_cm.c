@@ -16,7 +16,7 @@
  *                                      -REJ, deadline-> ERROR
  *   passive:  IDLE -accept-> REQ_RCVD -qp_created-> REP_SENT -RTU, RC packet-> ESTABLISHED
  *                                                            -deadline-> ERROR
- *   release:  ESTABLISHED, REP_SENT -shutdown-> DREQ_SENT -DREP, tries out-> CLOSED
+ *   release:  ESTABLISHED, REP_SENT -shutdown-> DREQ_SENT -DREP, DREQ, tries out-> CLOSED
  *             ESTABLISHED, REP_SENT -DREQ-> CLOSED
  *             ESTABLISHED -QP error-> ERROR
  */
@@ -142,11 +142,26 @@ static enum braid_cm_state cm_established_input(struct braid_cm_conn *c,
 	}
 }
 
-/* We closed: waiting for the DREP. A DREQ here is a simultaneous close: its DREP is all it needs. */
+/* We closed: waiting for the DREP. */
 static enum braid_cm_state cm_dreq_sent_input(struct braid_cm_conn *c,
 					      const struct braid_cm_view *v)
 {
-	return v->kind == BRAID_CM_DREP ? BRAID_CM_CLOSED : BRAID_CM_DREQ_SENT;
+	switch (v->kind) {
+	case BRAID_CM_DREP:
+		return BRAID_CM_CLOSED;
+	case BRAID_CM_DREQ:
+		/*
+		 * Simultaneous close: the peer disconnected too, and fi_cm(3)
+		 * reports FI_SHUTDOWN when the remote peer issues a disconnect
+		 * (as IB CM reports a DREQ received in DREQ Sent). Our QP is
+		 * flushed already; the peer closes on our DREP whether our DREQ
+		 * reached it or not, so ours is not resent.
+		 */
+		cm_event(c, BRAID_CM_EV_SHUTDOWN, 0, NULL, 0);
+		return BRAID_CM_CLOSED;
+	default:
+		return BRAID_CM_DREQ_SENT;
+	}
 }
 
 /* ---- per state: the retransmission timer (§6.4, §6.5) ---- */

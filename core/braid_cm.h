@@ -52,7 +52,7 @@ enum braid_cm_state {
 	BRAID_CM_REQ_RCVD,	/* passive: the application accepted, the caller creates the QP */
 	BRAID_CM_REP_SENT,	/* passive: REP sent, resent until RTU, RC traffic or the deadline */
 	BRAID_CM_ESTABLISHED,	/* both QPs up */
-	BRAID_CM_DREQ_SENT,	/* we shut down: DREQ sent, resent until DREP or tries run out */
+	BRAID_CM_DREQ_SENT,	/* we shut down: DREQ sent, resent until DREP, the peer's DREQ or tries run out */
 	BRAID_CM_CLOSED,	/* disconnected (by either side); a DREQ still gets its DREP */
 	BRAID_CM_ERROR,		/* refused, timed out, or the QP failed */
 	BRAID_CM_NSTATES
@@ -80,7 +80,7 @@ enum braid_cm_event_type {
 	BRAID_CM_EV_TIMEDOUT,
 	/** @BRAID_CM_EV_ERROR: a local failure (@err: the QP could not be created). */
 	BRAID_CM_EV_ERROR,
-	/** @BRAID_CM_EV_SHUTDOWN: FI_SHUTDOWN: the peer disconnected, or the QP failed. */
+	/** @BRAID_CM_EV_SHUTDOWN: FI_SHUTDOWN: the peer disconnected (also while we were closing), or the QP failed. */
 	BRAID_CM_EV_SHUTDOWN,
 };
 
