@@ -25,6 +25,7 @@
 #include "braid/braid_pool.h"
 #include "braid/braid_wire.h"
 #include "braid/braid_errno.h"
+#include "braid_cm.h"
 #include "braid_hdr.h"
 #include "braid_peer.h"
 #include "braid_rd.h"
@@ -181,6 +182,9 @@ void braid_msg_progress_locked(struct braid_ep *ep);
 int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq);
 int braid_msg_wait_fd(struct braid_ep *ep);
 uint64_t braid_msg_next_deadline(struct braid_ep *ep);
+/* Send the CM message @v (protocol.md §6.2) from @wire's socket to @to; a full socket loses it (timers resend). */
+void braid_msg_cm_send(struct braid_wire *wire, const struct sockaddr_in *to,
+		       const struct braid_cm_view *v);
 
 /* braid_pep.c */
 int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
@@ -188,12 +192,11 @@ int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 /* the connection request a passive endpoint reported (fi_info.handle of FI_CONNREQ) */
 struct braid_connreq {
 	struct fid fid;
+	/** @pep: the listener, or NULL once it closed (the accepting endpoint frees the request). */
 	struct braid_pep *pep;
 	struct sockaddr_in peer;	/* the active side's QP/CM socket */
-	struct braid_cm_view req;	/* its REQ (pdata not kept) */
-	/** @ep: the endpoint that accepted it, or NULL. */
-	struct braid_ep *ep;
-	struct braid_dlist node;
+	/** @req: the request in the listener's CM engine (its REQ, whether it was accepted). */
+	struct braid_cm_req req;
 };
 void braid_pep_forget(struct braid_connreq *cr);
 

@@ -1,4 +1,4 @@
-/* braid_msg.c: FI_EP_MSG endpoints: RoCEv2 RC queue pairs (core/braid_rc.c) and their connection handshake (protocol.md §6). */
+/* braid_msg.c: FI_EP_MSG endpoints: RoCEv2 RC queue pairs (core/braid_rc.c) and the I/O of their connection handshake (core/braid_cm.c, protocol.md §6). */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,39 +9,23 @@
 
 #define MSG_RX_BURST	32
 #define MSG_COMP_BATCH	32
-#define MSG_CM_RETRY_NS	(200ULL * 1000 * 1000)	/* REQ/REP/DREQ resent every 200 ms */
-#define MSG_DREQ_TRIES	5
 #define MSG_CM_BUF	(sizeof(struct braid_cm_hdr) + BRAID_CM_DATA_MAX)
-
-enum msg_state {
-	MSG_IDLE,		/* not connected yet */
-	MSG_CONNECTING,		/* active: REQ sent, waiting for REP or REJ */
-	MSG_ACCEPTING,		/* passive: REP sent, waiting for RTU (or the first RC packet) */
-	MSG_CONNECTED,
-	MSG_SHUTDOWN,		/* fi_shutdown, or the peer's DREQ */
-	MSG_FAILED,		/* refused, timed out, or the QP failed */
-};
 
 /** struct braid_msg - the connection and QP of one MSG endpoint. */
 struct braid_msg {
 	struct braid_cm_obj cm;
 	struct braid_ep *ep;
-	enum msg_state state;
-	uint64_t conn_id;
+	/** @conn: the handshake's state machine (core/braid_cm.c). */
+	struct braid_cm_conn conn;
 	/** @peer: the peer's QP socket (it carries the peer's CM messages too). */
 	struct sockaddr_in peer;
+	/** @peer_rc_port ... @mtu: the QP's numbers, from @conn once the handshake gave them. */
 	uint16_t peer_rc_port;
 	uint32_t qpn, psn, peer_qpn, peer_psn, mtu;
-	/** @pdata: our REQ/REP private data, kept for retransmissions. */
-	uint8_t pdata[BRAID_CM_DATA_MAX];
-	size_t pdata_len;
-	uint64_t cm_next, cm_deadline;
-	int dreq_tries;
 	struct braid_rc_qp *qp;
 	struct braid_rc_port *port;
 	struct braid_connreq *cr;
 	struct braid_eq *eq;
-	bool connected_reported;
 	/** @early: receives posted before the QP exists, handed to it in order when it does. */
 	struct early_rx *early;
 	size_t nearly, early_cap;
@@ -136,24 +120,18 @@ static void rc_port_put(struct braid_rc_port *port)
 
 /* ---- CM messages ---- */
 
-static void cm_send(struct braid_ep *ep, uint8_t kind, uint32_t status, const void *pdata,
-		    size_t pdata_len)
+void braid_msg_cm_send(struct braid_wire *wire, const struct sockaddr_in *to,
+		       const struct braid_cm_view *v)
 {
-	struct braid_msg *m = ep->msg;
 	struct braid_cm_hdr h;
-	struct braid_cm_view v = {
-		.kind = kind, .status = status, .conn_id = m->conn_id, .qpn = m->qpn,
-		.psn = m->psn, .mtu = m->mtu,
-		.rc_port = m->port ? ntohs(m->port->wire->name.sin_port) : 0,
-		.pdata_len = pdata_len,
-	};
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)pdata, pdata_len } };
-	struct braid_pkt pkt = { .iov = iov, .iovcnt = pdata_len ? 2 : 1, .path = 0,
-				 .addr = m->peer };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)v->pdata, v->pdata_len } };
+	struct braid_pkt pkt = { .iov = iov, .iovcnt = v->pdata_len ? 2 : 1, .path = 0,
+				 .addr = *to };
 
-	braid_cm_write(&h, ntohs(ep->wire->name.sin_port), &v);
-	if (ep->wire->ops->tx_burst(ep->wire, &pkt, 1) != 1 || pkt.status)
-		BRAID_DBG(FI_LOG_EP_CTRL, "CM message %u not sent (socket full); resent later\n", kind);
+	braid_cm_write(&h, ntohs(wire->name.sin_port), v);
+	if (wire->ops->tx_burst(wire, &pkt, 1) != 1 || pkt.status)
+		BRAID_DBG(FI_LOG_EP_CTRL, "CM message %u not sent (socket full); resent later\n",
+			  v->kind);
 }
 
 static void eq_event(struct braid_ep *ep, uint32_t event, const void *pdata, size_t len)
@@ -267,84 +245,90 @@ static int qp_create(struct braid_ep *ep)
 	return ret;
 }
 
-static void msg_fail(struct braid_ep *ep, int err)
-{
-	struct braid_msg *m = ep->msg;
+static void msg_drain_port(struct braid_ep *ep, uint64_t now);
+static void msg_flush(struct braid_ep *ep, uint64_t now);
 
-	m->state = MSG_FAILED;
-	eq_error(ep, err, NULL, 0);
+/* what REQ and REP announce of this endpoint's QP */
+static struct braid_cm_qp msg_cm_local(const struct braid_msg *m)
+{
+	return (struct braid_cm_qp){ .qpn = m->qpn, .psn = m->psn, .mtu = m->mtu,
+				     .rc_port = m->port ? ntohs(m->port->wire->name.sin_port) : 0 };
 }
 
-static void msg_drain_port(struct braid_ep *ep, uint64_t now);
+/*
+ * Do what the CM engine asks after a call into it (caller holds the domain
+ * lock): its actions and events first, then its messages (a flushed QP's
+ * final ACK leaves before the DREQ). @from: the address the REP came from
+ * (the accepting endpoint's own socket: the peer from then on) or, on
+ * fi_accept, the request's. Return: the QP creation's result, 0 if none.
+ */
+static int msg_cm_run(struct braid_ep *ep, uint64_t now, const struct sockaddr_in *from)
+{
+	struct braid_msg *m = ep->msg;
+	struct braid_cm_event ev;
+	struct braid_cm_view out;
+	int ret = 0;
+
+	while (braid_cm_poll(&m->conn, &ev, 1) == 1) {
+		BRAID_DBG(FI_LOG_EP_CTRL, "QP %u: CM event %d, now %s\n", m->qpn, ev.type,
+			  braid_cm_state_str(m->conn.state));
+		switch (ev.type) {
+		case BRAID_CM_EV_QP_CREATE:
+			if (from)
+				m->peer = *from;
+			m->peer_qpn = m->conn.peer.qpn;
+			m->peer_psn = m->conn.peer.psn;
+			m->peer_rc_port = m->conn.peer.rc_port;
+			m->mtu = m->conn.local.mtu;
+			ret = qp_create(ep);
+			braid_cm_qp_created(&m->conn, ret, now);
+			break;
+		case BRAID_CM_EV_QP_FLUSH:
+			if (m->qp) {
+				braid_rc_flush(m->qp);
+				msg_flush(ep, now);
+			}
+			break;
+		case BRAID_CM_EV_CONNECTED:
+			eq_event(ep, FI_CONNECTED, ev.pdata, ev.pdata_len);
+			break;
+		case BRAID_CM_EV_SHUTDOWN:
+			eq_event(ep, FI_SHUTDOWN, NULL, 0);
+			break;
+		default:	/* REJECTED, TIMEDOUT, ERROR */
+			eq_error(ep, ev.err, ev.pdata, ev.pdata_len);
+			break;
+		}
+	}
+	while (braid_cm_output(&m->conn, &out, 1) == 1)
+		braid_msg_cm_send(ep->wire, &m->peer, &out);
+	return ret;
+}
 
 /* A CM message arrived on this endpoint's socket (caller holds the domain lock). */
 static void msg_cm_input(struct braid_ep *ep, const struct braid_cm_view *v,
 			 const struct sockaddr_in *from, uint64_t now)
 {
 	struct braid_msg *m = ep->msg;
+	int ret;
 
-	if (v->conn_id != m->conn_id || from->sin_addr.s_addr != m->peer.sin_addr.s_addr) {
+	if (from->sin_addr.s_addr != m->peer.sin_addr.s_addr) {
 		ep->stats.drops[BRAID_DROP_NO_STATE]++;
 		return;
 	}
-	switch (v->kind) {
-	case BRAID_CM_REP:
-		if (m->state == MSG_CONNECTED) {
-			cm_send(ep, BRAID_CM_RTU, 0, NULL, 0);	/* our RTU was lost */
-			return;
-		}
-		if (m->state != MSG_CONNECTING)
-			return;
-		/* the accepting endpoint answers from its own socket: that is the peer from now on */
-		m->peer = *from;
-		m->peer_qpn = v->qpn;
-		m->peer_psn = v->psn;
-		m->peer_rc_port = v->rc_port;
-		if (v->mtu < m->mtu)
-			m->mtu = v->mtu;
-		if (qp_create(ep)) {
-			cm_send(ep, BRAID_CM_REJ, FI_ENOMEM, NULL, 0);
-			msg_fail(ep, FI_ENOMEM);
-			return;
-		}
-		cm_send(ep, BRAID_CM_RTU, 0, NULL, 0);
-		m->state = MSG_CONNECTED;
-		m->connected_reported = true;
-		eq_event(ep, FI_CONNECTED, v->pdata, v->pdata_len);
-		return;
-	case BRAID_CM_REJ:
-		if (m->state != MSG_CONNECTING)
-			return;
-		m->state = MSG_FAILED;
-		eq_error(ep, v->status ? (int)v->status : FI_ECONNREFUSED, v->pdata, v->pdata_len);
-		return;
-	case BRAID_CM_RTU:
-		if (m->state == MSG_ACCEPTING) {
-			m->state = MSG_CONNECTED;
-			m->connected_reported = true;
-			eq_event(ep, FI_CONNECTED, NULL, 0);
-		}
-		return;
-	case BRAID_CM_DREQ:
-		cm_send(ep, BRAID_CM_DREP, 0, NULL, 0);
-		if (m->state == MSG_CONNECTED || m->state == MSG_ACCEPTING) {
-			/* the peer's final ACK left before its DREQ but reaches
-			 * another socket: take it first, so what the peer
-			 * received completes here instead of being canceled */
-			msg_drain_port(ep, now);
-			m->state = MSG_SHUTDOWN;
-			if (m->qp)
-				braid_rc_flush(m->qp);
-			eq_event(ep, FI_SHUTDOWN, NULL, 0);
-		}
-		return;
-	case BRAID_CM_DREP:
-		m->dreq_tries = 0;
-		return;
-	default:	/* a REQ is for listeners */
-		ep->stats.drops[BRAID_DROP_TYPE]++;
+	if (v->kind == BRAID_CM_DREQ && v->conn_id == m->conn.conn_id &&
+	    (m->conn.state == BRAID_CM_ESTABLISHED || m->conn.state == BRAID_CM_REP_SENT)) {
+		/* the peer's final ACK left before its DREQ but reaches
+		 * another socket: take it first, so what the peer
+		 * received completes here instead of being canceled */
+		msg_drain_port(ep, now);
+	}
+	ret = braid_cm_input(&m->conn, v, now);
+	if (ret < 0) {
+		ep->stats.drops[-ret - 1]++;
 		return;
 	}
+	msg_cm_run(ep, now, from);
 }
 
 /* Read this endpoint's own socket: CM messages only (RoCEv2 arrives at the port). */
@@ -371,35 +355,8 @@ static void msg_cm_poll(struct braid_ep *ep, uint64_t now)
 /* CM retransmissions and time-outs (caller holds the domain lock). */
 static void msg_cm_timer(struct braid_ep *ep, uint64_t now)
 {
-	struct braid_msg *m = ep->msg;
-
-	if (now < m->cm_next)
-		return;
-	m->cm_next = now + MSG_CM_RETRY_NS;
-	switch (m->state) {
-	case MSG_CONNECTING:
-		if (now >= m->cm_deadline) {
-			msg_fail(ep, FI_ETIMEDOUT);
-			return;
-		}
-		cm_send(ep, BRAID_CM_REQ, 0, m->pdata, m->pdata_len);
-		break;
-	case MSG_ACCEPTING:
-		if (now >= m->cm_deadline) {
-			msg_fail(ep, FI_ETIMEDOUT);
-			return;
-		}
-		cm_send(ep, BRAID_CM_REP, 0, m->pdata, m->pdata_len);
-		break;
-	case MSG_SHUTDOWN:
-		if (m->dreq_tries > 0) {
-			m->dreq_tries--;
-			cm_send(ep, BRAID_CM_DREQ, 0, NULL, 0);
-		}
-		break;
-	default:
-		break;
-	}
+	braid_cm_timer(&ep->msg->conn, now);
+	msg_cm_run(ep, now, NULL);
 }
 
 /* ---- data path ---- */
@@ -562,13 +519,12 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 			}
 			dst->stats.rx_pkts++;
 			if (braid_rc_input(dst->msg->qp, b, pkts[i].len, now) == 0 &&
-			    dst->msg->state == MSG_ACCEPTING) {
+			    dst->msg->conn.state == BRAID_CM_REP_SENT) {
 				/* RC traffic on the new QP: the RTU was lost, the
 				 * connection is up all the same (IBTA: communication
 				 * established) */
-				dst->msg->state = MSG_CONNECTED;
-				dst->msg->connected_reported = true;
-				eq_event(dst, FI_CONNECTED, NULL, 0);
+				braid_cm_comm_established(&dst->msg->conn);
+				msg_cm_run(dst, now, NULL);
 			}
 			for (t = 0; t < *ntouched && touched[t] != dst; t++)
 				;
@@ -590,10 +546,10 @@ static void msg_qp_step(struct braid_ep *ep, uint64_t now)
 		braid_rc_timer(m->qp, now);
 	msg_flush(ep, now);
 	msg_reap(ep);
-	if (braid_rc_error(m->qp) && m->state == MSG_CONNECTED) {
+	if (braid_rc_error(m->qp) && m->conn.state == BRAID_CM_ESTABLISHED) {
 		/* retries exhausted: the connection is gone */
-		m->state = MSG_FAILED;
-		eq_event(ep, FI_SHUTDOWN, NULL, 0);
+		braid_cm_qp_error(&m->conn);
+		msg_cm_run(ep, now, NULL);
 	}
 }
 
@@ -637,9 +593,8 @@ uint64_t braid_msg_next_deadline(struct braid_ep *ep)
 		return d;
 	if (m->qp)
 		d = braid_rc_ready(m->qp) ? 0 : braid_rc_next_deadline(m->qp);
-	if ((m->state == MSG_CONNECTING || m->state == MSG_ACCEPTING ||
-	     (m->state == MSG_SHUTDOWN && m->dreq_tries)) && m->cm_next < d)
-		d = m->cm_next;
+	if (braid_cm_next_deadline(&m->conn) < d)
+		d = braid_cm_next_deadline(&m->conn);
 	return d;
 }
 
@@ -659,10 +614,14 @@ static void msg_cm_progress(struct braid_cm_obj *obj)
 int braid_msg_open(struct braid_ep *ep)
 {
 	struct braid_msg *m = calloc(1, sizeof(*m));
+	struct braid_cm_config cm_cfg;
 
 	if (!m)
 		return -FI_ENOMEM;
 	m->ep = ep;
+	braid_cm_config_default(&cm_cfg);
+	cm_cfg.timeout_ns = (uint64_t)braid_cfg.peer_timeout_ms * 1000000ULL;
+	braid_cm_construct(&m->conn, &cm_cfg);
 	m->cm.progress = msg_cm_progress;
 	m->cm.fd = ep->wire->ops->wait_fd(ep->wire);
 	braid_dlist_init(&m->cm.node);
@@ -741,12 +700,10 @@ void braid_msg_close(struct braid_ep *ep)
 		braid_eq_remove_fid(m->eq, &ep->ep_fid.fid);
 	}
 	braid_domain_lock(ep->domain);
-	if (m->state == MSG_CONNECTED || m->state == MSG_ACCEPTING) {
+	if (braid_cm_shutdown(&m->conn, braid_now_ns()) == 0) {
 		/* an abrupt close still acknowledges what arrived, then tells the
-		 * peer (fi_cm(3): FI_SHUTDOWN "if reachable") */
-		braid_rc_flush(m->qp);
-		msg_flush(ep, braid_now_ns());
-		cm_send(ep, BRAID_CM_DREQ, 0, NULL, 0);
+		 * peer once (fi_cm(3): FI_SHUTDOWN "if reachable") */
+		msg_cm_run(ep, braid_now_ns(), NULL);
 	}
 	if (m->cr)
 		braid_pep_forget(m->cr);
@@ -806,6 +763,8 @@ static int msg_connect(struct fid_ep *ep_fid, const void *addr, const void *para
 	struct braid_ep *ep = msg_ep(ep_fid);
 	struct braid_msg *m = ep->msg;
 	uint64_t now = braid_now_ns();
+	struct braid_cm_qp local;
+	uint64_t conn_id;
 	int ret;
 
 	if (!addr || msg_check_param(param, paramlen))
@@ -817,20 +776,14 @@ static int msg_connect(struct fid_ep *ep_fid, const void *addr, const void *para
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (m->state != MSG_IDLE) {
-		ret = m->state == MSG_CONNECTED ? -FI_EISCONN : -FI_EALREADY;
+	if (getrandom(&conn_id, sizeof(conn_id), 0) != sizeof(conn_id))
+		conn_id = now ^ ((uint64_t)m->qpn << 40);
+	local = msg_cm_local(m);
+	ret = braid_cm_connect(&m->conn, conn_id, &local, param, paramlen, now);
+	if (ret)
 		goto out;
-	}
 	memcpy(&m->peer, addr, sizeof(m->peer));
-	if (getrandom(&m->conn_id, sizeof(m->conn_id), 0) != sizeof(m->conn_id))
-		m->conn_id = now ^ ((uint64_t)m->qpn << 40);
-	memcpy(m->pdata, param, paramlen);
-	m->pdata_len = paramlen;
-	m->state = MSG_CONNECTING;
-	m->cm_deadline = now + (uint64_t)braid_cfg.peer_timeout_ms * 1000000ULL;
-	m->cm_next = now + MSG_CM_RETRY_NS;
-	cm_send(ep, BRAID_CM_REQ, 0, m->pdata, m->pdata_len);
-	ret = 0;
+	msg_cm_run(ep, now, NULL);
 out:
 	braid_domain_unlock(ep->domain);
 	return ret;
@@ -842,6 +795,7 @@ static int msg_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 	struct braid_msg *m = ep->msg;
 	struct braid_connreq *cr;
 	uint64_t now = braid_now_ns();
+	struct braid_cm_qp local;
 	int ret;
 
 	if (msg_check_param(param, paramlen))
@@ -854,28 +808,14 @@ static int msg_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (m->state != MSG_IDLE || cr->ep) {
-		ret = -FI_EALREADY;
-		goto out;
-	}
-	m->peer = cr->peer;
-	m->conn_id = cr->req.conn_id;
-	m->peer_qpn = cr->req.qpn;
-	m->peer_psn = cr->req.psn;
-	m->peer_rc_port = cr->req.rc_port;
-	if (cr->req.mtu < m->mtu)
-		m->mtu = cr->req.mtu;
-	ret = qp_create(ep);
+	local = msg_cm_local(m);
+	ret = braid_cm_accept(&m->conn, &cr->req, &local, param, paramlen, now);
 	if (ret)
 		goto out;
-	cr->ep = ep;
-	m->cr = cr;
-	memcpy(m->pdata, param, paramlen);
-	m->pdata_len = paramlen;
-	m->state = MSG_ACCEPTING;
-	m->cm_deadline = now + (uint64_t)braid_cfg.peer_timeout_ms * 1000000ULL;
-	m->cm_next = now + MSG_CM_RETRY_NS;
-	cm_send(ep, BRAID_CM_REP, 0, m->pdata, m->pdata_len);
+	/* the QP exists (it receives at once) before REP goes out */
+	ret = msg_cm_run(ep, now, &cr->peer);
+	if (!ret)
+		m->cr = cr;
 out:
 	braid_domain_unlock(ep->domain);
 	return ret;
@@ -885,26 +825,22 @@ static int msg_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
 	struct braid_ep *ep = msg_ep(ep_fid);
 	struct braid_msg *m = ep->msg;
+	uint64_t now = braid_now_ns();
+	int ret;
 
 	if (flags)
 		return -FI_EBADFLAGS;
 	braid_domain_lock(ep->domain);
-	if (m->state != MSG_CONNECTED && m->state != MSG_ACCEPTING) {
-		braid_domain_unlock(ep->domain);
-		return -FI_ENOTCONN;
+	ret = braid_cm_shutdown(&m->conn, now);
+	if (!ret) {
+		/* the QP to error, its final ACK out (the peer's last sends
+		 * complete), then DREQ; fi_cm(3): canceled operations are
+		 * reported before fi_shutdown returns */
+		msg_cm_run(ep, now, NULL);
+		msg_reap(ep);
 	}
-	m->state = MSG_SHUTDOWN;
-	m->dreq_tries = MSG_DREQ_TRIES;
-	m->cm_next = braid_now_ns() + MSG_CM_RETRY_NS;
-	/* the QP to error, its final ACK out (the peer's last sends complete),
-	 * then DREQ; fi_cm(3): canceled operations are reported before
-	 * fi_shutdown returns */
-	braid_rc_flush(m->qp);
-	msg_flush(ep, braid_now_ns());
-	msg_reap(ep);
-	cm_send(ep, BRAID_CM_DREQ, 0, NULL, 0);
 	braid_domain_unlock(ep->domain);
-	return 0;
+	return ret;
 }
 
 static int msg_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
@@ -916,7 +852,7 @@ static int msg_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 	if (!addrlen)
 		return -FI_EINVAL;
 	braid_domain_lock(ep->domain);
-	if (ep->msg->state == MSG_IDLE) {
+	if (ep->msg->conn.state == BRAID_CM_IDLE) {
 		ret = -FI_ENOTCONN;
 	} else if (*addrlen < want || !addr) {
 		ret = -FI_ETOOSMALL;
@@ -980,11 +916,9 @@ static ssize_t msg_post(struct braid_ep *ep, const struct braid_rc_wr *wr)
 	ssize_t ret;
 
 	braid_domain_lock(ep->domain);
-	if (m->state != MSG_CONNECTED && m->state != MSG_ACCEPTING) {
-		ret = m->state == MSG_SHUTDOWN || m->state == MSG_FAILED ? -FI_EOPBADSTATE :
-									    -FI_ENOTCONN;
+	ret = braid_cm_post_check(&m->conn);
+	if (ret)
 		goto out;
-	}
 	ret = braid_rc_post_send(m->qp, wr, now);
 	if (ret == -FI_EAGAIN) {
 		braid_msg_progress_locked(ep);
@@ -1092,7 +1026,7 @@ static ssize_t msg_recv_common(struct braid_ep *ep, const struct iovec *iov, siz
 	if (!m->qp) {
 		/* receives may be posted before the connection is up (as on a
 		 * verbs QP in INIT): kept, and given to the QP when it exists */
-		if (m->state != MSG_IDLE && m->state != MSG_CONNECTING) {
+		if (m->conn.state != BRAID_CM_IDLE && m->conn.state != BRAID_CM_REQ_SENT) {
 			ret = -FI_EOPBADSTATE;
 		} else if (m->nearly == m->early_cap) {
 			ret = -FI_EAGAIN;

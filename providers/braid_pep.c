@@ -16,10 +16,10 @@ struct braid_pep {
 	/** @wire: the listening socket (bound at creation, so fi_getname works before fi_listen). */
 	struct braid_wire *wire;
 	struct braid_cm_obj cm;
-	/** @lock: guards @crs and @listening. */
+	/** @lock: guards @cml and @listening. */
 	pthread_mutex_t lock;
-	/** @crs: connection requests reported and not refused (accepted ones until their endpoint closes). */
-	struct braid_dlist crs;
+	/** @cml: connection requests reported and not refused (accepted ones until their endpoint closes). */
+	struct braid_cm_listener cml;
 	bool listening;
 	uint64_t drops;
 };
@@ -29,44 +29,16 @@ static struct braid_pep *pep_of(struct fid *fid)
 	return braid_container_of(fid, struct braid_pep, pep_fid.fid);
 }
 
-static void cm_reply(struct braid_wire *wire, const struct sockaddr_in *to, uint8_t kind,
-		     uint32_t status, uint64_t conn_id, const void *pdata, size_t len)
-{
-	struct braid_cm_hdr h;
-	struct braid_cm_view v = { .kind = kind, .status = status, .conn_id = conn_id,
-				   .pdata_len = len };
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)pdata, len } };
-	struct braid_pkt pkt = { .iov = iov, .iovcnt = len ? 2 : 1, .path = 0, .addr = *to };
-
-	braid_cm_write(&h, ntohs(wire->name.sin_port), &v);
-	(void)wire->ops->tx_burst(wire, &pkt, 1);
-}
-
 void braid_pep_forget(struct braid_connreq *cr)
 {
 	struct braid_pep *pep = cr->pep;
 
 	if (pep) {
 		pthread_mutex_lock(&pep->lock);
-		braid_dlist_remove(&cr->node);
+		braid_cm_listener_remove(&cr->req);
 		pthread_mutex_unlock(&pep->lock);
 	}
 	free(cr);
-}
-
-static struct braid_connreq *cr_find(struct braid_pep *pep, const struct sockaddr_in *from,
-				     uint64_t conn_id)
-{
-	struct braid_dlist *it;
-
-	for (it = pep->crs.next; it != &pep->crs; it = it->next) {
-		struct braid_connreq *cr = braid_container_of(it, struct braid_connreq, node);
-
-		if (cr->req.conn_id == conn_id && cr->peer.sin_addr.s_addr == from->sin_addr.s_addr &&
-		    cr->peer.sin_port == from->sin_port)
-			return cr;
-	}
-	return NULL;
 }
 
 /* A REQ: report FI_CONNREQ with an fi_info the application opens its endpoint with. */
@@ -75,11 +47,14 @@ static void pep_req(struct braid_pep *pep, const struct braid_cm_view *v,
 {
 	uint8_t buf[sizeof(struct fi_eq_cm_entry) + BRAID_CM_DATA_MAX];
 	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	uint32_t ip = ntohl(from->sin_addr.s_addr);
+	uint16_t port = ntohs(from->sin_port);
 	struct braid_connreq *cr;
 	struct sockaddr_in *src, *dst;
+	struct braid_cm_view rej;
 	struct fi_info *info;
 
-	if (cr_find(pep, from, v->conn_id))
+	if (braid_cm_listener_find(&pep->cml, v, ip, port))
 		return;	/* a resent REQ: the first is being answered */
 	cr = calloc(1, sizeof(*cr));
 	info = fi_dupinfo(pep->info);
@@ -101,22 +76,21 @@ static void pep_req(struct braid_pep *pep, const struct braid_cm_view *v,
 	cr->fid.fclass = FI_CLASS_CONNREQ;
 	cr->pep = pep;
 	cr->peer = *from;
-	cr->req = *v;
-	cr->req.pdata = NULL;
 	info->handle = &cr->fid;
 	memset(e, 0, sizeof(*e));
 	e->fid = &pep->pep_fid.fid;
 	e->info = info;
 	memcpy(e->data, v->pdata, v->pdata_len);
-	braid_dlist_insert_tail(&cr->node, &pep->crs);
+	braid_cm_listener_add(&pep->cml, &cr->req, v, ip, port);
 	if (braid_eq_report(pep->eq, FI_CONNREQ, e, sizeof(*e) + v->pdata_len, 0, false)) {
-		braid_dlist_remove(&cr->node);
+		braid_cm_listener_remove(&cr->req);
 		goto busy;
 	}
 	return;
 busy:
 	/* no room to report it: refuse, the active side hears at once */
-	cm_reply(pep->wire, from, BRAID_CM_REJ, FI_EBUSY, v->conn_id, NULL, 0);
+	braid_cm_listener_busy(v, &rej);
+	braid_msg_cm_send(pep->wire, from, &rej);
 	fi_freeinfo(info);
 	free(cr);
 	free(src);
@@ -150,24 +124,25 @@ static void pep_cm_progress(struct braid_cm_obj *obj)
 static int pep_close(struct fid *fid)
 {
 	struct braid_pep *pep = pep_of(fid);
-	struct braid_dlist *it;
+	struct braid_cm_req *r;
 
 	if (pep->eq) {
 		braid_eq_del_cm(pep->eq, &pep->cm);
 		atomic_fetch_sub(&pep->eq->ref, 1);
 	}
 	pthread_mutex_lock(&pep->lock);
-	while ((it = braid_dlist_pop_head(&pep->crs))) {
-		struct braid_connreq *cr = braid_container_of(it, struct braid_connreq, node);
+	while ((r = braid_cm_listener_first(&pep->cml))) {
+		struct braid_connreq *cr = braid_container_of(r, struct braid_connreq, req);
+		struct braid_cm_view rej;
 
-		braid_dlist_init(&cr->node);
-		if (cr->ep) {
+		/* requests not yet answered are refused; accepted ones live on */
+		if (braid_cm_listener_reject(r, FI_ECONNREFUSED, NULL, 0, &rej)) {
+			braid_cm_listener_remove(r);
 			cr->pep = NULL;	/* its endpoint frees it */
-		} else {
-			cm_reply(pep->wire, &cr->peer, BRAID_CM_REJ, FI_ECONNREFUSED,
-				 cr->req.conn_id, NULL, 0);
-			free(cr);
+			continue;
 		}
+		braid_msg_cm_send(pep->wire, &cr->peer, &rej);
+		free(cr);
 	}
 	pthread_mutex_unlock(&pep->lock);
 	pep->wire->ops->close(pep->wire);
@@ -210,19 +185,23 @@ static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param, 
 {
 	struct braid_pep *pep = pep_of(&pep_fid->fid);
 	struct braid_connreq *cr;
+	struct braid_cm_view rej;
+	int ret;
 
 	if (!handle || handle->fclass != FI_CLASS_CONNREQ || len > BRAID_CM_DATA_MAX ||
 	    (len && !param))
 		return -FI_EINVAL;
 	cr = braid_container_of(handle, struct braid_connreq, fid);
-	if (cr->pep != pep || cr->ep)
+	if (cr->pep != pep)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&pep->lock);
-	cm_reply(pep->wire, &cr->peer, BRAID_CM_REJ, FI_ECONNREFUSED, cr->req.conn_id, param, len);
-	braid_dlist_remove(&cr->node);
+	ret = braid_cm_listener_reject(&cr->req, FI_ECONNREFUSED, param, len, &rej);
+	if (!ret)
+		braid_msg_cm_send(pep->wire, &cr->peer, &rej);
 	pthread_mutex_unlock(&pep->lock);
-	free(cr);
-	return 0;
+	if (!ret)
+		free(cr);
+	return ret;
 }
 
 static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
@@ -390,7 +369,7 @@ int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 		goto err;
 	pep->fabric = braid_container_of(fabric, struct braid_fabric, fabric_fid);
 	pthread_mutex_init(&pep->lock, NULL);
-	braid_dlist_init(&pep->crs);
+	braid_cm_listener_construct(&pep->cml);
 	braid_dlist_init(&pep->cm.node);
 	pep->cm.progress = pep_cm_progress;
 	pep->cm.fd = pep->wire->ops->wait_fd(pep->wire);
