@@ -4,6 +4,7 @@
 #include <string.h>
 #include <rdma/fi_errno.h>
 
+#include "braid_iov.h"
 #include "braid_rc.h"
 
 /*
@@ -306,46 +307,6 @@ static inline bool psn_in(uint32_t psn, uint32_t first, uint32_t n)
 	return ((psn - first) & BRAID_ROCE_PSN_MASK) < n;
 }
 
-/* the bytes [@off, @off + @len) of @iov as iovecs in @out (at most @max); returns how many */
-static int iov_slice(const struct iovec *iov, size_t cnt, uint64_t off, size_t len,
-		     struct iovec *out, int max)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < cnt && len; i++) {
-		size_t take;
-
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		take = iov[i].iov_len - (size_t)off;
-		if (take > len)
-			take = len;
-		assert(n < max);
-		out[n].iov_base = (uint8_t *)iov[i].iov_base + off;
-		out[n].iov_len = take;
-		n++;
-		len -= take;
-		off = 0;
-	}
-	return n;
-}
-
-/* copy @len bytes from @src into @iov at byte @off (the caller checked the room) */
-static void iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, const uint8_t *src,
-			size_t len)
-{
-	struct iovec part[BRAID_RC_IOV_MAX];
-	int n = iov_slice(iov, cnt, off, len, part, BRAID_RC_IOV_MAX), i;
-
-	for (i = 0; i < n; i++) {
-		memcpy(part[i].iov_base, src, part[i].iov_len);
-		src += part[i].iov_len;
-	}
-}
-
 static void rc_comp_push(struct braid_rc_qp *qp, const struct braid_rc_comp *c)
 {
 	/* cannot overflow: every work request holds its slot until its completion is polled */
@@ -539,8 +500,8 @@ static void rc_req_emit(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_ou
 		if (last && (w->flags & BRAID_RC_SOLICITED) &&
 		    (w->op == BRAID_RC_OP_SEND || (w->flags & BRAID_RC_IMM)))
 			v.se = true;
-		o->payload_iovcnt = iov_slice(w->iov, w->iov_count, off, plen, o->payload,
-					      BRAID_RC_IOV_MAX + 1);
+		o->payload_iovcnt = braid_iov_slice(w->iov, w->iov_count, off, plen, o->payload,
+						    BRAID_RC_IOV_MAX + 1);
 		o->payload_len = plen;
 	}
 	v.ack_req = last || (idx + 1) % qp->cfg.ack_coalesce == 0 ||
@@ -598,7 +559,7 @@ int braid_rc_post_send(struct braid_rc_qp *qp, const struct braid_rc_wr *wr, uin
 {
 	struct rc_req *rq = &qp->req;
 	struct rc_swqe *w;
-	uint64_t len = 0;
+	uint64_t len;
 	size_t i;
 
 	(void)now;
@@ -612,8 +573,7 @@ int braid_rc_post_send(struct braid_rc_qp *qp, const struct braid_rc_wr *wr, uin
 		return -FI_EINVAL;
 	if (qp->state != RC_QP_RTS)
 		return -FI_EOPBADSTATE;
-	for (i = 0; i < wr->iov_count; i++)
-		len += wr->iov[i].iov_len;
+	len = braid_iov_len(wr->iov, wr->iov_count);
 	if (len > qp->cfg.max_msg_size)
 		return -FI_EMSGSIZE;
 	if ((wr->flags & BRAID_RC_INJECT) && len > qp->cfg.inject_size)
@@ -632,13 +592,8 @@ int braid_rc_post_send(struct braid_rc_qp *qp, const struct braid_rc_wr *wr, uin
 	w->context = wr->context;
 	if (wr->flags & BRAID_RC_INJECT) {
 		uint8_t *buf = qp->inject + (rq->tail % qp->cfg.max_send_wr) * qp->cfg.inject_size;
-		size_t off = 0;
 
-		for (i = 0; i < wr->iov_count; i++) {
-			if (wr->iov[i].iov_len)
-				memcpy(buf + off, wr->iov[i].iov_base, wr->iov[i].iov_len);
-			off += wr->iov[i].iov_len;
-		}
+		braid_iov_gather(wr->iov, wr->iov_count, buf);
 		w->iov[0].iov_base = buf;
 		w->iov[0].iov_len = len;
 		w->iov_count = 1;
@@ -912,9 +867,9 @@ static int rc_comp_read_resp(struct braid_rc_qp *qp, const struct braid_roce_vie
 		     : (v->opcode != BRAID_ROCE_READ_RESP_FIRST &&
 			v->opcode != BRAID_ROCE_READ_RESP_MIDDLE)))
 		return rc_drop(qp, BRAID_RC_DROP_MALFORMED);
-	iov_scatter(w->iov, w->iov_count,
-		    (uint64_t)braid_psn_diff(v->psn, w->first_psn) * qp->cfg.mtu, v->payload,
-		    v->payload_len);
+	braid_iov_scatter(w->iov, w->iov_count,
+			  (uint64_t)braid_psn_diff(v->psn, w->first_psn) * qp->cfg.mtu, v->payload,
+			  v->payload_len);
 	rq->una = braid_psn_add(v->psn, 1);
 	if (is_last)
 		rc_comp_finish_head(qp, 0);
@@ -1039,8 +994,8 @@ static int rc_resp_send(struct braid_rc_qp *qp, const struct braid_roce_view *v,
 	if (rs->off < r->capacity) {
 		uint64_t room = r->capacity - rs->off;
 
-		iov_scatter(r->iov, r->iov_count, rs->off, v->payload,
-			    v->payload_len < room ? v->payload_len : (size_t)room);
+		braid_iov_scatter(r->iov, r->iov_count, rs->off, v->payload,
+				  v->payload_len < room ? v->payload_len : (size_t)room);
 	}
 	rs->off += v->payload_len;
 	if (last) {
@@ -1431,10 +1386,9 @@ int braid_rc_post_recv(struct braid_rc_qp *qp, const struct braid_rc_recv *rr)
 		return -FI_EAGAIN;
 	r = rc_rq_at(qp, qp->rq_tail);
 	memset(r, 0, sizeof(*r));
-	for (i = 0; i < rr->iov_count; i++) {
+	for (i = 0; i < rr->iov_count; i++)
 		r->iov[i] = rr->iov[i];
-		r->capacity += rr->iov[i].iov_len;
-	}
+	r->capacity = braid_iov_len(rr->iov, rr->iov_count);
 	r->iov_count = rr->iov_count;
 	r->flags = rr->flags;
 	r->context = rr->context;
