@@ -75,6 +75,7 @@ void braid_rc_config_default(struct braid_rc_config *cfg)
 	cfg->ack_coalesce = 16;
 	cfg->ack_delay_ns = 20000;
 }
+
 /* ---- completions and packets out ---- */
 
 void rc_comp_push(struct braid_rc_qp *qp, const struct braid_rc_comp *c)
@@ -292,14 +293,13 @@ int braid_rc_input(struct braid_rc_qp *qp, const void *pkt, size_t len, uint64_t
 		return rc_drop(qp, BRAID_RC_DROP_STATE);
 	switch (v.opcode) {
 	case BRAID_ROCE_ACK:
-		return rc_comp_ack(qp, &v, now);
 	case BRAID_ROCE_READ_RESP_FIRST:
 	case BRAID_ROCE_READ_RESP_MIDDLE:
 	case BRAID_ROCE_READ_RESP_LAST:
 	case BRAID_ROCE_READ_RESP_ONLY:
-		return rc_comp_read_resp(qp, &v, now);
+		return rc_comp_input(qp, &v, now);	/* responses: the completer */
 	default:
-		return rc_resp_request(qp, &v, now);
+		return rc_resp_input(qp, &v, now);	/* requests: the responder */
 	}
 }
 
@@ -324,7 +324,8 @@ int braid_rc_output(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_out *o
 			rc_resp_emit_read(qp, job, &out[n++]);
 			qp->req.turn = false;
 		} else {
-			rc_req_emit(qp, now, &out[n++]);
+			req = rc_req_output(qp, now, &out[n++]);
+			assert(req);
 			qp->req.turn = true;
 		}
 	}
@@ -364,21 +365,9 @@ void braid_rc_timer(struct braid_rc_qp *qp, uint64_t now)
 		rc_req_go_back(qp, now);
 	}
 	if (rq->rto_deadline != RC_NONE && now >= rq->rto_deadline) {
-		/* local ACK timeout (IBTA 9.7.6.1.3) */
-		rq->rto_deadline = RC_NONE;
-		if (braid_psn_diff(rq->hw_psn, rq->una) > 0) {
-			qp->stats.timeouts++;
-			/*
-			 * Whatever the responder sent before has arrived or is
-			 * lost by now: a sequence error seen after this restart
-			 * is news (e.g. an ACK beyond a READ whose resent request
-			 * was lost again) and restarts at once.
-			 */
-			rq->nak_acted = false;
-			rc_comp_retry(qp, now);
-			if (qp->state != RC_QP_RTS)
-				return;
-		}
+		rc_comp_timeout(qp, now);	/* local ACK timeout (IBTA 9.7.6.1.3) */
+		if (qp->state != RC_QP_RTS)
+			return;
 	}
 	if (rs->ack_deadline != RC_NONE && now >= rs->ack_deadline) {
 		rs->ack_deadline = RC_NONE;

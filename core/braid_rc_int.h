@@ -252,26 +252,99 @@ void rc_view_init(const struct braid_rc_qp *qp, struct braid_roce_view *v, uint8
 size_t rc_out_finish(struct braid_rc_qp *qp, struct braid_rc_out *o, struct braid_roce_view *v);
 void rc_qp_error(struct braid_rc_qp *qp, int err, uint64_t fail, int recv_err);
 
-/* ---- braid_rc_req.c: requester ---- */
+/* ---- braid_rc_req.c: requester (state machine: one run per request packet) ---- */
 
-bool rc_req_ready(const struct braid_rc_qp *qp);
-void rc_req_emit(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_out *o);
+enum rc_req_state {
+	RC_REQST_GET_WQE,	/* the WQE at tx, if any may go now (9.7.4) */
+	RC_REQST_CHECK_WINDOW,	/* the send window: RC_MAX_UNACKED_PSNS past una (9.7.1) */
+	RC_REQST_CHECK_START,	/* a WQE's first packet: READ limit, PSN window (9.7.1, 9.5) */
+	RC_REQST_BUILD,		/* the packet: opcode, headers, payload (9.4) */
+	RC_REQST_UPDATE,	/* counters, tx and hw_psn on, the ACK timer (9.7.1, 9.7.6.1.3) */
+	RC_REQST_SENT,		/* end: a packet was built */
+	RC_REQST_READY,		/* end of a checking run: a packet may go */
+	RC_REQST_IDLE,		/* end: nothing may go now */
+	RC_REQST_NUM
+};
+
+extern const char *const rc_req_state_names[RC_REQST_NUM];
+
+/** rc_req_ready() - may the requester send a packet now? (changes nothing) */
+bool rc_req_ready(struct braid_rc_qp *qp);
+/** rc_req_output() - the next request packet into @o; false: none may go now. */
+bool rc_req_output(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_out *o);
+/** rc_req_rewind() - the next packet to send is una's (tx back to the oldest unfinished WQE). */
+void rc_req_rewind(struct braid_rc_qp *qp);
+/** rc_req_go_back() - go-back-N: rewind and restart the local ACK timer (IBTA 9.9.2.1). */
 void rc_req_go_back(struct braid_rc_qp *qp, uint64_t now);
+/** rc_req_find() - the send queue index of the unfinished WQE holding @psn, or req.tail. */
 uint64_t rc_req_find(const struct braid_rc_qp *qp, uint32_t psn);
 
-/* ---- braid_rc_comp.c: completer ---- */
+/* ---- braid_rc_comp.c: completer (state machine: one run per response or timeout) ---- */
 
+enum rc_comp_state {
+	RC_COMPST_GET_PKT,	/* a timeout, an ACK packet or a READ response (9.7.5.2) */
+	RC_COMPST_CHECK_PSN,	/* in [una, hw): else duplicate or out of window */
+	RC_COMPST_CHECK_ACK,	/* the AETH: ACK, RNR NAK, sequence NAK, other NAK (Table 43) */
+	RC_COMPST_ACK,		/* coalesced ACK (9.7.5.1.2) */
+	RC_COMPST_RNR_NAK,	/* RNR NAK: stale copy, implicit ACK (9.7.5.2.8) */
+	RC_COMPST_RNR_RETRY,	/* RNR retry count, the RNR wait (9.7.5.2.8) */
+	RC_COMPST_NAK_SEQ,	/* PSN sequence error NAK (9.9.2.1) */
+	RC_COMPST_NAK_FATAL,	/* access / invalid request / operational NAK (9.9.2.2) */
+	RC_COMPST_CHECK_READ,	/* a READ response: AETH, which READ (9.7.5.1.5) */
+	RC_COMPST_READ_PSN,	/* implicit ACK before it, next expected? (9.9.2.3) */
+	RC_COMPST_READ,		/* length, opcode, data placed (9.7.5.1.5) */
+	RC_COMPST_UPDATE_COMP,	/* una on, the READ completes, progress (9.9.2.1) */
+	RC_COMPST_TIMEOUT,	/* local ACK timeout (9.7.6.1.3) */
+	RC_COMPST_SEQ_ERR,	/* a sequence error, explicit or implied: once per gap (9.9.2.1) */
+	RC_COMPST_ERROR_RETRY,	/* retry count, go back N (9.9.2.1) */
+	RC_COMPST_ERROR,	/* the QP to error (10.3.1) */
+	RC_COMPST_DONE,
+	RC_COMPST_NUM
+};
+
+extern const char *const rc_comp_state_names[RC_COMPST_NUM];
+
+/** rc_comp_input() - an ACK packet or READ response: 0 or -(enum braid_rc_drop + 1). */
+int rc_comp_input(struct braid_rc_qp *qp, const struct braid_roce_view *v, uint64_t now);
+/** rc_comp_timeout() - the local ACK timer ran out (req.rto_deadline <= @now). */
+void rc_comp_timeout(struct braid_rc_qp *qp, uint64_t now);
+/** rc_comp_finish_head() - sq[head] completes with @err (0: success), in posting order. */
 void rc_comp_finish_head(struct braid_rc_qp *qp, int err);
-void rc_comp_retry(struct braid_rc_qp *qp, uint64_t now);
-int rc_comp_ack(struct braid_rc_qp *qp, const struct braid_roce_view *v, uint64_t now);
-int rc_comp_read_resp(struct braid_rc_qp *qp, const struct braid_roce_view *v, uint64_t now);
 
-/* ---- braid_rc_resp.c: responder ---- */
+/* ---- braid_rc_resp.c: responder (state machine: one run per request packet) ---- */
 
-int rc_resp_request(struct braid_rc_qp *qp, const struct braid_roce_view *v, uint64_t now);
+enum rc_resp_state {
+	RC_RESPST_CHK_PSN,		/* expected, duplicate, gap, out of window (9.7.5.1.1) */
+	RC_RESPST_CHK_OP_SEQ,		/* opcode sequence (9.8.3.1) */
+	RC_RESPST_CHK_PKT_LEN,		/* payload length per opcode (9.7.3.2) */
+	RC_RESPST_CHK_RESOURCE,		/* a posted receive (9.7.5.2.8), a READ resource (9.5) */
+	RC_RESPST_CHK_LENGTH,		/* DMA length (9.4.3, 9.4.4) */
+	RC_RESPST_CHK_RKEY,		/* R_Key, range, access (9.4.3, 9.4.4) */
+	RC_RESPST_EXECUTE,		/* place the data, take a READ resource (9.7.5.1) */
+	RC_RESPST_COMPLETE,		/* message end: MSN, receive completion (9.7.5.1.2) */
+	RC_RESPST_ACKNOWLEDGE,		/* ePSN on, ACK coalescing (9.7.5.1.2) */
+	RC_RESPST_DUPLICATE,		/* behind ePSN: re-ACK (9.9.3.2.1) */
+	RC_RESPST_DUPLICATE_READ,	/* a READ again from its resource (9.9.3.2.1) */
+	RC_RESPST_ERR_PSN_SEQ,		/* a gap: one sequence error NAK (9.7.5.1.1) */
+	RC_RESPST_ERR_RNR,		/* no receive: RNR NAK (9.7.5.2.8) */
+	RC_RESPST_ERR_INVALID_REQ,	/* invalid request (9.9.3.1.2) */
+	RC_RESPST_ERR_ACCESS,		/* remote access error (9.9.3.1.2) */
+	RC_RESPST_ERROR,		/* class C: NAK, the QP to error (9.9.3.1.2) */
+	RC_RESPST_DONE,
+	RC_RESPST_NUM
+};
+
+extern const char *const rc_resp_state_names[RC_RESPST_NUM];
+
+/** rc_resp_input() - a request packet: 0 or -(enum braid_rc_drop + 1). */
+int rc_resp_input(struct braid_rc_qp *qp, const struct braid_roce_view *v, uint64_t now);
+/** rc_resp_job() - the first READ resource with responses to send, or NULL. */
 struct rc_rdres *rc_resp_job(struct braid_rc_qp *qp);
+/** rc_resp_emit_read() - the next READ response packet of @s into @o. */
 void rc_resp_emit_read(struct braid_rc_qp *qp, struct rc_rdres *s, struct braid_rc_out *o);
+/** rc_resp_ctl_ready() - is an ACK or NAK to go out now? */
 bool rc_resp_ctl_ready(struct braid_rc_qp *qp);
+/** rc_resp_emit_ctl() - the ACK or the pending NAK into @o. */
 void rc_resp_emit_ctl(struct braid_rc_qp *qp, struct braid_rc_out *o);
 
 #endif /* BRAID_RC_INT_H */
