@@ -2,6 +2,7 @@
 #include <string.h>
 #include <rdma/fi_errno.h>
 
+#include "braid_iov.h"
 #include "braid_rd_int.h"
 #include "braid/braid_errno.h"
 
@@ -12,27 +13,11 @@ static inline void bit_clear(uint64_t *b, uint32_t i) { b[i / 64] &= ~(1ULL << (
 /* Copy @len bytes to offset @off of a receive, truncating at its capacity. */
 static void recv_copy(struct rd_recv *r, uint64_t off, const uint8_t *src, size_t len)
 {
-	size_t i;
-
 	if (off >= r->capacity)
 		return;
 	if (len > r->capacity - off)
 		len = (size_t)(r->capacity - off);
-	for (i = 0; i < r->iov_count && len; i++) {
-		size_t l = r->iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l -= off;
-		if (l > len)
-			l = len;
-		memcpy((uint8_t *)r->iov[i].iov_base + off, src, l);
-		src += l;
-		len -= l;
-		off = 0;
-	}
+	braid_iov_scatter(r->iov, r->iov_count, off, src, len);
 }
 
 static bool msg_complete(const struct rd_msg *m)
@@ -595,23 +580,18 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 static struct rd_recv *recv_new(struct braid_rd *rd, const struct braid_rd_recv *req, int *ret)
 {
 	struct rd_recv *r;
-	size_t i;
 
 	*ret = -FI_EINVAL;
-	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov))
+	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
+	    !braid_iov_valid(req->iov, req->iov_count))
 		return NULL;
-	for (i = 0; i < req->iov_count; i++) {
-		if (!req->iov[i].iov_base && req->iov[i].iov_len)
-			return NULL;
-	}
 	*ret = -FI_EAGAIN;
 	r = braid_pool_alloc(&rd->recvs);
 	if (!r)
 		return NULL;
 	memcpy(r->iov, req->iov, req->iov_count * sizeof(struct iovec));
 	r->iov_count = req->iov_count;
-	for (i = 0; i < req->iov_count; i++)
-		r->capacity += req->iov[i].iov_len;
+	r->capacity = braid_iov_len(req->iov, req->iov_count);
 	r->peer = req->peer;
 	r->tag = req->tag;
 	r->ignore = req->ignore;

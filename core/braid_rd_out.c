@@ -2,6 +2,7 @@
 #include <string.h>
 #include <rdma/fi_errno.h>
 
+#include "braid_iov.h"
 #include "braid_rd_int.h"
 #include "braid/braid_errno.h"
 
@@ -42,16 +43,12 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 	struct rd_conn *conn;
 	struct rd_flow *f;
 	struct rd_send *op;
-	uint64_t len = 0;
-	size_t i;
+	uint64_t len;
 
-	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) || !req->peer)
+	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
+	    !req->peer || !braid_iov_valid(req->iov, req->iov_count))
 		return -FI_EINVAL;
-	for (i = 0; i < req->iov_count; i++) {
-		if (!req->iov[i].iov_base && req->iov[i].iov_len)
-			return -FI_EINVAL;
-		len += req->iov[i].iov_len;
-	}
+	len = braid_iov_len(req->iov, req->iov_count);
 	if (len > rd->cfg.max_msg_size)
 		return -FI_EMSGSIZE;
 	if ((req->flags & BRAID_RD_INJECT) && len > rd->cfg.inject_size)
@@ -66,17 +63,12 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 	if (!op)
 		return -FI_EAGAIN;
 	if (req->flags & BRAID_RD_INJECT) {
-		uint8_t *p;
-
 		op->inject = braid_pool_alloc(&rd->injects);
 		if (!op->inject) {
 			braid_pool_release(&rd->sends, op);
 			return -FI_EAGAIN;
 		}
-		for (i = 0, p = op->inject; i < req->iov_count; i++) {
-			memcpy(p, req->iov[i].iov_base, req->iov[i].iov_len);
-			p += req->iov[i].iov_len;
-		}
+		braid_iov_gather(req->iov, req->iov_count, op->inject);
 		op->iov[0].iov_base = op->inject;
 		op->iov[0].iov_len = len;
 		op->iov_count = 1;
@@ -720,26 +712,9 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 /* Gather [off, off + len) of the op's buffers into @out's payload iovs. */
 static void gather(const struct rd_send *op, uint64_t off, size_t len, struct braid_rd_out *out)
 {
-	size_t i;
-
-	out->payload_iovcnt = 0;
 	out->payload_len = len;
-	for (i = 0; i < op->iov_count && len; i++) {
-		size_t l = op->iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l -= off;
-		if (l > len)
-			l = len;
-		out->payload[out->payload_iovcnt].iov_base = (uint8_t *)op->iov[i].iov_base + off;
-		out->payload[out->payload_iovcnt].iov_len = l;
-		out->payload_iovcnt++;
-		len -= l;
-		off = 0;
-	}
+	out->payload_iovcnt = braid_iov_slice(op->iov, op->iov_count, off, len, out->payload,
+					      BRAID_RD_IOV_MAX);
 }
 
 /* The RD_DATA header fields of @op's packet at @off (flags: those of the op). */

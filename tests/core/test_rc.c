@@ -1,9 +1,10 @@
-/* test_rc.c: the RoCEv2 RC engine (core/braid_rc.c): operations, go-back-N, RNR, errors, untrusted input, over the sim. */
+/* test_rc.c: the RoCEv2 RC engine (core/braid_rc*.c): operations, go-back-N, RNR, errors, untrusted input, over the sim; its state machines' names. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 #include <rdma/fi_errno.h>
 
 #include "rc_harness.h"
+#include "braid_rc_int.h"
 
 #define US	1000ULL
 #define MS	1000000ULL
@@ -2145,3 +2146,28 @@ Test(braid_rc, no_allocation_in_steady_state, .timeout = 60)
 	braid_rc_close(q[1]);
 }
 #endif
+
+/* ---- the state machines (braid_rc_int.h) ---- */
+
+/* every state of @n has a name, and no two the same */
+static void all_named(const char *const *names, int n, const char *role)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		cr_assert(names[i] && names[i][0], "%s state %d has no name", role, i);
+		for (j = 0; j < i; j++)
+			cr_assert_str_neq(names[i], names[j], "%s states %d and %d: %s", role, j, i,
+					  names[i]);
+	}
+}
+
+Test(braid_rc_state_names, every_state_has_one_name)
+{
+	all_named(rc_req_state_names, RC_REQST_NUM, "requester");
+	all_named(rc_comp_state_names, RC_COMPST_NUM, "completer");
+	all_named(rc_resp_state_names, RC_RESPST_NUM, "responder");
+	cr_assert_str_eq(rc_comp_state_names[RC_COMPST_ERROR_RETRY], "ERROR_RETRY");
+	cr_assert_str_eq(rc_resp_state_names[RC_RESPST_CHK_RKEY], "CHK_RKEY");
+	cr_assert_str_eq(rc_req_state_names[RC_REQST_BUILD], "BUILD");
+}

@@ -1,0 +1,39 @@
+/* braid_iov.h: iovec arithmetic shared by the RC and RD engines: length, validity, slices, copies in and out. */
+#ifndef BRAID_IOV_H
+#define BRAID_IOV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/** braid_iov_len() - the total bytes of @iov[0..@cnt). */
+uint64_t braid_iov_len(const struct iovec *iov, size_t cnt);
+
+/** braid_iov_valid() - false when an entry of @iov[0..@cnt) has bytes but a NULL base. */
+bool braid_iov_valid(const struct iovec *iov, size_t cnt);
+
+/**
+ * braid_iov_slice() - the bytes [@off, @off + @len) of @iov[0..@cnt) as
+ * iovecs pointing into it, in @out (room for @max; the caller makes sure
+ * they fit, e.g. @max >= @cnt). Bytes past the end of @iov are left out.
+ * Return: how many iovecs were written to @out.
+ */
+int braid_iov_slice(const struct iovec *iov, size_t cnt, uint64_t off, size_t len,
+		    struct iovec *out, int max);
+
+/**
+ * braid_iov_scatter() - copy @len bytes from @src into @iov[0..@cnt) from
+ * byte @off on; what would land past the end of @iov is not copied.
+ * Return: the bytes copied.
+ */
+size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
+			 size_t len);
+
+/**
+ * braid_iov_gather() - copy every byte of @iov[0..@cnt) to @dst, which has
+ * room for braid_iov_len() bytes. Return: the bytes copied.
+ */
+size_t braid_iov_gather(const struct iovec *iov, size_t cnt, void *dst);
+
+#endif /* BRAID_IOV_H */
