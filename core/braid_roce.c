@@ -157,6 +157,16 @@ size_t braid_roce_write(uint8_t *buf, const struct braid_roce_view *v)
 	return (size_t)(p - buf);
 }
 
+int braid_roce_dest_qp(const uint8_t *pkt, size_t len, uint32_t *qpn)
+{
+	if (len < BRAID_ROCE_BTH_LEN + BRAID_ROCE_ICRC_LEN)
+		return -BRAID_ROCE_ERR_SHORT;
+	if (pkt[1] & BTH1_TVER)
+		return -BRAID_ROCE_ERR_TVER;
+	*qpn = get24(pkt + 5);
+	return 0;
+}
+
 int braid_roce_parse(const uint8_t *pkt, size_t len, struct braid_roce_view *v)
 {
 	const uint8_t *p = pkt + BRAID_ROCE_BTH_LEN;

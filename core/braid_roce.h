@@ -145,6 +145,14 @@ enum braid_roce_parse_err {
 int braid_roce_parse(const uint8_t *pkt, size_t len, struct braid_roce_view *v);
 
 /**
+ * braid_roce_dest_qp() - the BTH's DestQP of the @len bytes at @pkt, to hand
+ * a packet to its QP before anything else is decoded (braid_roce_parse, run
+ * by the QP, validates the rest). Return: 0, or -BRAID_ROCE_ERR_SHORT or
+ * -BRAID_ROCE_ERR_TVER.
+ */
+int braid_roce_dest_qp(const uint8_t *pkt, size_t len, uint32_t *qpn);
+
+/**
  * braid_roce_icrc() - the ICRC of a packet to be sent from @a: over the
  * IPv4 and UDP headers the packet will have on the wire (version 4, IHL 5,
  * ID @a->ip_id, DF set, protocol 17, lengths from the packet's size;

@@ -472,6 +472,8 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 void braid_cntr_inc(struct braid_cntr *cntr);
 void braid_cntr_inc_err(struct braid_cntr *cntr);
 /* braid_mr.c */
+int braid_mr_check(struct braid_domain *dom, uint64_t key, uint64_t addr, size_t len,
+		   uint64_t access, void **ptr);
 int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 		 uint64_t offset, uint64_t requested_key, uint64_t flags,
 		 struct fid_mr **mr, void *context);

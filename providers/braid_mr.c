@@ -133,3 +133,30 @@ int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 
 	return braid_mr_regv(fid, &iov, 1, access, offset, requested_key, flags, mr, context);
 }
+
+/*
+ * braid_mr_check() - may a peer access [@addr, @addr + @len) of the region
+ * of key @key with @access (FI_REMOTE_READ or FI_REMOTE_WRITE)? @addr is a
+ * virtual address with FI_MR_VIRT_ADDR, else an offset into the region.
+ * Sets *@ptr to the local memory. Returns 0 or -FI_EACCES (unknown key,
+ * access not granted, a range outside the region, a region of several
+ * iovecs). Used by every endpoint type that is a target of RMA.
+ */
+int braid_mr_check(struct braid_domain *dom, uint64_t key, uint64_t addr, size_t len,
+		   uint64_t access, void **ptr)
+{
+	struct braid_mr *mr = key <= UINT32_MAX ? braid_map_get(&dom->mr_keys, (uint32_t)key) : NULL;
+	bool virt = dom->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	uint64_t base, off;
+
+	if (!mr || (mr->access & access) != access || mr->iov_count != 1)
+		return -FI_EACCES;
+	base = (uint64_t)(uintptr_t)mr->iov[0].iov_base;
+	if (virt && addr < base)
+		return -FI_EACCES;
+	off = virt ? addr - base : addr;
+	if (off > mr->iov[0].iov_len || len > mr->iov[0].iov_len - off)
+		return -FI_EACCES;
+	*ptr = (uint8_t *)mr->iov[0].iov_base + off;
+	return 0;
+}

@@ -169,25 +169,13 @@ static void eq_error(struct braid_ep *ep, int err, const void *pdata, size_t len
 		BRAID_WARN(FI_LOG_EQ, "EQ full: connection error %d lost\n", err);
 }
 
+/* the RC engine's memory-key check: the domain's (braid_mr_check) */
 static int mr_check(void *ctx, uint32_t rkey, uint64_t addr, size_t len, uint32_t access,
 		    void **ptr)
 {
-	struct braid_domain *dom = ctx;
-	struct braid_mr *mr = braid_map_get(&dom->mr_keys, rkey);
-	uint64_t need = (access & BRAID_RC_ACCESS_REMOTE_WRITE) ? FI_REMOTE_WRITE : FI_REMOTE_READ;
-	uint64_t base, off;
-
-	if (!mr || !(mr->access & need) || mr->iov_count != 1)
-		return -FI_EACCES;
-	base = (uint64_t)(uintptr_t)mr->iov[0].iov_base;
-	/* FI_MR_VIRT_ADDR: the target address is a virtual address; else an offset */
-	off = (dom->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? addr - base : addr;
-	if ((dom->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) && addr < base)
-		return -FI_EACCES;
-	if (off > mr->iov[0].iov_len || len > mr->iov[0].iov_len - off)
-		return -FI_EACCES;
-	*ptr = (uint8_t *)mr->iov[0].iov_base + off;
-	return 0;
+	return braid_mr_check(ctx, rkey, addr, len,
+			      (access & BRAID_RC_ACCESS_REMOTE_WRITE) ? FI_REMOTE_WRITE : FI_REMOTE_READ,
+			      ptr);
 }
 
 /* Create the QP once both sides' numbers are known (caller holds the domain lock). */
@@ -507,11 +495,11 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 			struct braid_ep *dst;
 			uint32_t qpn;
 
-			if ((pkts[i].flags & BRAID_PKT_TRUNC) || pkts[i].len < BRAID_ROCE_BTH_LEN) {
+			if ((pkts[i].flags & BRAID_PKT_TRUNC) ||
+			    braid_roce_dest_qp(b, pkts[i].len, &qpn)) {
 				port->unknown_qp++;
 				continue;
 			}
-			qpn = (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
 			dst = braid_map_get(&port->qps, qpn);
 			if (!dst || !dst->msg->qp) {
 				port->unknown_qp++;

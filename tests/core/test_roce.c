@@ -605,3 +605,20 @@ Test(braid_psn_diff, across_the_wrap)
 	for (uint32_t a = 0xfffff0; a != 0x10; a = braid_psn_add(a, 1))
 		cr_assert_eq(braid_psn_diff(braid_psn_add(a, 100), a), 100, "a %#x", a);
 }
+
+Test(braid_roce_dest_qp, reads_the_bth_and_refuses_what_parse_refuses)
+{
+	uint8_t pkt[64];
+	struct braid_roce_view v = { .opcode = BRAID_ROCE_SEND_ONLY, .pkey = 0xffff,
+				     .dest_qp = 0xabcdef, .psn = 5 };
+	size_t n = braid_roce_write(pkt, &v);
+	uint32_t qpn = 0;
+
+	memset(pkt + n, 0, BRAID_ROCE_ICRC_LEN);
+	cr_assert_eq(braid_roce_dest_qp(pkt, n + BRAID_ROCE_ICRC_LEN, &qpn), 0);
+	cr_assert_eq(qpn, 0xabcdef);
+	cr_assert_eq(braid_roce_dest_qp(pkt, BRAID_ROCE_BTH_LEN, &qpn), -BRAID_ROCE_ERR_SHORT);
+	pkt[1] |= 0x0f;	/* a transport header version braid does not speak */
+	cr_assert_eq(braid_roce_dest_qp(pkt, n + BRAID_ROCE_ICRC_LEN, &qpn), -BRAID_ROCE_ERR_TVER);
+	cr_assert_eq(braid_roce_parse(pkt, n + BRAID_ROCE_ICRC_LEN, &v), -BRAID_ROCE_ERR_TVER);
+}
