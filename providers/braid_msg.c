@@ -524,6 +524,35 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 	}
 }
 
+/* the QP's counters in the log: at close (info), and when it fails (warning) */
+static void msg_qp_log(struct braid_ep *ep, const char *what, bool warn)
+{
+	struct braid_msg *m = ep->msg;
+	const struct braid_rc_stats *st = braid_rc_get_stats(m->qp);
+	char drops[256] = "";
+	size_t off = 0;
+	int k;
+
+	for (k = 0; k < BRAID_RC_DROP_MAX; k++)
+		if (st->drops[k] && off < sizeof(drops))
+			off += (size_t)snprintf(drops + off, sizeof(drops) - off, " %s=%lu",
+						braid_rc_drop_str(k), (unsigned long)st->drops[k]);
+#define MSG_QP_LOG_FMT "MSG endpoint QP %u %s: %lu packets sent (%lu resent), %lu received; " \
+	"%lu NAKs sent, %lu received; %lu RNR NAKs sent, %lu received; %lu timeouts; " \
+	"drops:%s; port: %lu packets for unknown QPs\n"
+#define MSG_QP_LOG_ARGS m->qpn, what, (unsigned long)st->tx_pkts, (unsigned long)st->retx_pkts, \
+	(unsigned long)st->rx_pkts, (unsigned long)st->naks_seq_tx, \
+	(unsigned long)st->naks_seq_rx, (unsigned long)st->rnr_naks_tx, \
+	(unsigned long)st->rnr_naks_rx, (unsigned long)st->timeouts, off ? drops : " none", \
+	(unsigned long)m->port->unknown_qp
+	if (warn)
+		BRAID_WARN(FI_LOG_EP_DATA, MSG_QP_LOG_FMT, MSG_QP_LOG_ARGS);
+	else
+		BRAID_INFO(FI_LOG_EP_CTRL, MSG_QP_LOG_FMT, MSG_QP_LOG_ARGS);
+#undef MSG_QP_LOG_FMT
+#undef MSG_QP_LOG_ARGS
+}
+
 static void msg_qp_step(struct braid_ep *ep, uint64_t now)
 {
 	struct braid_msg *m = ep->msg;
@@ -536,6 +565,8 @@ static void msg_qp_step(struct braid_ep *ep, uint64_t now)
 	msg_reap(ep);
 	if (braid_rc_error(m->qp) && m->conn.state == BRAID_CM_ESTABLISHED) {
 		/* retries exhausted: the connection is gone */
+		msg_qp_log(ep, braid_rc_error(m->qp) == FI_ETIMEDOUT ? "failed, retries exhausted" :
+			   "failed", true);
 		braid_cm_qp_error(&m->conn);
 		msg_cm_run(ep, now, NULL);
 	}
@@ -696,25 +727,7 @@ void braid_msg_close(struct braid_ep *ep)
 	if (m->cr)
 		braid_pep_forget(m->cr);
 	if (m->qp) {
-		const struct braid_rc_stats *st = braid_rc_get_stats(m->qp);
-		char drops[256] = "";
-		size_t off = 0;
-		int k;
-
-		for (k = 0; k < BRAID_RC_DROP_MAX; k++)
-			if (st->drops[k] && off < sizeof(drops))
-				off += (size_t)snprintf(drops + off, sizeof(drops) - off, " %s=%lu",
-							braid_rc_drop_str(k),
-							(unsigned long)st->drops[k]);
-		BRAID_INFO(FI_LOG_EP_CTRL, "MSG endpoint QP %u closed: %lu packets sent "
-			   "(%lu resent), %lu received; %lu NAKs sent, %lu received; "
-			   "%lu RNR NAKs sent, %lu received; %lu timeouts; drops:%s; "
-			   "port: %lu packets for unknown QPs\n", m->qpn,
-			   (unsigned long)st->tx_pkts, (unsigned long)st->retx_pkts,
-			   (unsigned long)st->rx_pkts, (unsigned long)st->naks_seq_tx,
-			   (unsigned long)st->naks_seq_rx, (unsigned long)st->rnr_naks_tx,
-			   (unsigned long)st->rnr_naks_rx, (unsigned long)st->timeouts,
-			   off ? drops : " none", (unsigned long)m->port->unknown_qp);
+		msg_qp_log(ep, "closed", false);
 		braid_map_remove(&m->port->qps, m->qpn);
 		braid_rc_close(m->qp);
 	}
