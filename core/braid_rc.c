@@ -1,5 +1,6 @@
 /* braid_rc.c: the RoCEv2 RC queue pair (IBTA vol. 1 ch. 9), sans-I/O: open/close, input dispatch, output arbitration, timers, completions, errors; the roles are in braid_rc_{req,comp,resp}.c. */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_errno.h>
@@ -431,4 +432,22 @@ bool braid_rc_pending(const struct braid_rc_qp *qp)
 const struct braid_rc_stats *braid_rc_get_stats(const struct braid_rc_qp *qp)
 {
 	return &qp->stats;
+}
+
+void braid_rc_retry_trace(const struct braid_rc_qp *qp, char *buf, size_t len)
+{
+	uint32_t n = qp->nretries < RC_RETRY_TRACE ? qp->nretries : RC_RETRY_TRACE, i;
+	uint64_t last = n ? qp->retries[(qp->nretries - 1) % RC_RETRY_TRACE].t : 0;
+	size_t off = 0;
+
+	if (!len)
+		return;
+	buf[0] = 0;
+	for (i = qp->nretries - n; i != qp->nretries && off < len; i++) {
+		const struct rc_retry_ev *e = &qp->retries[i % RC_RETRY_TRACE];
+
+		off += (size_t)snprintf(buf + off, len - off, "%s-%luus %c psn %u una %u hw %u left %u",
+					off ? "; " : "", (unsigned long)((last - e->t) / 1000), e->why,
+					e->psn, e->una, e->hw_psn, e->left);
+	}
 }

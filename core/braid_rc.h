@@ -279,6 +279,16 @@ int braid_rc_error(const struct braid_rc_qp *qp);
  */
 bool braid_rc_ready(struct braid_rc_qp *qp);
 
+/**
+ * braid_rc_retry_trace() - the QP's last retries as text in @buf (@len
+ * bytes, NUL-terminated): per retry the time (us, relative to the last),
+ * its cause (T timeout, N NAK, R READ response past the oldest
+ * unacknowledged PSN, A ACK past a READ), the packet's PSN, una, the
+ * highest PSN sent and the retries left before it. For the log when
+ * retries run out.
+ */
+void braid_rc_retry_trace(const struct braid_rc_qp *qp, char *buf, size_t len);
+
 /** braid_rc_pending() - true while sends are unacknowledged or packets wait to go out. */
 bool braid_rc_pending(const struct braid_rc_qp *qp);
 

@@ -417,6 +417,17 @@ static enum rc_comp_state comp_error_retry(struct rc_comp_run *c)
 {
 	struct rc_req *rq = &c->qp->req;
 
+	{
+		struct rc_retry_ev *e = &c->qp->retries[c->qp->nretries++ % RC_RETRY_TRACE];
+
+		e->t = c->now;
+		e->why = !c->v ? 'T' : c->v->opcode != BRAID_ROCE_ACK ? 'R' :
+			 RC_AETH_KIND(c->v->syndrome) == BRAID_ROCE_AETH_NAK ? 'N' : 'A';
+		e->psn = c->v ? c->v->psn : 0;
+		e->una = rq->una;
+		e->hw_psn = rq->hw_psn;
+		e->left = rq->retry_left;
+	}
 	if (!rq->retry_left) {
 		c->err = FI_ETIMEDOUT;
 		c->fail = rq->head;

@@ -196,7 +196,18 @@ struct braid_rc_qp {
 	struct braid_rc_comp *comps;
 	uint32_t comp_head, comp_count, comp_cap;
 	struct braid_rc_stats stats;
+	/**
+	 * @retries, @nretries: the last RC_RETRY_TRACE retries (what caused each,
+	 * and where the requester stood), for the log when retries run out.
+	 */
+	struct rc_retry_ev {
+		uint64_t t;
+		char why;	/* T timeout, N NAK, R READ response past una, A ACK past a READ */
+		uint32_t psn, una, hw_psn, left;
+	} retries[16];
+	uint32_t nretries;
 };
+#define RC_RETRY_TRACE	16
 
 /* ---- small helpers ---- */
 

@@ -545,8 +545,13 @@ static void msg_qp_log(struct braid_ep *ep, const char *what, bool warn)
 	(unsigned long)st->naks_seq_rx, (unsigned long)st->rnr_naks_tx, \
 	(unsigned long)st->rnr_naks_rx, (unsigned long)st->timeouts, off ? drops : " none", \
 	(unsigned long)m->port->unknown_qp
-	if (warn)
+	if (warn) {
+		char trace[1024];
+
 		BRAID_WARN(FI_LOG_EP_DATA, MSG_QP_LOG_FMT, MSG_QP_LOG_ARGS);
+		braid_rc_retry_trace(m->qp, trace, sizeof(trace));
+		BRAID_WARN(FI_LOG_EP_DATA, "QP %u's last retries: %s\n", m->qpn, trace);
+	}
 	else
 		BRAID_INFO(FI_LOG_EP_CTRL, MSG_QP_LOG_FMT, MSG_QP_LOG_ARGS);
 #undef MSG_QP_LOG_FMT

@@ -1480,6 +1480,15 @@ Test(braid_rc_retry, dead_peer_times_out_and_flushes_the_rest)
 	cr_assert_eq(h.n[0].comps[4].context, (void *)90);
 	cr_assert_eq(h.n[0].comps[4].err, FI_ECANCELED);
 	cr_assert_eq(braid_rc_error(h.n[0].qp), FI_ETIMEDOUT);
+	{
+		/* the log's account: four timeouts, the last with no retry left */
+		char trace[512];
+
+		braid_rc_retry_trace(h.n[0].qp, trace, sizeof(trace));
+		cr_assert(strstr(trace, " T psn 0 ") && strstr(trace, "left 3") &&
+			  strstr(trace, "-0us T") && strstr(trace, "left 0"), "%s", trace);
+		cr_assert_null(strstr(trace, " N "), "%s", trace);
+	}
 	cr_assert_eq(post(&h, 0, BRAID_RC_OP_SEND, s, 1, 0, 0, 0, 0, 5), -FI_EOPBADSTATE);
 	/* each retry resent everything outstanding: 3 x 9 packets */
 	cr_assert_eq(st(&h, 0)->retx_pkts, 3 * 9);
