@@ -106,6 +106,8 @@ struct rc_rdres {
 	uint32_t msn;
 	/** @pending: response packets remain to be sent. */
 	bool pending;
+	/** @replay: they are a duplicate request's, not the first execution's. */
+	bool replay;
 	/** @start_psn: where the current execution (first or replay) starts: FIRST/ONLY there. */
 	uint32_t start_psn;
 	/** @cur_psn: the next response PSN to send. */

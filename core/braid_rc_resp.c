@@ -219,10 +219,22 @@ static enum rc_resp_state resp_chk_resource(struct rc_resp_run *c)
 	case BRAID_RC_OP_WRITE:
 		return c->imm && no_recv ? RC_RESPST_ERR_RNR : RC_RESPST_CHK_LENGTH;
 	case BRAID_RC_OP_READ:
-	default:
-		if (!qp->cfg.max_dest_rd_atomic || rc_res_at(qp, qp->resp.res_head)->pending)
+	default: {
+		struct rc_rdres *old = qp->cfg.max_dest_rd_atomic ? rc_res_at(qp, qp->resp.res_head)
+								 : NULL;
+
+		/*
+		 * The slot of the READ max_dest_rd_atomic READs ago is reused.
+		 * Its first execution unfinished: the requester exceeds its
+		 * READ limit (9.5: invalid request). A replay of it unfinished:
+		 * a stale duplicate request (the requester had all of it, or it
+		 * would not start this one) made it; it gives way.
+		 */
+		if (!old || (old->pending && !old->replay))
 			return RC_RESPST_ERR_INVALID_REQ;
+		old->pending = false;
 		return RC_RESPST_CHK_LENGTH;
+	}
 	}
 }
 
@@ -457,6 +469,7 @@ static enum rc_resp_state resp_duplicate_read(struct rc_resp_run *c)
 		for (j = i + 1; j != rs->res_head; j++)
 			rc_res_at(qp, j)->pending = false;
 		s->pending = true;
+		s->replay = true;
 		s->start_psn = s->cur_psn = v->psn;
 		s->ptr = ptr;
 		s->exec_len = v->dma_len;

@@ -2180,3 +2180,81 @@ Test(braid_rc_state_names, every_state_has_one_name)
 	cr_assert_str_eq(rc_resp_state_names[RC_RESPST_CHK_RKEY], "CHK_RKEY");
 	cr_assert_str_eq(rc_req_state_names[RC_REQST_BUILD], "BUILD");
 }
+
+/* keep a copy of the first READ request node 0 sends */
+struct read_copy {
+	uint8_t pkt[256];
+	size_t len;
+};
+
+static bool read_copy_filter(struct rch *h, int src, uint8_t *pkt, size_t *len, void *arg)
+{
+	struct read_copy *x = arg;
+
+	(void)h;
+	if (src == 0 && !x->len && *len <= sizeof(x->pkt) && pkt[0] == BRAID_ROCE_READ_REQ) {
+		memcpy(x->pkt, pkt, *len);
+		x->len = *len;
+	}
+	return true;
+}
+
+Test(braid_rc_read, a_stale_duplicate_read_gives_way_to_a_new_one)
+{
+	/*
+	 * One READ resource (max_dest_rd_atomic 1). READ 1 completes; then a
+	 * stale copy of its request reaches the responder (a duplicate the
+	 * requester sent before it had the responses), which starts replaying
+	 * it; READ 2 arrives while the replay is under way. READ 2 is within
+	 * the requester's limit: it is executed (not an invalid request that
+	 * fails the QP), the stale replay is abandoned.
+	 */
+	struct braid_sim_path_cfg p = { .delay_ns = 5 * US, .rate_bps = 1000000000ULL };
+	struct braid_rc_config c = base_cfg(1024);
+	static uint8_t mem[2][64 * 1024], dst[2][64 * 1024];
+	struct read_copy x = { .len = 0 };
+	struct rch h;
+	int i;
+
+	c.max_rd_atomic = c.max_dest_rd_atomic = 1;
+	cr_assert_eq(rch_init(&h, &p, 29, &c, 0, 0), 0);
+	for (i = 0; i < 2; i++) {
+		fill(mem[i], sizeof(mem[i]), (uint8_t)(90 + i));
+		rch_mr_add(&h, 1, (uint32_t)(30 + i), mem[i], sizeof(mem[i]),
+			   BRAID_RC_ACCESS_REMOTE_READ);
+	}
+	h.filter = read_copy_filter;
+	h.filter_arg = &x;
+	cr_assert_eq(post(&h, 0, BRAID_RC_OP_READ, dst[0], sizeof(dst[0]), addr_of(mem[0]), 30, 0,
+			  0, 1), 0);
+	cr_assert(rch_wait(&h, 0, 1, 1 * SEC));
+	cr_assert_gt(x.len, 0);
+	/* READ 2 is posted; its request is taken from the requester by hand */
+	cr_assert_eq(post(&h, 0, BRAID_RC_OP_READ, dst[1], sizeof(dst[1]), addr_of(mem[1]), 31, 0,
+			  0, 2), 0);
+	{
+		struct braid_rc_out o;
+		uint8_t req2[256];
+		size_t n;
+
+		cr_assert_eq(braid_rc_output(h.n[0].qp, h.now, &o, 1), 1);
+		cr_assert_eq(o.payload_len, 0);
+		memcpy(req2, o.hdr, o.hdr_len);
+		memcpy(req2 + o.hdr_len, o.trailer, o.trailer_len);
+		n = o.hdr_len + o.trailer_len;
+		/* the stale copy of READ 1 arrives first: the responder starts replaying it */
+		cr_assert_eq(braid_rc_input(h.n[1].qp, x.pkt, x.len, h.now),
+			     -(BRAID_RC_DROP_DUPLICATE + 1));
+		cr_assert(braid_rc_ready(h.n[1].qp), "the responder replays READ 1");
+		/* READ 2 arrives mid-replay */
+		cr_assert_eq(braid_rc_input(h.n[1].qp, req2, n, h.now), 0);
+		cr_assert_eq(braid_rc_error(h.n[1].qp), 0, "READ 2 was refused");
+	}
+	cr_assert(rch_wait(&h, 0, 2, h.now + 1 * SEC));
+	cr_assert_eq(h.n[0].comps[1].err, 0, "READ 2: error %d", h.n[0].comps[1].err);
+	cr_assert(same(dst[1], sizeof(dst[1]), 91));
+	cr_assert_eq(st(&h, 1)->naks_other_tx, 0, "no invalid request NAK");
+	cr_assert_eq(braid_rc_error(h.n[1].qp), 0);
+	cr_assert_eq(braid_rc_error(h.n[0].qp), 0);
+	rch_fini(&h);
+}
