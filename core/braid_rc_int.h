@@ -180,6 +180,8 @@ struct rc_resp {
 	uint64_t res_head, res_tx;
 };
 
+#define RC_RETRY_TRACE	16	/* retries kept for the log */
+
 struct braid_rc_qp {
 	struct braid_rc_config cfg;
 	/** @rx_addr: the addresses of packets we receive (cfg.addr reversed): their ICRC covers them. */
@@ -206,10 +208,9 @@ struct braid_rc_qp {
 		uint64_t t;
 		char why;	/* T timeout, N NAK, R READ response past una, A ACK past a READ */
 		uint32_t psn, una, hw_psn, left;
-	} retries[16];
+	} retries[RC_RETRY_TRACE];
 	uint32_t nretries;
 };
-#define RC_RETRY_TRACE	16
 
 /* ---- small helpers ---- */
 

@@ -173,11 +173,10 @@ int braid_roce_parse(const uint8_t *pkt, size_t len, struct braid_roce_view *v)
 	uint32_t hdrs;
 	size_t hlen;
 	unsigned pad;
+	int ret = braid_roce_dest_qp(pkt, len, &v->dest_qp);
 
-	if (len < BRAID_ROCE_BTH_LEN + BRAID_ROCE_ICRC_LEN)
-		return -BRAID_ROCE_ERR_SHORT;
-	if (pkt[1] & BTH1_TVER)
-		return -BRAID_ROCE_ERR_TVER;
+	if (ret)
+		return ret;
 	hdrs = braid_roce_opcode_hdrs(pkt[0]);
 	if (!hdrs)
 		return -BRAID_ROCE_ERR_OPCODE;
@@ -199,7 +198,6 @@ int braid_roce_parse(const uint8_t *pkt, size_t len, struct braid_roce_view *v)
 	v->mig = pkt[1] & BTH1_M;
 	v->pad = pad;
 	v->pkey = get16(pkt + 2);
-	v->dest_qp = get24(pkt + 5);
 	v->ack_req = pkt[8] & BTH8_A;
 	v->psn = get24(pkt + 9);
 	v->va = 0;

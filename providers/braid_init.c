@@ -1,4 +1,5 @@
 /* braid_init.c: the provider entry point (fi_prov_ini) and every FI_BRAID_* setting. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,11 +29,18 @@ static void braid_param_int(const char *name, int lo, int hi, int *dst)
 
 	if (fi_param_get_int(&braid_prov, name, &val))
 		return;
-	if (val >= lo && val <= hi)
+	if (val >= lo && val <= hi) {
 		*dst = val;
-	else
+	} else {
+		char env[64];
+		size_t i;
+
+		for (i = 0; name[i] && i < sizeof(env) - 1; i++)
+			env[i] = (char)toupper((unsigned char)name[i]);
+		env[i] = 0;
 		BRAID_WARN(FI_LOG_CORE, "FI_BRAID_%s=%d is out of range %d..%d; using %d\n",
-			   name, val, lo, hi, *dst);
+			   env, val, lo, hi, *dst);
+	}
 }
 
 static void braid_cleanup(void)
@@ -125,13 +133,7 @@ static void braid_init_env(void)
 		braid_cfg.wire = str;
 	if (!fi_param_get_str(&braid_prov, "iface", &str) && str && *str)
 		braid_cfg.iface = str;
-	if (!fi_param_get_int(&braid_prov, "paths", &val)) {
-		if (val >= 1 && val <= BRAID_WIRE_MAX_PATHS)
-			braid_cfg.paths = val;
-		else
-			BRAID_WARN(FI_LOG_CORE, "FI_BRAID_PATHS=%d is out of range 1..%d; using %d\n",
-				   val, BRAID_WIRE_MAX_PATHS, braid_cfg.paths);
-	}
+	braid_param_int("paths", 1, BRAID_WIRE_MAX_PATHS, &braid_cfg.paths);
 	if (!fi_param_get_size_t(&braid_prov, "tx_size", &sz) && sz)
 		braid_cfg.tx_size = sz;
 	if (!fi_param_get_size_t(&braid_prov, "rx_size", &sz) && sz)

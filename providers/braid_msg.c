@@ -529,7 +529,7 @@ static void msg_qp_log(struct braid_ep *ep, const char *what, bool warn)
 {
 	struct braid_msg *m = ep->msg;
 	const struct braid_rc_stats *st = braid_rc_get_stats(m->qp);
-	char drops[256] = "";
+	char drops[256] = "", line[640];
 	size_t off = 0;
 	int k;
 
@@ -537,25 +537,23 @@ static void msg_qp_log(struct braid_ep *ep, const char *what, bool warn)
 		if (st->drops[k] && off < sizeof(drops))
 			off += (size_t)snprintf(drops + off, sizeof(drops) - off, " %s=%lu",
 						braid_rc_drop_str(k), (unsigned long)st->drops[k]);
-#define MSG_QP_LOG_FMT "MSG endpoint QP %u %s: %lu packets sent (%lu resent), %lu received; " \
-	"%lu NAKs sent, %lu received; %lu RNR NAKs sent, %lu received; %lu timeouts; " \
-	"drops:%s; port: %lu packets for unknown QPs\n"
-#define MSG_QP_LOG_ARGS m->qpn, what, (unsigned long)st->tx_pkts, (unsigned long)st->retx_pkts, \
-	(unsigned long)st->rx_pkts, (unsigned long)st->naks_seq_tx, \
-	(unsigned long)st->naks_seq_rx, (unsigned long)st->rnr_naks_tx, \
-	(unsigned long)st->rnr_naks_rx, (unsigned long)st->timeouts, off ? drops : " none", \
-	(unsigned long)m->port->unknown_qp
+	snprintf(line, sizeof(line), "MSG endpoint QP %u %s: %lu packets sent (%lu resent), "
+		 "%lu received; %lu NAKs sent, %lu received; %lu RNR NAKs sent, %lu received; "
+		 "%lu timeouts; drops:%s; port: %lu packets for unknown QPs", m->qpn, what,
+		 (unsigned long)st->tx_pkts, (unsigned long)st->retx_pkts,
+		 (unsigned long)st->rx_pkts, (unsigned long)st->naks_seq_tx,
+		 (unsigned long)st->naks_seq_rx, (unsigned long)st->rnr_naks_tx,
+		 (unsigned long)st->rnr_naks_rx, (unsigned long)st->timeouts,
+		 off ? drops : " none", (unsigned long)m->port->unknown_qp);
 	if (warn) {
 		char trace[1024];
 
-		BRAID_WARN(FI_LOG_EP_DATA, MSG_QP_LOG_FMT, MSG_QP_LOG_ARGS);
 		braid_rc_retry_trace(m->qp, trace, sizeof(trace));
+		BRAID_WARN(FI_LOG_EP_DATA, "%s\n", line);
 		BRAID_WARN(FI_LOG_EP_DATA, "QP %u's last retries: %s\n", m->qpn, trace);
+	} else {
+		BRAID_INFO(FI_LOG_EP_CTRL, "%s\n", line);
 	}
-	else
-		BRAID_INFO(FI_LOG_EP_CTRL, MSG_QP_LOG_FMT, MSG_QP_LOG_ARGS);
-#undef MSG_QP_LOG_FMT
-#undef MSG_QP_LOG_ARGS
 }
 
 static void msg_qp_step(struct braid_ep *ep, uint64_t now)
