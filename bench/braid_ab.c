@@ -94,6 +94,52 @@ static void xread(int fd, void *p, size_t n)
 	}
 }
 
+/*
+ * ctl_read() - read @n bytes of the control channel while driving the
+ * endpoint's progress. braid's progress is manual (FI_PROGRESS_MANUAL): the
+ * peer's operations move only while we call into libfabric, e.g. its last
+ * rendezvous message waiting for our RC ACK (a lost ACK is answered only
+ * when the retransmission finds us polling); blocking in read() here failed
+ * the peer's QP after its retries. Completions read here are not counted
+ * (the data phase decided the result); an error entry is reported, not
+ * fatal. Returns false when the channel closed first.
+ */
+static bool ctl_read(struct conn *c, int fd, void *p, size_t n)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint8_t *b = p;
+
+	while (n) {
+		struct fi_cq_tagged_entry e[16];
+		ssize_t r = fi_cq_read(c->cq, e, 16);
+
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(c->cq, &err, 0);
+			fprintf(stderr, "after the data phase: completion error: %s\n",
+				fi_strerror(err.err));
+		}
+		if (poll(&pfd, 1, 0) <= 0)
+			continue;
+		r = read(fd, b, n);
+		if (r <= 0)
+			return false;
+		b += r;
+		n -= (size_t)r;
+	}
+	return true;
+}
+
+/* ctl_read() that ends the process when the channel closed */
+static void ctl_xread(struct conn *c, int fd, void *p, size_t n)
+{
+	if (!ctl_read(c, fd, p, n)) {
+		fprintf(stderr, "control channel closed\n");
+		exit(BENCH_EXIT_FAIL);
+	}
+}
+
 /* ---- payload pattern: 8 bytes of (client << 40 | index), then bytes derived from both ---- */
 
 static uint8_t pat(uint64_t id, size_t j)
@@ -306,15 +352,21 @@ static int run_server(const char *prov, const char *ip, int port, int k)
 		xwrite(socks[i], &len, sizeof(len));
 		xwrite(socks[i], name, len);
 	}
-	if (rq[0].mode == M_LAT)
+	if (rq[0].mode == M_LAT) {
+		char b;
+
+		/* our last send is acknowledged; the client's may wait for our ACK */
 		server_lat(&c, &rq[0]);
-	else
+		ctl_xread(&c, socks[0], &b, 1);
+		xwrite(socks[0], "d", 1);
+	} else {
 		server_stream(&c, &rq[0], socks, k, true);
+	}
 	/* the clients close first (their last sends may need our acknowledgements) */
 	for (i = 0; i < k; i++) {
 		char b;
 
-		(void)!read(socks[i], &b, 1);
+		(void)ctl_read(&c, socks[i], &b, 1);
 		close(socks[i]);
 	}
 	conn_close(&c);
@@ -421,10 +473,11 @@ static int client_stream(struct conn *c, const struct request *rq, const char *p
 		}
 	}
 	xwrite(sock, &sent, sizeof(sent));
-	xread(sock, &rp, sizeof(rp));
+	/* the server may still need us: its last rendezvous messages wait for our ACKs */
+	ctl_xread(c, sock, &rp, sizeof(rp));
 	if (rp.nticks > MAX_TICKS)
 		return BENCH_EXIT_FAIL;
-	xread(sock, ticks, rp.nticks * sizeof(ticks[0]));
+	ctl_xread(c, sock, ticks, rp.nticks * sizeof(ticks[0]));
 	for (b = 0; b < rp.nticks; b++)
 		printf("tick t_ms=%u bytes=%lu gbps=%.3f\n", b * rp.interval_ms,
 		       (unsigned long)ticks[b], ticks[b] * 8.0 / (rp.interval_ms * 1e6));
@@ -469,8 +522,16 @@ static int run_client(const char *prov, const char *ip, const char *server, int 
 		return BENCH_EXIT_SETUP;
 	xread(sock, theirs, len);
 	conn_insert(&c, theirs);
-	ret = rq->mode == M_LAT ? client_lat(&c, rq, prov, samples)
-				: client_stream(&c, rq, prov, sock);
+	if (rq->mode == M_LAT) {
+		char b;
+
+		ret = client_lat(&c, rq, prov, samples);
+		/* the server's last send waits for our ACK: close only when it is done */
+		xwrite(sock, "d", 1);
+		ctl_xread(&c, sock, &b, 1);
+	} else {
+		ret = client_stream(&c, rq, prov, sock);
+	}
 	fflush(stdout);
 	conn_close(&c);
 	xwrite(sock, "x", 1);
