@@ -81,6 +81,11 @@ struct braid_config {
 	 * (0..7, 7 forever) and the RNR timer it asks peers to wait (code 0..31).
 	 */
 	int rc_timeout, rc_retry, rc_rnr_retry, rc_min_rnr_timer;
+	/**
+	 * @layering: libfabric's utility providers (ofi_rxm, ofi_rxd) layer over
+	 * braid for requests that do not name them (braid_init.c).
+	 */
+	int layering;
 };
 
 extern struct braid_config braid_cfg;

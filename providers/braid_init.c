@@ -43,6 +43,59 @@ static void braid_param_int(const char *name, int lo, int hi, int *dst)
 	}
 }
 
+/*
+ * libfabric asks its utility providers (ofi_rxm, ofi_rxd) before external
+ * providers, and they layer over any core provider: a request for "braid"
+ * (fabtests' -p braid, Open MPI's include list, both matching by prefix)
+ * got "braid;ofi_rxm" and "braid;ofi_rxd" before braid's own RDM endpoint.
+ * For core providers with a native RDM endpoint (efa, shm, psm3, sockets)
+ * libfabric offers those layerings only when asked for by their full names;
+ * it keeps that flag, disable_layering, in the provider's private context
+ * (fi_provider.context as struct ofi_prov_context of its include/ofi.h:
+ * {enum type; bool disable_logging; bool disable_layering;} from 1.17 on,
+ * ints in 1.14 to 1.16) and sets it by name only. braid sets it itself
+ * before registering, unless FI_BRAID_LAYERING=1.
+ */
+struct braid_ofi_prov_ctx {		/* libfabric 1.17 on */
+	int type;
+	bool disable_logging;
+	bool disable_layering;
+};
+
+struct braid_ofi_prov_ctx_114 {		/* libfabric 1.14 to 1.16 */
+	int type;
+	int disable_logging;
+	int disable_layering;
+};
+
+_Static_assert(sizeof(struct braid_ofi_prov_ctx_114) <= sizeof(struct fi_context),
+	       "libfabric's provider context lives in fi_provider.context");
+
+static void braid_layering_init(void)
+{
+	uint32_t v = fi_version();
+
+	if (braid_cfg.layering)
+		return;
+	if (FI_VERSION_GE(v, FI_VERSION(1, 17)) && FI_MAJOR(v) < 3) {
+		struct braid_ofi_prov_ctx c;
+
+		memcpy(&c, &braid_prov.context, sizeof(c));
+		c.disable_layering = true;
+		memcpy(&braid_prov.context, &c, sizeof(c));
+	} else if (FI_VERSION_GE(v, FI_VERSION(1, 14)) && FI_VERSION_LT(v, FI_VERSION(1, 17))) {
+		struct braid_ofi_prov_ctx_114 c;
+
+		memcpy(&c, &braid_prov.context, sizeof(c));
+		c.disable_layering = 1;
+		memcpy(&braid_prov.context, &c, sizeof(c));
+	} else {
+		BRAID_WARN(FI_LOG_CORE, "libfabric %u.%u: cannot keep ofi_rxm and ofi_rxd "
+			   "from layering over braid; name \"braid\" exactly to get its own "
+			   "endpoints\n", FI_MAJOR(v), FI_MINOR(v));
+	}
+}
+
 static void braid_cleanup(void)
 {
 }
@@ -128,6 +181,16 @@ static void braid_init_env(void)
 			"31; 12: 0.64 ms, 0: 655 ms) a peer is asked to wait when no "
 			"receive is posted, like FI_VERBS_MIN_RNR_TIMER. (default: %d)",
 			braid_cfg.rc_min_rnr_timer);
+	fi_param_define(&braid_prov, "layering", FI_PARAM_BOOL,
+			"Let libfabric's utility providers layer over braid for "
+			"requests that do not name them, as for other core providers: "
+			"\"braid;ofi_rxm\" (RDM over braid's RoCEv2 RC) and "
+			"\"braid;ofi_rxd\" are then listed before braid's own RDM "
+			"endpoint, and an application that cannot name a provider "
+			"exactly (Open MPI's mtl_ofi_provider_include) can choose "
+			"them. Off, they are offered only to requests that name them "
+			"in full, and \"braid\" gives braid's own endpoints. "
+			"(default: %d)", braid_cfg.layering);
 
 	if (!fi_param_get_str(&braid_prov, "wire", &str) && str && *str)
 		braid_cfg.wire = str;
@@ -154,11 +217,14 @@ static void braid_init_env(void)
 	braid_param_int("rc_retry", 0, 7, &braid_cfg.rc_retry);
 	braid_param_int("rc_rnr_retry", 0, 7, &braid_cfg.rc_rnr_retry);
 	braid_param_int("rc_min_rnr_timer", 0, 31, &braid_cfg.rc_min_rnr_timer);
+	if (!fi_param_get_bool(&braid_prov, "layering", &val))
+		braid_cfg.layering = !!val;
 }
 
 FI_EXT_INI
 {
 	braid_init_env();
+	braid_layering_init();
 	if (!braid_wire_find(braid_cfg.wire)) {
 		BRAID_WARN(FI_LOG_CORE, "FI_BRAID_WIRE=%s: no such wire; using udp\n",
 			   braid_cfg.wire);

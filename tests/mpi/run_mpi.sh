@@ -1,7 +1,9 @@
 #!/bin/bash
-# run_mpi.sh: Open MPI's ofi MTL over braid's native FI_EP_RDM (2 ranks on this host) running
-# braid_mpi; checks the traffic really went through braid (UDP datagrams counted by the kernel).
-# Usage: run_mpi.sh MPI_PROGRAM [PROVIDER]   (PROVIDER default "braid"; "braid;ofi_rxm" later)
+# run_mpi.sh: Open MPI's ofi MTL over braid (2 ranks on this host) running braid_mpi; checks that
+# Open MPI chose exactly PROVIDER (its own report, --mca mtl_ofi_verbose) and that the traffic
+# went through braid's wire (UDP datagrams counted by the kernel).
+# Usage: run_mpi.sh MPI_PROGRAM [PROVIDER]   (PROVIDER: "braid", braid's native RDM, the default;
+# "braid;ofi_rxm", RDM over braid's RoCEv2 RC)
 set -uo pipefail
 prog=$1
 prov=${2:-braid}
@@ -12,20 +14,37 @@ if ! command -v mpirun >/dev/null; then
 fi
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+# Open MPI takes the first provider whose name starts with an include-list entry, from a
+# request that names none: braid's layered providers are offered to such requests only with
+# FI_BRAID_LAYERING=1 (fi_braid(7)), and then ahead of braid's own RDM endpoint.
+layering=0
+[ "$prov" != braid ] && layering=1
 
 udp_out() { awk '/^Udp:/ { if (++n == 2) print $5 }' /proc/net/snmp; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 
 before=$(udp_out)
 # Debian disables the ofi MTL in /etc/openmpi/openmpi-mca-params.conf; ask for it explicitly.
-FI_BRAID_IFACE=${FI_BRAID_IFACE:-lo} timeout 300 mpirun "${root[@]}" --oversubscribe -np 2 \
+FI_BRAID_IFACE=${FI_BRAID_IFACE:-lo} FI_BRAID_LAYERING=$layering timeout 300 \
+	mpirun "${root[@]}" --oversubscribe -np 2 -x FI_BRAID_LAYERING \
 	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" \
-	--mca btl self,vader "$prog"
-rc=$?
+	--mca mtl_ofi_verbose 1 --mca btl self,vader "$prog" 2>&1 | tee "$log" |
+	grep -v 'not in include list'
+rc=${PIPESTATUS[0]}
 after=$(udp_out)
 sent=$((after - before))
 echo "run_mpi: $sent UDP datagrams sent during the run"
-if [ $rc -ne 0 ]; then
+if [ "$rc" -ne 0 ]; then
 	echo "run_mpi: FAIL (mpirun exit $rc)"
+	exit 1
+fi
+# what each rank's ofi MTL chose: "mtl:ofi:prov: NAME"
+chosen=$(sed -n 's/.*mtl:ofi:prov: \(.*\)$/\1/p' "$log" | sort | uniq -c)
+echo "run_mpi: Open MPI chose:"
+echo "$chosen"
+if [ "$(sed -n 's/.*mtl:ofi:prov: \(.*\)$/\1/p' "$log" | grep -cxF -- "$prov")" -ne 2 ]; then
+	echo "run_mpi: FAIL: the ranks did not both run over $prov"
 	exit 1
 fi
 # 64 MiB each way, twice, at most 64 KiB per datagram: thousands of datagrams at least

@@ -443,3 +443,60 @@ Test(fi_getinfo, unknown_domain_name)
 	hints->domain_attr->name = strdup("no-such-domain0");
 	expect_nodata(hints, "domain name no-such-domain0");
 }
+
+/* fi_getinfo for FI_EP_RDM from provider @prov_name (NULL: any): how many entries are braid;ofi_*, and the first entry's provider. */
+static int count_layered(const char *prov_name, const char **first)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL, *cur;
+	static char first_name[64];
+	int ret, n = 0;
+
+	cr_assert_not_null(hints);
+	if (prov_name)
+		hints->fabric_attr->prov_name = strdup(prov_name);
+	hints->ep_attr->type = FI_EP_RDM;
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	cr_assert_eq(ret, 0, "fi_getinfo(%s) = %d", prov_name ? prov_name : "(any)", ret);
+	snprintf(first_name, sizeof(first_name), "%s", info->fabric_attr->prov_name);
+	*first = first_name;
+	for (cur = info; cur; cur = cur->next)
+		n += !strncmp(cur->fabric_attr->prov_name, "braid;", 6);
+	fi_freeinfo(info);
+	return n;
+}
+
+/*
+ * "braid" names braid's own endpoints: fabtests' -p braid and Open MPI's
+ * include list (both match by prefix, first entry wins) reach its native
+ * RDM, not ofi_rxm or ofi_rxd layered over it (libfabric lists those first).
+ */
+Test(fi_getinfo, braid_gives_braid_own_rdm_first)
+{
+	const char *first;
+
+	cr_expect_eq(count_layered("braid", &first), 0, "a layered entry for \"braid\"");
+	cr_expect_str_eq(first, "braid");
+	cr_expect_eq(count_layered(NULL, &first), 0, "a layered braid entry for a request naming none");
+}
+
+/* the layered providers stay reachable by their full names */
+Test(fi_getinfo, layered_providers_by_full_name)
+{
+	const char *first;
+
+	cr_expect_gt(count_layered("braid;ofi_rxm", &first), 0);
+	cr_expect_str_eq(first, "braid;ofi_rxm");
+	cr_expect_gt(count_layered("braid;ofi_rxd", &first), 0);
+	cr_expect_str_eq(first, "braid;ofi_rxd");
+}
+
+/* FI_BRAID_LAYERING=1: libfabric's default layering (each test runs in its own process) */
+Test(fi_getinfo, layering_setting_offers_layered_first)
+{
+	const char *first;
+
+	setenv("FI_BRAID_LAYERING", "1", 1);
+	cr_expect_gt(count_layered("braid", &first), 0);
+	cr_expect(!strncmp(first, "braid;ofi_", 10), "first entry %s", first);
+}

@@ -17,7 +17,8 @@ static struct fi_info *rdm_info(void)
 	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &list);
 	fi_freeinfo(hints);
 	cr_assert_eq(ret, 0, "fi_getinfo(braid RDM) = %d", ret);
-	/* libfabric lists "braid;ofi_rxd" first: take braid's own entry by its exact name */
+	/* "braid" gives braid's own endpoint first (not ofi_rxd layered over braid) */
+	cr_assert(pt_is_plain_braid(list), "first entry from %s", list->fabric_attr->prov_name);
 	for (cur = list; cur && !info; cur = cur->next)
 		if (pt_is_plain_braid(cur))
 			info = fi_dupinfo(cur);
