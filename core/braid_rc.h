@@ -89,6 +89,13 @@ struct braid_rc_config {
 	uint32_t ack_coalesce;
 	/** @ack_delay_ns: ...or this long after the first unacknowledged one. */
 	uint64_t ack_delay_ns;
+	/**
+	 * @imm_no_recv: a WRITE with immediate completes on its own, without
+	 * consuming a posted receive (libfabric without the FI_RX_CQ_DATA
+	 * mode); it still takes a receive-side completion slot (no free slot:
+	 * an RNR NAK). false: as on a verbs QP (IBTA 9.4.4), it consumes one.
+	 */
+	bool imm_no_recv;
 	/** @mr_check, @mr_ctx: the memory-key check for RDMA WRITE and READ targeting us. */
 	braid_rc_mr_check_fn mr_check;
 	void *mr_ctx;

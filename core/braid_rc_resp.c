@@ -205,6 +205,8 @@ static enum rc_resp_state resp_chk_pkt_len(struct rc_resp_run *c)
 /*
  * CHK_RESOURCE: a SEND's first packet, and a WRITE with immediate's last,
  * consume a posted receive: without one, receiver not ready (9.7.5.2.8).
+ * (With imm_no_recv a WRITE with immediate needs only a free receive-side
+ * completion slot.)
  * A READ needs a free READ resource: more READs outstanding than
  * max_dest_rd_atomic is an invalid request (9.5).
  */
@@ -217,6 +219,8 @@ static enum rc_resp_state resp_chk_resource(struct rc_resp_run *c)
 	case BRAID_RC_OP_SEND:
 		return c->first && no_recv ? RC_RESPST_ERR_RNR : RC_RESPST_CHK_LENGTH;
 	case BRAID_RC_OP_WRITE:
+		if (c->imm && qp->cfg.imm_no_recv)	/* only a completion slot */
+			no_recv = qp->rq_tail - qp->rq_head + qp->rq_unpolled >= qp->cfg.max_recv_wr;
 		return c->imm && no_recv ? RC_RESPST_ERR_RNR : RC_RESPST_CHK_LENGTH;
 	case BRAID_RC_OP_READ:
 	default: {
@@ -353,7 +357,7 @@ static enum rc_resp_state resp_execute(struct rc_resp_run *c)
 /*
  * COMPLETE (9.7.5.1.2): a message's last packet: the MSN counts it; a SEND
  * completes its receive (FI_ETRUNC when it did not fit), a WRITE with
- * immediate consumes one; a READ's resource is queued with the MSN its
+ * immediate consumes one (imm_no_recv: completes without); a READ's resource is queued with the MSN its
  * responses carry.
  */
 static enum rc_resp_state resp_complete(struct rc_resp_run *c)
@@ -374,9 +378,19 @@ static enum rc_resp_state resp_complete(struct rc_resp_run *c)
 		rs->msg = RC_RESP_IDLE;
 		break;
 	case BRAID_RC_OP_WRITE:
-		if (c->imm)
+		if (c->imm && qp->cfg.imm_no_recv) {
+			struct braid_rc_comp wc = {
+				.flags = BRAID_RC_COMP_REMOTE_WRITE | BRAID_RC_COMP_IMM,
+				.len = (size_t)rs->wlen,
+				.imm = v->imm,
+			};
+
+			rc_comp_push(qp, &wc);
+			qp->rq_unpolled++;
+		} else if (c->imm) {
 			resp_complete_recv(qp, BRAID_RC_COMP_REMOTE_WRITE | BRAID_RC_COMP_IMM, 0,
 					   (size_t)rs->wlen, 0, v->imm);
+		}
 		rs->msg = RC_RESP_IDLE;
 		break;
 	case BRAID_RC_OP_READ:

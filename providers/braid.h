@@ -466,6 +466,8 @@ fi_addr_t braid_av_reverse(struct braid_av *av, struct in_addr ip, uint16_t port
 int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		  struct fid_cq **cq, void *context);
 bool braid_cq_has_room(struct braid_cq *cq);
+/* braid_cq_room() - room for one more entry; a CQ not bound (NULL) always has room. */
+bool braid_cq_room(struct braid_cq *cq);
 int braid_cq_write(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
 		   void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
 int braid_cq_write_err(struct braid_cq *cq, void *context, uint64_t flags, size_t len,

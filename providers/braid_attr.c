@@ -146,6 +146,16 @@ static struct fi_ep_attr msg_ep_attr = {
 	.protocol_version = BRAID_PROTO_VERSION,
 	.max_msg_size = BRAID_MSG_MAX_MSG,
 	.msg_prefix_size = 0,
+	/*
+	 * The responder executes in PSN order: a WRITE's data is placed when it
+	 * arrives, a READ's is read when its responses go out, after any
+	 * earlier WRITE (RAW, WAW hold for any size). A WRITE after a READ may
+	 * land before the READ's responses have read the memory: no WAR (a
+	 * verbs QP needs a fence for it too).
+	 */
+	.max_order_raw_size = BRAID_MSG_MAX_MSG,
+	.max_order_war_size = 0,
+	.max_order_waw_size = BRAID_MSG_MAX_MSG,
 	.mem_tag_format = 0,
 	.tx_ctx_cnt = 1,
 	.rx_ctx_cnt = 1,
@@ -176,8 +186,8 @@ static struct fi_domain_attr msg_domain_attr = {
 
 const struct fi_info braid_msg_info_template = {
 	.caps = BRAID_MSG_CAPS,
-	/* a WRITE with immediate consumes a posted receive, as on a verbs QP */
-	.mode = FI_RX_CQ_DATA,
+	/* FI_RX_CQ_DATA only when the application allows it (info_build) */
+	.mode = 0,
 	.addr_format = FI_SOCKADDR_IN,
 	.tx_attr = &msg_tx_attr,
 	.rx_attr = &msg_rx_attr,
@@ -483,7 +493,9 @@ static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size
 	if (h->tx_ctx_cnt > 1 || h->rx_ctx_cnt > 1)
 		return false;
 	if ((h->mem_tag_format && !k->tmpl->ep_attr->mem_tag_format) ||
-	    h->max_order_raw_size || h->max_order_war_size || h->max_order_waw_size)
+	    h->max_order_raw_size > k->tmpl->ep_attr->max_order_raw_size ||
+	    h->max_order_war_size > k->tmpl->ep_attr->max_order_war_size ||
+	    h->max_order_waw_size > k->tmpl->ep_attr->max_order_waw_size)
 		return false;
 	if (h->auth_key || h->auth_key_size)
 		return false;
@@ -582,6 +594,13 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	info->domain_attr->caps = caps & BRAID_DOMAIN_CAPS;
 	if (hints->addr_format == FI_SOCKADDR)
 		info->addr_format = FI_SOCKADDR;
+	/*
+	 * MSG: a WRITE with immediate completes at the target without a posted
+	 * receive; an application that allows FI_RX_CQ_DATA gets the verbs
+	 * behaviour instead (it consumes one, as ofi_rxm expects of verbs).
+	 */
+	if (k->type == FI_EP_MSG && (hints->mode & FI_RX_CQ_DATA))
+		info->mode |= FI_RX_CQ_DATA;
 	if (hints->tx_attr && hints->tx_attr->op_flags)
 		info->tx_attr->op_flags = hints->tx_attr->op_flags;
 	if (hints->rx_attr && hints->rx_attr->op_flags)

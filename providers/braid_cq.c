@@ -26,6 +26,11 @@ bool braid_cq_has_room(struct braid_cq *cq)
 	return cq->count + cq->err_count + cq->reserved < cq->size;
 }
 
+bool braid_cq_room(struct braid_cq *cq)
+{
+	return !cq || braid_cq_has_room(cq);
+}
+
 static void cq_wake(struct braid_cq *cq)
 {
 	braid_wait_wake(&cq->wait);

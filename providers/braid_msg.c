@@ -212,6 +212,7 @@ static int qp_create(struct braid_ep *ep)
 	 * of rxm's rendezvous is a whole message, so this bounds the burst of
 	 * read responses a peer can have in flight towards us */
 	c.max_rd_atomic = c.max_dest_rd_atomic = 4;
+	c.imm_no_recv = !(ep->info->mode & FI_RX_CQ_DATA);
 	c.mr_check = mr_check;
 	c.mr_ctx = ep->domain;
 	ret = braid_rc_open(&c, &m->qp);
@@ -418,16 +419,19 @@ static void msg_report(struct braid_ep *ep, const struct braid_rc_comp *c)
 		braid_cntr_inc(cntr);
 }
 
+/*
+ * Move the QP's completions to the CQs while they have room: a CQ is never
+ * overrun (before, a full CQ lost them). What stays holds its work queue
+ * slot: the sender sees -FI_EAGAIN, a peer's sends and WRITEs with
+ * immediate get RNR NAKs until the application reads its CQ.
+ */
 static void msg_reap(struct braid_ep *ep)
 {
-	struct braid_rc_comp comps[MSG_COMP_BATCH];
-	int n, i;
+	struct braid_rc_comp c;
 
-	do {
-		n = braid_rc_poll(ep->msg->qp, comps, MSG_COMP_BATCH);
-		for (i = 0; i < n; i++)
-			msg_report(ep, &comps[i]);
-	} while (n == MSG_COMP_BATCH);
+	while (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq) &&
+	       braid_rc_poll(ep->msg->qp, &c, 1) == 1)
+		msg_report(ep, &c);
 }
 
 /*

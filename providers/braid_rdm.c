@@ -168,17 +168,13 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
 		braid_cntr_inc(cntr);
 }
 
-static bool cq_room(struct braid_cq *cq)
-{
-	return !cq || braid_cq_has_room(cq);
-}
-
 /* Move engine completions to the CQs while they have room (never overrun). */
 static void rdm_reap(struct braid_ep *ep)
 {
 	struct braid_rd_comp c;
 
-	while (cq_room(ep->tx_cq) && cq_room(ep->rx_cq) && braid_rd_poll(ep->rd, &c, 1) == 1)
+	while (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq) &&
+	       braid_rd_poll(ep->rd, &c, 1) == 1)
 		rdm_report(ep, &c);
 }
 

@@ -1303,6 +1303,41 @@ Test(braid_rc_rnr, write_with_immediate_waits_for_a_receive)
 	rch_fini(&h);
 }
 
+/* imm_no_recv (libfabric without FI_RX_CQ_DATA): a WRITE with immediate completes on its own */
+Test(braid_rc_write, with_immediate_and_imm_no_recv_takes_no_receive)
+{
+	struct braid_sim_path_cfg p = { .delay_ns = 5 * US };
+	struct braid_rc_config a = base_cfg(1024), b = base_cfg(1024);
+	static uint8_t s[5000], mem[5000], rb[64];
+	struct rch h;
+
+	b.imm_no_recv = true;
+	cr_assert_eq(rch_init_cfg(&h, &p, 15, &a, &b), 0);
+	rch_mr_add(&h, 1, 3, mem, sizeof(mem), BRAID_RC_ACCESS_REMOTE_WRITE);
+	fill(s, sizeof(s), 6);
+	/* no receive posted: no RNR, it completes */
+	cr_assert_eq(post(&h, 0, BRAID_RC_OP_WRITE, s, sizeof(s), addr_of(mem), 3, 43, BRAID_RC_IMM, 1),
+		     0);
+	cr_assert(rch_wait(&h, 1, 1, 1 * SEC));
+	cr_assert_eq(st(&h, 1)->rnr_naks_tx, 0);
+	cr_assert_eq(h.n[1].comps[0].flags, BRAID_RC_COMP_REMOTE_WRITE | BRAID_RC_COMP_IMM);
+	cr_assert_null(h.n[1].comps[0].context);
+	cr_assert_eq(h.n[1].comps[0].imm, 43);
+	cr_assert_eq(h.n[1].comps[0].len, sizeof(s));
+	cr_assert(same(mem, sizeof(mem), 6));
+	/* a receive posted now is there for the next SEND, not taken by another WRITE with immediate */
+	post_recv(&h, 1, rb, sizeof(rb), 9);
+	cr_assert_eq(post(&h, 0, BRAID_RC_OP_WRITE, s, 10, addr_of(mem), 3, 44, BRAID_RC_IMM, 2), 0);
+	cr_assert_eq(post(&h, 0, BRAID_RC_OP_SEND, s, 20, 0, 0, 0, 0, 3), 0);
+	cr_assert(rch_wait(&h, 1, 3, 1 * SEC));
+	cr_assert_eq(h.n[1].comps[1].imm, 44);
+	cr_assert_null(h.n[1].comps[1].context);
+	cr_assert_eq(h.n[1].comps[2].flags, BRAID_RC_COMP_RECV);
+	cr_assert_eq((uintptr_t)h.n[1].comps[2].context, 9);
+	cr_assert_eq(h.n[1].comps[2].len, 20);
+	rch_fini(&h);
+}
+
 Test(braid_rc_go_back_n, a_stale_copy_of_a_nak_restarts_nothing)
 {
 	struct braid_rc_config ca, cb, c = base_cfg(1024);

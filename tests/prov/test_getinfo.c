@@ -26,10 +26,11 @@ static const struct sockaddr_in *sin_of(const void *addr)
 	return (const struct sockaddr_in *)addr;
 }
 
-Test(fi_getinfo, lists_rdm_and_dgram)
+/* hints that allow no mode: every endpoint type, MSG too (it asks no FI_RX_CQ_DATA of them) */
+Test(fi_getinfo, lists_rdm_dgram_and_msg)
 {
 	struct fi_info *hints = pt_hints(FI_EP_UNSPEC), *info, *cur;
-	int ret, n = 0, ndgram = 0, nrdm = 0;
+	int ret, n = 0, ndgram = 0, nrdm = 0, nmsg = 0;
 
 	ret = getinfo(NULL, NULL, 0, hints, &info);
 	cr_assert_eq(ret, 0, "fi_getinfo = %d", ret);
@@ -37,9 +38,11 @@ Test(fi_getinfo, lists_rdm_and_dgram)
 		if (!pt_is_plain_braid(cur))
 			continue;
 		n++;
-		cr_expect(cur->ep_attr->type == FI_EP_DGRAM || cur->ep_attr->type == FI_EP_RDM);
+		cr_expect(cur->ep_attr->type == FI_EP_DGRAM || cur->ep_attr->type == FI_EP_RDM ||
+			  cur->ep_attr->type == FI_EP_MSG);
 		ndgram += cur->ep_attr->type == FI_EP_DGRAM;
 		nrdm += cur->ep_attr->type == FI_EP_RDM;
+		nmsg += cur->ep_attr->type == FI_EP_MSG;
 		cr_expect_eq(cur->addr_format, FI_SOCKADDR_IN);
 		cr_expect(cur->caps & FI_MSG, "FI_MSG not in caps");
 		cr_expect_not_null(cur->src_addr);
@@ -53,6 +56,7 @@ Test(fi_getinfo, lists_rdm_and_dgram)
 	cr_expect_gt(n, 0, "no plain braid entry");
 	cr_expect_gt(ndgram, 0, "no FI_EP_DGRAM entry");
 	cr_expect_gt(nrdm, 0, "no FI_EP_RDM entry");
+	cr_expect_gt(nmsg, 0, "no FI_EP_MSG entry");
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 }
@@ -123,13 +127,17 @@ Test(fi_getinfo, caps_source_echoed)
 	fi_freeinfo(hints);
 }
 
-/* FI_EP_MSG (RoCEv2 RC) needs FI_RX_CQ_DATA: hints that allow no mode get none */
-Test(fi_getinfo, ep_msg_needs_rx_cq_data_mode)
+/* FI_EP_MSG (RoCEv2 RC) asks for FI_RX_CQ_DATA only of applications that allow it */
+Test(fi_getinfo, ep_msg_rx_cq_data_mode_only_when_allowed)
 {
 	struct fi_info *hints = pt_hints(FI_EP_MSG), *info, *cur;
 	int ret, n = 0;
 
-	expect_nodata(pt_hints(FI_EP_MSG), "FI_EP_MSG with mode 0");
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo(FI_EP_MSG, mode 0) = %d", ret);
+	for (cur = info; cur; cur = cur->next)
+		cr_expect_eq(cur->mode, 0);
+	fi_freeinfo(info);
 	hints->mode = FI_RX_CQ_DATA;
 	ret = getinfo(NULL, NULL, 0, hints, &info);
 	cr_assert_eq(ret, 0, "fi_getinfo(FI_EP_MSG, FI_RX_CQ_DATA) = %d", ret);

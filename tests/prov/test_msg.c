@@ -20,13 +20,14 @@ struct mpair {
 	struct fid_cq *scq, *ccq;
 };
 
-static struct fi_info *msg_info(void)
+/* the MSG entry for hints that allow @mode */
+static struct fi_info *msg_info_mode(uint64_t mode)
 {
 	struct fi_info *hints = pt_hints(FI_EP_MSG), *info = NULL;
 	int ret;
 
 	hints->caps = FI_MSG | FI_RMA;
-	hints->mode = FI_RX_CQ_DATA | FI_CONTEXT;
+	hints->mode = mode;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &info);
 	fi_freeinfo(hints);
@@ -34,6 +35,11 @@ static struct fi_info *msg_info(void)
 	cr_assert(pt_is_plain_braid(info));
 	cr_assert_eq(info->ep_attr->type, FI_EP_MSG);
 	return info;
+}
+
+static struct fi_info *msg_info(void)
+{
+	return msg_info_mode(FI_RX_CQ_DATA | FI_CONTEXT);
 }
 
 static struct fid_eq *eq_open(struct fid_fabric *fabric)
@@ -74,12 +80,12 @@ static void ep_setup(struct mpair *p, struct fid_ep *ep, struct fid_eq *eq, stru
 	cr_assert_eq(fi_enable(ep), 0);
 }
 
-static void pair_open(struct mpair *p)
+static void pair_open_mode(struct mpair *p, uint64_t mode)
 {
 	size_t len = sizeof(p->listen);
 
 	memset(p, 0, sizeof(*p));
-	p->info = msg_info();
+	p->info = msg_info_mode(mode);
 	cr_assert_eq(fi_fabric(p->info->fabric_attr, &p->fabric, NULL), 0);
 	cr_assert_eq(fi_domain(p->fabric, p->info, &p->domain, NULL), 0);
 	p->seq = eq_open(p->fabric);
@@ -93,6 +99,11 @@ static void pair_open(struct mpair *p)
 	cr_assert_neq(p->listen.sin_port, 0);
 	cr_assert_eq(fi_endpoint(p->domain, p->info, &p->cep, NULL), 0);
 	ep_setup(p, p->cep, p->ceq, p->ccq);
+}
+
+static void pair_open(struct mpair *p)
+{
+	pair_open_mode(p, FI_RX_CQ_DATA | FI_CONTEXT);
 }
 
 /* Connect with @cpd, accept with @spd; both sides see FI_CONNECTED. */
@@ -179,16 +190,93 @@ Test(fi_getinfo, msg_entry_is_rc_with_true_attributes)
 	cr_assert_eq(info->ep_attr->max_msg_size, 1ULL << 30);
 	cr_assert_eq(info->tx_attr->rma_iov_limit, 1);
 	cr_assert(info->tx_attr->msg_order & FI_ORDER_SAS);
+	/* the orders it claims hold for messages of any size (fi_endpoint(3): size 0 is none) */
+	cr_assert(info->tx_attr->msg_order & FI_ORDER_RAW);
+	cr_assert_eq(info->ep_attr->max_order_raw_size, info->ep_attr->max_msg_size);
+	cr_assert(info->tx_attr->msg_order & FI_ORDER_WAW);
+	cr_assert_eq(info->ep_attr->max_order_waw_size, info->ep_attr->max_msg_size);
+	cr_assert_eq(info->tx_attr->msg_order & FI_ORDER_WAR, 0);
+	cr_assert_eq(info->ep_attr->max_order_war_size, 0);
 	fi_freeinfo(info);
+	/* hints asking for RAW up to a size get the entry; WAR of any size does not */
+	hints = pt_hints(FI_EP_MSG);
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->ep_attr->max_order_raw_size = 4096;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), 0);
+	fi_freeinfo(none);
+	none = NULL;
+	hints->ep_attr->max_order_war_size = 1;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), -FI_ENODATA);
+	fi_freeinfo(hints);
 	/* an application without FI_MR_PROV_KEY cannot use it: no MSG entry */
 	hints = pt_hints(FI_EP_MSG);
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
 	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), -FI_ENODATA);
-	/* nor one that does not support FI_RX_CQ_DATA */
-	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->mode = FI_CONTEXT;
-	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), -FI_ENODATA);
 	fi_freeinfo(hints);
+	/* an application that does not support FI_RX_CQ_DATA gets an entry without it */
+	info = msg_info_mode(0);
+	cr_assert_eq(info->mode, 0);
+	fi_freeinfo(info);
+}
+
+/*
+ * Without FI_RX_CQ_DATA a WRITE with immediate completes at the target
+ * without a posted receive (fi_cq(3): remote CQ data, no op_context), and
+ * the receives posted stay for the sends; more of them than the receive
+ * queue holds, unpolled, wait (RNR) rather than overrun the CQ.
+ */
+Test(fi_write, writedata_needs_no_receive_without_rx_cq_data_mode, .timeout = 60)
+{
+	static uint8_t target[4096], rbuf[64];
+	struct fi_cq_data_entry e;
+	struct fid_mr *mr;
+	uint64_t key, base;
+	struct mpair p;
+	size_t i = 0, got = 0, done = 0, n = 3 * 1024 + 5;	/* beyond FI_BRAID_RX_SIZE (1024) */
+	long deadline = pt_now_ms() + 30000;
+
+	pair_open_mode(&p, 0);
+	cr_assert_eq(p.info->mode, 0);
+	pair_connect(&p, "c", "s", NULL);
+	cr_assert_eq(fi_mr_reg(p.domain, target, sizeof(target), FI_REMOTE_WRITE, 0, 0, 0, &mr,
+			       NULL), 0);
+	key = fi_mr_key(mr);
+	base = (uint64_t)(uintptr_t)target;
+	cr_assert_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), NULL, 0, rbuf), 0);
+	/* post until the send queue is full (the target, unpolled, runs out of slots: RNR), then poll */
+	while (got < n || done < n) {
+		uint8_t v = (uint8_t)i;
+		ssize_t ret = i < n ? fi_writedata(p.cep, &v, 1, NULL, 0x5000 + i, 0,
+						   base + i % 4096, key, (void *)(uintptr_t)(i + 1))
+				    : -FI_EAGAIN;
+
+		if (!ret) {
+			i++;
+			continue;
+		}
+		cr_assert_eq(ret, -FI_EAGAIN, "fi_writedata %zu = %zd", i, ret);
+		/* every immediate arrives once, in order, with no context */
+		if (fi_cq_read(p.scq, &e, 1) == 1) {
+			cr_assert_eq(e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
+			cr_assert_null(e.op_context);
+			cr_assert_eq(e.data, 0x5000 + got, "immediate %zu: %lu", got,
+				     (unsigned long)e.data);
+			got++;
+		}
+		if (fi_cq_read(p.ccq, &e, 1) == 1) {
+			cr_assert_eq(e.op_context, (void *)(uintptr_t)(done + 1));
+			done++;
+		}
+		cr_assert_lt(pt_now_ms(), deadline, "%zu of %zu posted, %zu arrived, %zu completed",
+			     i, n, got, done);
+	}
+	/* the receive posted first is still there */
+	cr_assert_eq(fi_send(p.cep, "hello", 6, NULL, 0, NULL), 0);
+	cr_assert_eq(cq_one(p.scq, p.ccq, &e), 1);
+	cr_assert_eq(e.op_context, rbuf, "the send landed in the receive posted first");
+	cr_assert_str_eq((char *)rbuf, "hello");
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	pair_close(&p);
 }
 
 Test(fi_connect, handshake_private_data_names_and_cm_data_size)
