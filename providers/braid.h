@@ -86,6 +86,8 @@ struct braid_config {
 	 * braid for requests that do not name them (braid_init.c).
 	 */
 	int layering;
+	/** @progress_us: the progress thread's period (0: no thread), braid_progress.c. */
+	int progress_us;
 };
 
 extern struct braid_config braid_cfg;
@@ -122,6 +124,22 @@ struct braid_fabric {
 	char *name;
 };
 
+struct braid_ep;
+
+/**
+ * struct braid_epset - the endpoints a CQ, counter or domain drives on progress.
+ * A bind may add one endpoint twice (tx and rx): @refs counts that.
+ */
+struct braid_epset {
+	struct braid_ep **eps;
+	int *refs;
+	int n, cap;
+};
+
+int braid_epset_add(struct braid_epset *set, struct braid_ep *ep);
+void braid_epset_remove(struct braid_epset *set, struct braid_ep *ep);
+void braid_epset_destruct(struct braid_epset *set);
+
 struct braid_domain {
 	struct fid_domain domain_fid;
 	struct braid_fabric *fabric;
@@ -143,6 +161,15 @@ struct braid_domain {
 	struct braid_dlist rc_ports;
 	/** @next_qpn: the next QP number handed out (24 bits, never 0 or 1). */
 	uint32_t next_qpn;
+	/** @eps: the enabled endpoints (the progress thread drives them). */
+	struct braid_epset eps;
+	/** @pt, @pt_cond, @pt_stop, @pt_running, @pt_pid: the progress thread (braid_progress.c). */
+	pthread_t pt;
+	pthread_cond_t pt_cond;
+	bool pt_stop, pt_running;
+	pid_t pt_pid;
+	/** @pt_passes: endpoint progress calls it made while the application was away. */
+	uint64_t pt_passes;
 };
 
 /*
@@ -250,21 +277,6 @@ void braid_wait_leave(struct braid_wait *wait);
 int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int timeout,
 		    int cap_ms);
 
-struct braid_ep;
-
-/**
- * struct braid_epset - the endpoints a CQ or counter drives on progress.
- * A bind may add one endpoint twice (tx and rx): @refs counts that.
- */
-struct braid_epset {
-	struct braid_ep **eps;
-	int *refs;
-	int n, cap;
-};
-
-int braid_epset_add(struct braid_epset *set, struct braid_ep *ep);
-void braid_epset_remove(struct braid_epset *set, struct braid_ep *ep);
-void braid_epset_destruct(struct braid_epset *set);
 
 /* One completion as braid stores it, whatever the CQ format. */
 struct braid_cq_slot {
@@ -402,6 +414,8 @@ struct braid_ep {
 	struct braid_domain *domain;
 	struct fi_info *info;
 	bool enabled;
+	/** @app_ns: when the application last drove its progress (a CQ or counter read). */
+	uint64_t app_ns;
 	struct braid_av *av;
 	struct braid_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;
@@ -506,6 +520,10 @@ void braid_ep_rx_arm(struct braid_ep *ep, bool armed);
 
 /* Progress every endpoint in @set (the caller holds the domain lock). */
 void braid_epset_progress_locked(struct braid_epset *set);
+
+/* braid_progress.c: the domain's progress thread */
+int braid_progress_start(struct braid_domain *dom);
+void braid_progress_stop(struct braid_domain *dom);
 /* Milliseconds until the earliest engine timer of @set's endpoints (-1: none). */
 int braid_epset_timer_ms(struct braid_epset *set);
 

@@ -462,7 +462,10 @@ static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr 
 		return false;
 	if (h->name && strcmp(h->name, ifname))
 		return false;
-	if (!progress_ok(h->control_progress) || !progress_ok(h->data_progress))
+	/* data progress is automatic with the progress thread (braid_progress.c) */
+	if (!progress_ok(h->control_progress) ||
+	    !(progress_ok(h->data_progress) ||
+	      (h->data_progress == FI_PROGRESS_AUTO && braid_cfg.progress_us > 0)))
 		return false;
 	if (h->caps & ~BRAID_DOMAIN_CAPS)
 		return false;
@@ -614,6 +617,8 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 			info->domain_attr->resource_mgmt = h->resource_mgmt;
 		if (h->av_type)
 			info->domain_attr->av_type = h->av_type;
+		if (h->data_progress == FI_PROGRESS_AUTO)
+			info->domain_attr->data_progress = FI_PROGRESS_AUTO;
 	}
 	return info;
 err:

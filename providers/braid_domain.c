@@ -10,6 +10,7 @@ static int domain_close(struct fid *fid)
 
 	if (atomic_load(&dom->ref))
 		return -FI_EBUSY;
+	braid_progress_stop(dom);
 	if (dom->eq)
 		atomic_fetch_sub(&dom->eq->ref, 1);
 	braid_map_destruct(&dom->mr_keys);
@@ -129,7 +130,8 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	ret = braid_check_info(info);
 	if (ret)
 		return ret;
-	if (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
+	/* data progress is automatic with the progress thread; control progress never */
+	if ((info->domain_attr->data_progress == FI_PROGRESS_AUTO && braid_cfg.progress_us <= 0) ||
 	    info->domain_attr->control_progress == FI_PROGRESS_AUTO)
 		return -FI_ENODATA;
 	fab = braid_container_of(fabric, struct braid_fabric, fabric_fid);
@@ -154,6 +156,15 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	dom->mr_next_key = 1;
 	dom->fabric = fab;
 	atomic_init(&dom->ref, 0);
+	ret = braid_progress_start(dom);
+	if (ret) {
+		braid_map_destruct(&dom->mr_keys);
+		braid_peer_table_close(dom->peers);
+		pthread_mutex_destroy(&dom->lock);
+		fi_freeinfo(dom->info);
+		free(dom);
+		return ret;
+	}
 	atomic_fetch_add(&fab->ref, 1);
 
 	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;

@@ -90,6 +90,9 @@ static int ep_close(struct fid *fid)
 	struct braid_ep *ep = ep_of(fid);
 	struct braid_domain *dom = ep->domain;
 
+	braid_domain_lock(dom);
+	braid_epset_remove(&dom->eps, ep);	/* the progress thread lets go of it */
+	braid_domain_unlock(dom);
 	braid_msg_close(ep);	/* takes the domain lock itself */
 	braid_domain_lock(dom);
 	/* fi_endpoint(3): operations still pending are discarded, with no completions */
@@ -287,7 +290,11 @@ static int ep_enable(struct braid_ep *ep)
 		braid_domain_lock(ep->domain);
 		ret = braid_msg_enable(ep);
 		if (!ret)
+			ret = braid_epset_add(&ep->domain->eps, ep);
+		if (!ret) {
+			ep->app_ns = braid_now_ns();
 			ep->enabled = true;
+		}
 		braid_domain_unlock(ep->domain);
 		return ret;
 	}
@@ -302,7 +309,14 @@ static int ep_enable(struct braid_ep *ep)
 		if (ret)
 			return ret;
 	}
+	braid_domain_lock(ep->domain);
+	if (braid_epset_add(&ep->domain->eps, ep)) {
+		braid_domain_unlock(ep->domain);
+		return -FI_ENOMEM;
+	}
+	ep->app_ns = braid_now_ns();
 	ep->enabled = true;
+	braid_domain_unlock(ep->domain);
 	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu\n",
 		   ntohs(ep->wire->name.sin_port), ep->wire->paths, ep->max_msg_size);
 	return 0;

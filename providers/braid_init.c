@@ -20,6 +20,7 @@ struct braid_config braid_cfg = {
 	.rc_retry = BRAID_RC_DEFAULT_RETRY,
 	.rc_rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY,
 	.rc_min_rnr_timer = BRAID_RC_DEFAULT_MIN_RNR_TIMER,
+	.progress_us = 1000,
 };
 
 /* an integer setting within [@lo, @hi]; out of range: a warning, the default stays */
@@ -181,6 +182,16 @@ static void braid_init_env(void)
 			"31; 12: 0.64 ms, 0: 655 ms) a peer is asked to wait when no "
 			"receive is posted, like FI_VERBS_MIN_RNR_TIMER. (default: %d)",
 			braid_cfg.rc_min_rnr_timer);
+	fi_param_define(&braid_prov, "progress_us", FI_PARAM_INT,
+			"The domain's progress thread, which keeps braid's reliability "
+			"alive while the application does not call in (ACKs, "
+			"retransmissions, RC responses, queued sends), as a NIC does: "
+			"once the application has made no progress call (a CQ or "
+			"counter read) for this many microseconds, it drives every "
+			"endpoint every this many microseconds until the application "
+			"calls in again; with it, FI_PROGRESS_AUTO data progress is "
+			"offered. 0: no thread (progress only in the application's "
+			"calls). 50 to 1000000. (default: %d)", braid_cfg.progress_us);
 	fi_param_define(&braid_prov, "layering", FI_PARAM_BOOL,
 			"Let libfabric's utility providers layer over braid for "
 			"requests that do not name them, as for other core providers: "
@@ -217,6 +228,10 @@ static void braid_init_env(void)
 	braid_param_int("rc_retry", 0, 7, &braid_cfg.rc_retry);
 	braid_param_int("rc_rnr_retry", 0, 7, &braid_cfg.rc_rnr_retry);
 	braid_param_int("rc_min_rnr_timer", 0, 31, &braid_cfg.rc_min_rnr_timer);
+	if (!fi_param_get_int(&braid_prov, "progress_us", &val) && val == 0)
+		braid_cfg.progress_us = 0;
+	else
+		braid_param_int("progress_us", 50, 1000000, &braid_cfg.progress_us);
 	if (!fi_param_get_bool(&braid_prov, "layering", &val))
 		braid_cfg.layering = !!val;
 }

@@ -211,10 +211,13 @@ void braid_epset_destruct(struct braid_epset *set)
 
 void braid_epset_progress_locked(struct braid_epset *set)
 {
+	uint64_t now = set->n ? braid_now_ns() : 0;
 	int i;
 
-	for (i = 0; i < set->n; i++)
+	for (i = 0; i < set->n; i++) {
+		set->eps[i]->app_ns = now;	/* the progress thread stays away (braid_progress.c) */
 		braid_ep_progress(set->eps[i]);
+	}
 }
 
 int braid_epset_timer_ms(struct braid_epset *set)

@@ -242,12 +242,27 @@ Test(fi_getinfo, api_version_1_4)
 	fi_freeinfo(hints);
 }
 
-Test(fi_getinfo, data_progress_auto)
+/* automatic data progress: the progress thread's, echoed; without the thread none */
+Test(fi_getinfo, data_progress_auto_with_the_progress_thread)
+{
+	struct fi_info *hints = pt_hints(FI_EP_RDM), *info = NULL;
+	int ret;
+
+	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	ret = getinfo(NULL, NULL, 0, hints, &info);
+	cr_assert_eq(ret, 0, "fi_getinfo(data_progress AUTO) = %d", ret);
+	cr_expect_eq(info->domain_attr->data_progress, FI_PROGRESS_AUTO);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+Test(fi_getinfo, data_progress_auto_without_the_progress_thread)
 {
 	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
 
+	setenv("FI_BRAID_PROGRESS_US", "0", 1);	/* read when the provider loads, in this process */
 	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
-	expect_nodata(hints, "data_progress FI_PROGRESS_AUTO");
+	expect_nodata(hints, "data_progress FI_PROGRESS_AUTO without the thread");
 }
 
 Test(fi_getinfo, control_progress_auto)

@@ -13,6 +13,8 @@ struct mpair {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
+	/** @cdomain: the client's domain when it has its own (else @domain) */
+	struct fid_domain *cdomain;
 	struct fid_eq *seq, *ceq;	/* server's, client's */
 	struct fid_pep *pep;
 	struct sockaddr_in listen;
@@ -80,7 +82,8 @@ static void ep_setup(struct mpair *p, struct fid_ep *ep, struct fid_eq *eq, stru
 	cr_assert_eq(fi_enable(ep), 0);
 }
 
-static void pair_open_mode(struct mpair *p, uint64_t mode)
+/* @two_domains: the client in a domain of its own (its own RoCEv2 port, progress apart) */
+static void pair_open_domains(struct mpair *p, uint64_t mode, bool two_domains)
 {
 	size_t len = sizeof(p->listen);
 
@@ -88,17 +91,25 @@ static void pair_open_mode(struct mpair *p, uint64_t mode)
 	p->info = msg_info_mode(mode);
 	cr_assert_eq(fi_fabric(p->info->fabric_attr, &p->fabric, NULL), 0);
 	cr_assert_eq(fi_domain(p->fabric, p->info, &p->domain, NULL), 0);
+	p->cdomain = p->domain;
+	if (two_domains)
+		cr_assert_eq(fi_domain(p->fabric, p->info, &p->cdomain, NULL), 0);
 	p->seq = eq_open(p->fabric);
 	p->ceq = eq_open(p->fabric);
 	p->scq = pt_cq_open(p->domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
-	p->ccq = pt_cq_open(p->domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
+	p->ccq = pt_cq_open(p->cdomain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
 	cr_assert_eq(fi_passive_ep(p->fabric, p->info, &p->pep, NULL), 0);
 	cr_assert_eq(fi_pep_bind(p->pep, &p->seq->fid, 0), 0);
 	cr_assert_eq(fi_listen(p->pep), 0);
 	cr_assert_eq(fi_getname(&p->pep->fid, &p->listen, &len), 0);
 	cr_assert_neq(p->listen.sin_port, 0);
-	cr_assert_eq(fi_endpoint(p->domain, p->info, &p->cep, NULL), 0);
+	cr_assert_eq(fi_endpoint(p->cdomain, p->info, &p->cep, NULL), 0);
 	ep_setup(p, p->cep, p->ceq, p->ccq);
+}
+
+static void pair_open_mode(struct mpair *p, uint64_t mode)
+{
+	pair_open_domains(p, mode, false);
 }
 
 static void pair_open(struct mpair *p)
@@ -145,6 +156,8 @@ static void pair_close(struct mpair *p)
 	cr_assert_eq(fi_close(&p->ccq->fid), 0);
 	cr_assert_eq(fi_close(&p->seq->fid), 0);
 	cr_assert_eq(fi_close(&p->ceq->fid), 0);
+	if (p->cdomain != p->domain)
+		cr_assert_eq(fi_close(&p->cdomain->fid), 0);
 	cr_assert_eq(fi_close(&p->domain->fid), 0);
 	cr_assert_eq(fi_close(&p->fabric->fid), 0);
 	fi_freeinfo(p->info);
@@ -768,4 +781,45 @@ Test(fi_send, a_vanished_peer_fails_the_qp_in_bounded_time, .timeout = 60)
 	cr_assert_eq(fi_close(&domain->fid), 0);
 	cr_assert_eq(fi_close(&fabric->fid), 0);
 	fi_freeinfo(info);
+}
+
+/*
+ * An endpoint whose application does not call in still acknowledges, as a
+ * NIC does (braid's progress thread): the server reads no CQ for 1.5 s,
+ * almost three times the QP's retry budget (8 x 67 ms), while the client
+ * sends; every send completes, none fails. The two sides are in domains
+ * of their own: in one, the client's progress reads the shared RoCEv2 port
+ * for both. (With FI_BRAID_PROGRESS_US=0 the client's QP runs out of
+ * retries here.)
+ */
+Test(fi_send, a_peer_that_does_not_call_in_still_acknowledges, .timeout = 60)
+{
+	static uint8_t rb[64][1024], sb[1024];
+	struct fi_cq_data_entry e;
+	struct mpair p;
+	int i, done = 0;
+	long t0;
+
+	pair_open_domains(&p, FI_RX_CQ_DATA | FI_CONTEXT, true);
+	pair_connect(&p, "c", "s", NULL);
+	for (i = 0; i < 64; i++)
+		cr_assert_eq(fi_recv(p.sep, rb[i], sizeof(rb[i]), NULL, 0, rb[i]), 0);
+	t0 = pt_now_ms();
+	for (i = 0; i < 64; i++)
+		cr_assert_eq(fi_send(p.cep, sb, sizeof(sb), NULL, 0, (void *)(uintptr_t)(i + 1)), 0);
+	while (pt_now_ms() - t0 < 1500) {	/* only the client calls in */
+		ssize_t r = fi_cq_read(p.ccq, &e, 1);
+
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(p.ccq, &err, 0);
+			cr_assert_fail("send %d failed: %s", done, fi_strerror(err.err));
+		}
+		done += r == 1;
+	}
+	cr_assert_eq(done, 64, "%d of 64 sends completed while the server was away", done);
+	for (i = 0; i < 64; i++)
+		cr_assert_eq(cq_one(p.scq, NULL, &e), 1, "receive %d", i);
+	pair_close(&p);
 }

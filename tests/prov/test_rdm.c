@@ -468,3 +468,37 @@ Test(fi_send, rdm_selective_completion)
 	pt_cq_expect_empty(r.a.tx_cq);
 	rdm_close(&r);
 }
+
+/*
+ * An endpoint whose application does not call in still acknowledges (the
+ * progress thread): b's CQ is not read for 1.5 s while a sends; every send
+ * completes at a (it needs b's ACKs). With FI_BRAID_PROGRESS_US=0 none
+ * does until b calls in again.
+ */
+Test(fi_tsend, a_peer_that_does_not_call_in_still_acknowledges, .timeout = 60)
+{
+	static uint8_t rb[32][4096], sb[4096];
+	struct fi_cq_tagged_entry e;
+	struct rdm r;
+	int i, done = 0;
+	long t0;
+
+	rdm_open(&r, false);
+	for (i = 0; i < 32; i++)
+		cr_assert_eq(fi_trecv(r.b.ep, rb[i], sizeof(rb[i]), NULL, FI_ADDR_UNSPEC, 7, 0, rb[i]),
+			     0);
+	t0 = pt_now_ms();
+	for (i = 0; i < 32; i++)
+		cr_assert_eq(fi_tsend(r.a.ep, sb, sizeof(sb), NULL, r.a.peer, 7,
+				      (void *)(uintptr_t)(i + 1)), 0);
+	while (pt_now_ms() - t0 < 1500) {	/* only a calls in */
+		ssize_t n = fi_cq_read(r.a.tx_cq, &e, 1);
+
+		cr_assert_neq(n, -FI_EAVAIL, "a send failed");
+		done += n == 1;
+	}
+	cr_assert_eq(done, 32, "%d of 32 sends completed while the receiver was away", done);
+	for (i = 0; i < 32; i++)
+		cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 5000), 1, "receive %d", i);
+	rdm_close(&r);
+}
