@@ -456,10 +456,6 @@ static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr 
 
 	if (!h)
 		return true;
-	/* the MR modes braid needs must be ones the application supports */
-	if (t->mr_mode && h->mr_mode && h->mr_mode != FI_MR_BASIC && h->mr_mode != FI_MR_UNSPEC &&
-	    (h->mr_mode & t->mr_mode) != t->mr_mode)
-		return false;
 	if (h->name && strcmp(h->name, ifname))
 		return false;
 	/* data progress is automatic with the progress thread (braid_progress.c) */
@@ -536,6 +532,46 @@ static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints)
 	return true;
 }
 
+/*
+ * mr_fit() - the capabilities and MR mode an entry of @k gets for @hints
+ * (fi_domain(3) "MR Modes"): RMA targeting a MSG endpoint needs its region
+ * registered with FI_MR_VIRT_ADDR, FI_MR_ALLOCATED and FI_MR_PROV_KEY
+ * (FI_MR_BASIC, which is what those three are, is echoed as itself; so is
+ * FI_MR_UNSPEC before API 1.5); sends and receives need no mode at all. An
+ * application that supports fewer modes gets the entry without RMA,
+ * unless it asked for RMA: then there is none. Returns false then.
+ */
+static bool mr_fit(const struct ep_kind *k, const struct fi_info *hints, uint32_t version,
+		   uint64_t *caps, int *mr_mode)
+{
+	const uint64_t rma = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |
+			     FI_REMOTE_WRITE;
+	int need = k->tmpl->domain_attr->mr_mode, have;
+
+	*caps = hints && hints->caps ? hints->caps : k->caps;
+	*mr_mode = 0;
+	if (!need || !(*caps & rma))
+		return true;
+	if (!hints || !hints->domain_attr) {
+		*mr_mode = need;
+		return true;
+	}
+	have = hints->domain_attr->mr_mode;
+	if (have == FI_MR_BASIC || (FI_VERSION_LT(version, FI_VERSION(1, 5)) && have == FI_MR_UNSPEC)) {
+		*mr_mode = FI_MR_BASIC;
+		return true;
+	}
+	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && !(have & (FI_MR_BASIC | FI_MR_SCALABLE)) &&
+	    (have & need) == need) {
+		*mr_mode = need;
+		return true;
+	}
+	if (hints->caps & rma)
+		return false;
+	*caps &= ~rma;
+	return true;
+}
+
 static bool iface_ok(const struct ep_kind *k, const struct fi_info *hints,
 		     const struct braid_iface *ifc, const char *fabric_name)
 {
@@ -559,11 +595,13 @@ static void *dup_sin(const struct sockaddr_in *sin)
 }
 
 static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info *hints,
-				  const struct braid_iface *ifc, const char *fabric_name,
-				  const struct sockaddr_in *src, const struct sockaddr_in *dest)
+				  uint32_t version, const struct braid_iface *ifc,
+				  const char *fabric_name, const struct sockaddr_in *src,
+				  const struct sockaddr_in *dest)
 {
 	struct fi_info *info = fi_dupinfo(k->tmpl);
 	uint64_t caps;
+	int mr_mode;
 
 	if (!info)
 		return NULL;
@@ -590,11 +628,13 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 		return info;
 
 	/* Echo what was asked where braid supports it (fi_getinfo(3)). */
-	caps = hints->caps ? hints->caps : k->caps;
+	(void)mr_fit(k, hints, version, &caps, &mr_mode);	/* iface_ok() checked it fits */
 	info->caps = caps;
-	info->tx_attr->caps = caps & (k->tx_caps | BRAID_DOMAIN_CAPS);
-	info->rx_attr->caps = caps & (k->rx_caps | BRAID_DOMAIN_CAPS);
+	/* domain capabilities are the domain's, not the transmit or receive context's */
+	info->tx_attr->caps = caps & k->tx_caps;
+	info->rx_attr->caps = caps & k->rx_caps;
 	info->domain_attr->caps = caps & BRAID_DOMAIN_CAPS;
+	info->domain_attr->mr_mode = mr_mode;
 	if (hints->addr_format == FI_SOCKADDR)
 		info->addr_format = FI_SOCKADDR;
 	/*
@@ -690,10 +730,11 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 			if (ifs[i].mtu_payload <= kind->hdr + 64)
 				continue;
 			iface_fabric_name(&ifs[i], fabric_name, sizeof(fabric_name));
-			if (!iface_ok(kind, hints, &ifs[i], fabric_name))
+			if (!iface_ok(kind, hints, &ifs[i], fabric_name) ||
+			    !mr_fit(kind, hints, version, &(uint64_t){ 0 }, &(int){ 0 }))
 				continue;
 			if_src.sin_addr = ifs[i].addr;
-			cur = info_build(kind, hints, &ifs[i], fabric_name, &if_src,
+			cur = info_build(kind, hints, version, &ifs[i], fabric_name, &if_src,
 					 have_dest ? &dest : NULL);
 			if (!cur) {
 				fi_freeinfo(head);

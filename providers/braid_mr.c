@@ -31,6 +31,15 @@ static struct fi_ops mr_fi_ops = {
 	.ops_set = braid_nosys_ops_set,
 };
 
+
+/* the domain's MR mode bits; FI_MR_BASIC is what it stands for (fi_domain(3)) */
+static int mr_mode(const struct braid_domain *dom)
+{
+	int m = dom->info->domain_attr->mr_mode;
+
+	return m == FI_MR_BASIC ? FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY : m;
+}
+
 /* An unguessable key: 64 random bits, never 0, unique in the domain. */
 static int mr_random_key(struct braid_domain *dom, uint64_t *key)
 {
@@ -82,7 +91,7 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	mr->flags = flags;
 
 	braid_domain_lock(dom);
-	if (dom->info->domain_attr->mr_mode & FI_MR_PROV_KEY) {
+	if (mr_mode(dom) & FI_MR_PROV_KEY) {
 		ret = mr_random_key(dom, &mr->key);
 	} else {
 		mr->key = attr->requested_key;
@@ -146,7 +155,7 @@ int braid_mr_check(struct braid_domain *dom, uint64_t key, uint64_t addr, size_t
 		   uint64_t access, void **ptr)
 {
 	struct braid_mr *mr = key <= UINT32_MAX ? braid_map_get(&dom->mr_keys, (uint32_t)key) : NULL;
-	bool virt = dom->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	bool virt = mr_mode(dom) & FI_MR_VIRT_ADDR;
 	uint64_t base, off;
 
 	if (!mr || (mr->access & access) != access || mr->iov_count != 1)

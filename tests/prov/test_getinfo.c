@@ -43,6 +43,11 @@ Test(fi_getinfo, lists_rdm_dgram_and_msg)
 		ndgram += cur->ep_attr->type == FI_EP_DGRAM;
 		nrdm += cur->ep_attr->type == FI_EP_RDM;
 		nmsg += cur->ep_attr->type == FI_EP_MSG;
+		/* domain capabilities stay the domain's; a context's are in the entry's */
+		cr_expect_eq((cur->tx_attr->caps | cur->rx_attr->caps) &
+			     (FI_LOCAL_COMM | FI_REMOTE_COMM), 0);
+		cr_expect_eq(cur->tx_attr->caps & ~cur->caps, 0);
+		cr_expect_eq(cur->rx_attr->caps & ~cur->caps, 0);
 		cr_expect_eq(cur->addr_format, FI_SOCKADDR_IN);
 		cr_expect(cur->caps & FI_MSG, "FI_MSG not in caps");
 		cr_expect_not_null(cur->src_addr);
@@ -139,12 +144,15 @@ Test(fi_getinfo, ep_msg_rx_cq_data_mode_only_when_allowed)
 		cr_expect_eq(cur->mode, 0);
 	fi_freeinfo(info);
 	hints->mode = FI_RX_CQ_DATA;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	ret = getinfo(NULL, NULL, 0, hints, &info);
 	cr_assert_eq(ret, 0, "fi_getinfo(FI_EP_MSG, FI_RX_CQ_DATA) = %d", ret);
 	for (cur = info; cur; cur = cur->next) {
 		cr_expect_eq(cur->ep_attr->type, FI_EP_MSG);
 		cr_expect_eq(cur->mode, FI_RX_CQ_DATA);
 		cr_expect(cur->caps & FI_RMA);
+		cr_expect_eq(cur->domain_attr->mr_mode,
+			     FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 		n += pt_is_plain_braid(cur);
 	}
 	cr_expect_gt(n, 0);

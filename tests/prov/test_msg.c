@@ -221,10 +221,31 @@ Test(fi_getinfo, msg_entry_is_rc_with_true_attributes)
 	hints->ep_attr->max_order_war_size = 1;
 	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), -FI_ENODATA);
 	fi_freeinfo(hints);
-	/* an application without FI_MR_PROV_KEY cannot use it: no MSG entry */
+	/*
+	 * RMA needs FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY (or
+	 * FI_MR_BASIC, echoed): an application without FI_MR_PROV_KEY that asks
+	 * for RMA gets no MSG entry; one that asks for nothing gets it without
+	 * RMA (sends and receives need no MR mode), and never a mode bit it
+	 * did not offer.
+	 */
 	hints = pt_hints(FI_EP_MSG);
+	hints->caps = FI_MSG | FI_RMA;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
 	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), -FI_ENODATA);
+	hints->caps = 0;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), 0);
+	cr_assert_eq(none->caps & (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE), 0);
+	cr_assert(none->caps & FI_MSG);
+	cr_assert_eq(none->domain_attr->mr_mode, 0);
+	fi_freeinfo(none);
+	none = NULL;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->domain_attr->mr_mode = FI_MR_BASIC;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), 0);
+	cr_assert_eq(none->domain_attr->mr_mode, FI_MR_BASIC);
+	cr_assert(none->caps & FI_RMA);
+	fi_freeinfo(none);
+	none = NULL;
 	fi_freeinfo(hints);
 	/* an application that does not support FI_RX_CQ_DATA gets an entry without it */
 	info = msg_info_mode(0);
