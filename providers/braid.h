@@ -240,9 +240,15 @@ void braid_pep_forget(struct braid_connreq *cr);
  * completions write; FI_WAIT_YIELD: sched_yield between polls;
  * FI_WAIT_NONE: blocking calls are refused.
  */
+struct braid_waitset;
+struct braid_cq;
+struct braid_cntr;
+
 struct braid_wait {
-	/** @obj: FI_WAIT_NONE, FI_WAIT_FD or FI_WAIT_YIELD. */
+	/** @obj: FI_WAIT_NONE, FI_WAIT_FD or FI_WAIT_YIELD (a wait set member: FI_WAIT_FD). */
 	enum fi_wait_obj obj;
+	/** @set: the wait set this object belongs to (FI_WAIT_SET), or NULL. */
+	struct braid_waitset *set;
 	/** @epfd: the epoll fd (what FI_GETWAIT returns), FI_WAIT_FD only. */
 	int epfd;
 	/** @evfd: the eventfd for signals, FI_WAIT_FD only. */
@@ -251,9 +257,11 @@ struct braid_wait {
 	atomic_int waiters;
 };
 
-/* Validate @requested (UNSPEC means FD) and set up: 0, -FI_ENOSYS (wait sets,
- * mutex/cond), -FI_EINVAL, -FI_ENOMEM. Undo with braid_wait_close(). */
-int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested);
+/* Validate @requested (UNSPEC means FD; FI_WAIT_SET: @set, a braid wait set) and
+ * set up: 0, -FI_ENOSYS (mutex/cond), -FI_EINVAL, -FI_ENOMEM. A wait set
+ * member joins its set with braid_waitset_add() once its fid is set up.
+ * Undo with braid_wait_close(). */
+int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested, struct fid_wait *set);
 void braid_wait_close(struct braid_wait *wait);
 static inline bool braid_wait_enabled(const struct braid_wait *w) { return w->obj != FI_WAIT_NONE; }
 /* Add, watch/ignore (@armed) or remove an endpoint fd; no-ops unless FI_WAIT_FD. */
@@ -262,6 +270,21 @@ void braid_wait_arm_fd(struct braid_wait *wait, int fd, bool armed);
 void braid_wait_del_fd(struct braid_wait *wait, int fd);
 /* Wake blocked waiters (if any) after new completions; fi_*_signal: always. */
 void braid_wait_wake(struct braid_wait *wait);
+
+/* braid_poll.c: wait sets (fi_wait_open) and poll sets (fi_poll_open) of CQs and counters */
+int braid_waitset_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		       struct fid_wait **waitset);
+int braid_pollset_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		       struct fid_poll **pollset);
+/* @fid (a CQ or counter whose @wait was opened FI_WAIT_SET) joins / leaves its set */
+int braid_waitset_add(struct braid_wait *wait, struct fid *fid);
+void braid_waitset_del(struct braid_wait *wait, struct fid *fid);
+/* is a thread blocked in fi_wait on @set (its members' wakes must signal)? */
+bool braid_waitset_waiting(struct braid_waitset *set);
+struct braid_waitset *braid_waitset_of(struct fid_wait *set);
+/* what a set asks of its members: progress, then are there completions / the counts */
+bool braid_cq_poll(struct braid_cq *cq);
+void braid_cntr_poll(struct braid_cntr *cntr, uint64_t *value, uint64_t *err);
 void braid_wait_signal(struct braid_wait *wait);
 /* fi_control(FI_GETWAIT, FI_GETWAITOBJ) of the owner. */
 int braid_wait_control(struct braid_wait *wait, int command, void *arg);

@@ -28,6 +28,13 @@ static void cntr_progress(struct braid_cntr *cntr)
 	braid_domain_unlock(cntr->domain);
 }
 
+void braid_cntr_poll(struct braid_cntr *cntr, uint64_t *value, uint64_t *err)
+{
+	cntr_progress(cntr);
+	*value = atomic_load(&cntr->value);
+	*err = atomic_load(&cntr->err);
+}
+
 static uint64_t cntr_read(struct fid_cntr *cntr_fid)
 {
 	struct braid_cntr *cntr = braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
@@ -118,6 +125,7 @@ static int cntr_close(struct fid *fid)
 
 	if (atomic_load(&cntr->ref))
 		return -FI_EBUSY;
+	braid_waitset_del(&cntr->wait, fid);
 	braid_wait_close(&cntr->wait);
 	braid_epset_destruct(&cntr->eps);
 	atomic_fetch_sub(&cntr->domain->ref, 1);
@@ -170,7 +178,7 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	cntr = calloc(1, sizeof(*cntr));
 	if (!cntr)
 		return -FI_ENOMEM;
-	ret = braid_wait_open(&cntr->wait, attr->wait_obj);
+	ret = braid_wait_open(&cntr->wait, attr->wait_obj, attr->wait_set);
 	if (ret) {
 		free(cntr);
 		return ret;
@@ -184,6 +192,13 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	cntr->cntr_fid.fid.context = context;
 	cntr->cntr_fid.fid.ops = &cntr_fi_ops;
 	cntr->cntr_fid.ops = &cntr_ops;
+	ret = braid_waitset_add(&cntr->wait, &cntr->cntr_fid.fid);
+	if (ret) {
+		atomic_fetch_sub(&dom->ref, 1);
+		braid_wait_close(&cntr->wait);
+		free(cntr);
+		return ret;
+	}
 	*cntr_out = &cntr->cntr_fid;
 	return 0;
 }

@@ -116,6 +116,17 @@ static void cq_copy_out(struct braid_cq *cq, const struct braid_cq_slot *slot, v
 	}
 }
 
+bool braid_cq_poll(struct braid_cq *cq)
+{
+	bool ready;
+
+	braid_domain_lock(cq->domain);
+	braid_epset_progress_locked(&cq->eps);
+	ready = cq->count || cq->err_count;
+	braid_domain_unlock(cq->domain);
+	return ready;
+}
+
 /* Take up to @count entries (caller holds the domain lock). */
 static ssize_t cq_read_locked(struct braid_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
@@ -249,6 +260,7 @@ static int cq_close(struct fid *fid)
 		return -FI_EBUSY;
 	while ((node = braid_dlist_pop_head(&cq->errs)))
 		free(braid_container_of(node, struct braid_cq_err, node));
+	braid_waitset_del(&cq->wait, fid);
 	braid_wait_close(&cq->wait);
 	braid_epset_destruct(&cq->eps);
 	atomic_fetch_sub(&cq->domain->ref, 1);
@@ -315,7 +327,7 @@ int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	}
 	cq->format = format;
 	cq->entry_size = cq_entry_size(format);
-	ret = braid_wait_open(&cq->wait, attr->wait_obj);
+	ret = braid_wait_open(&cq->wait, attr->wait_obj, attr->wait_set);
 	if (ret) {
 		free(cq->slots);
 		free(cq);
@@ -330,6 +342,14 @@ int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	cq->cq_fid.fid.context = context;
 	cq->cq_fid.fid.ops = &cq_fi_ops;
 	cq->cq_fid.ops = &cq_ops;
+	ret = braid_waitset_add(&cq->wait, &cq->cq_fid.fid);
+	if (ret) {
+		atomic_fetch_sub(&dom->ref, 1);
+		braid_wait_close(&cq->wait);
+		free(cq->slots);
+		free(cq);
+		return ret;
+	}
 	*cq_out = &cq->cq_fid;
 	return 0;
 }

@@ -48,11 +48,6 @@ static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-static int domain_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-			    struct fid_poll **pollset)
-{
-	return -FI_ENOSYS;
-}
 
 static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 			  struct fid_stx **stx, void *context)
@@ -103,7 +98,7 @@ static struct fi_ops_domain domain_ops = {
 	.endpoint = braid_ep_open,
 	.scalable_ep = domain_scalable_ep,
 	.cntr_open = braid_cntr_open,
-	.poll_open = domain_poll_open,
+	.poll_open = braid_pollset_open,
 	.stx_ctx = domain_stx_ctx,
 	.srx_ctx = domain_srx_ctx,
 	.query_atomic = domain_query_atomic,

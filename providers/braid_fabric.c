@@ -76,12 +76,6 @@ static int fabric_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 	return braid_pep_open(fabric, info, pep, context);
 }
 
-static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-			    struct fid_wait **waitset)
-{
-	return -FI_ENOSYS;
-}
-
 static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 			  struct fid_domain **dom, uint64_t flags, void *context)
 {
@@ -105,7 +99,7 @@ static struct fi_ops_fabric fabric_ops = {
 	.domain = braid_domain_open,
 	.passive_ep = fabric_passive_ep,
 	.eq_open = braid_eq_open,
-	.wait_open = fabric_wait_open,
+	.wait_open = braid_waitset_open,
 	.trywait = fabric_trywait,
 	.domain2 = fabric_domain2,
 };

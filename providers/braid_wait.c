@@ -9,12 +9,20 @@
 
 #include "braid.h"
 
-int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested)
+int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested, struct fid_wait *set)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 
 	wait->epfd = wait->evfd = -1;
+	wait->set = NULL;
 	atomic_init(&wait->waiters, 0);
+	if (requested == FI_WAIT_SET) {
+		/* its own epoll set as FI_WAIT_FD's, which the wait set watches */
+		if (!set || set->fid.fclass != FI_CLASS_WAIT || !braid_waitset_of(set))
+			return -FI_EINVAL;
+		wait->set = braid_waitset_of(set);
+		requested = FI_WAIT_FD;
+	}
 	switch (requested) {
 	case FI_WAIT_NONE:
 	case FI_WAIT_YIELD:
@@ -24,7 +32,6 @@ int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested)
 	case FI_WAIT_FD:
 		wait->obj = FI_WAIT_FD;
 		break;
-	case FI_WAIT_SET:
 	case FI_WAIT_MUTEX_COND:
 		return -FI_ENOSYS;
 	default:
@@ -86,7 +93,7 @@ void braid_wait_signal(struct braid_wait *wait)
 
 void braid_wait_wake(struct braid_wait *wait)
 {
-	if (atomic_load(&wait->waiters))
+	if (atomic_load(&wait->waiters) || (wait->set && braid_waitset_waiting(wait->set)))
 		braid_wait_signal(wait);
 }
 
