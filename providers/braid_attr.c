@@ -642,8 +642,12 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	 * receive; an application that allows FI_RX_CQ_DATA gets the verbs
 	 * behaviour instead (it consumes one, as ofi_rxm expects of verbs).
 	 */
-	if (k->type == FI_EP_MSG && (hints->mode & FI_RX_CQ_DATA))
+	if (k->type == FI_EP_MSG &&
+	    ((hints->mode | (hints->rx_attr ? hints->rx_attr->mode : 0)) & FI_RX_CQ_DATA)) {
+		/* an rx mode: said in both places (fabtests read rx_attr->mode) */
 		info->mode |= FI_RX_CQ_DATA;
+		info->rx_attr->mode |= FI_RX_CQ_DATA;
+	}
 	if (hints->tx_attr && hints->tx_attr->op_flags)
 		info->tx_attr->op_flags = hints->tx_attr->op_flags;
 	if (hints->rx_attr && hints->rx_attr->op_flags)

@@ -212,7 +212,7 @@ static int qp_create(struct braid_ep *ep)
 	 * of rxm's rendezvous is a whole message, so this bounds the burst of
 	 * read responses a peer can have in flight towards us */
 	c.max_rd_atomic = c.max_dest_rd_atomic = 4;
-	c.imm_no_recv = !(ep->info->mode & FI_RX_CQ_DATA);
+	c.imm_no_recv = !((ep->info->mode | ep->info->rx_attr->mode) & FI_RX_CQ_DATA);
 	c.mr_check = mr_check;
 	c.mr_ctx = ep->domain;
 	ret = braid_rc_open(&c, &m->qp);

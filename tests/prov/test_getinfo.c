@@ -150,6 +150,7 @@ Test(fi_getinfo, ep_msg_rx_cq_data_mode_only_when_allowed)
 	for (cur = info; cur; cur = cur->next) {
 		cr_expect_eq(cur->ep_attr->type, FI_EP_MSG);
 		cr_expect_eq(cur->mode, FI_RX_CQ_DATA);
+		cr_expect_eq(cur->rx_attr->mode, FI_RX_CQ_DATA, "an rx mode: in rx_attr too");
 		cr_expect(cur->caps & FI_RMA);
 		cr_expect_eq(cur->domain_attr->mr_mode,
 			     FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
