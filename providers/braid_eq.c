@@ -320,6 +320,11 @@ static int eq_control(struct fid *fid, int command, void *arg)
 			return 0;
 		}
 		return -FI_ENODATA;
+	case FI_GETWAITOBJ:	/* ofi_rxm asks it of the EQ it waits on with its CQ */
+		if (!arg)
+			return -FI_EINVAL;
+		*(enum fi_wait_obj *)arg = eq->wait_obj;
+		return 0;
 	default:
 		return -FI_ENOSYS;
 	}

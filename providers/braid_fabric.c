@@ -27,15 +27,10 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 		switch (fids[i]->fclass) {
 		case FI_CLASS_CQ: {
 			struct braid_cq *cq = braid_container_of(fids[i], struct braid_cq, cq_fid.fid);
-			bool busy;
 
 			if (!braid_wait_enabled(&cq->wait))
 				return -FI_EINVAL;
-			braid_domain_lock(cq->domain);
-			braid_epset_progress_locked(&cq->eps);
-			busy = cq->count || cq->err_count;
-			braid_domain_unlock(cq->domain);
-			if (busy)
+			if (braid_cq_poll(cq))
 				return -FI_EAGAIN;
 			break;
 		}

@@ -267,9 +267,13 @@ Test(fi_control, eq_getwait_fd)
 	struct eq_fix f;
 	struct pollfd pfd = { .fd = -1, .events = POLLIN };
 	struct fi_eq_entry ev;
+	enum fi_wait_obj obj = FI_WAIT_NONE;
 	uint32_t event;
 
 	eq_open(&f, FI_WAIT_FD, 0);
+	/* what ofi_rxm asks before it waits on the EQ with its CQ */
+	cr_assert_eq(fi_control(&f.eq->fid, FI_GETWAITOBJ, &obj), 0);
+	cr_assert_eq(obj, FI_WAIT_FD);
 	cr_assert_eq(fi_control(&f.eq->fid, FI_GETWAIT, &pfd.fd), 0);
 	cr_assert_geq(pfd.fd, 0);
 	cr_expect_eq(poll(&pfd, 1, 0), 0, "fd readable on an empty EQ");
