@@ -148,6 +148,13 @@ static enum braid_cm_state cm_dreq_sent_input(struct braid_cm_conn *c,
 {
 	switch (v->kind) {
 	case BRAID_CM_DREP:
+		/*
+		 * The disconnect is done: the closing side hears of it too, as
+		 * rdma_cm reports DISCONNECTED to both sides (libfabric's verbs
+		 * provider: FI_SHUTDOWN) and the tcp provider writes FI_SHUTDOWN
+		 * for a local fi_shutdown; fabtests' fi_cm_data waits for it.
+		 */
+		cm_event(c, BRAID_CM_EV_SHUTDOWN, 0, NULL, 0);
 		return BRAID_CM_CLOSED;
 	case BRAID_CM_DREQ:
 		/*
@@ -194,7 +201,10 @@ static enum braid_cm_state cm_rep_sent_timer(struct braid_cm_conn *c, uint64_t n
 static enum braid_cm_state cm_dreq_sent_timer(struct braid_cm_conn *c, uint64_t now)
 {
 	cm_send(c, BRAID_CM_DREQ, 0, NULL, 0);
-	return --c->dreq_tries > 0 ? BRAID_CM_DREQ_SENT : BRAID_CM_CLOSED;
+	if (--c->dreq_tries > 0)
+		return BRAID_CM_DREQ_SENT;
+	cm_event(c, BRAID_CM_EV_SHUTDOWN, 0, NULL, 0);	/* a silent peer: closed all the same */
+	return BRAID_CM_CLOSED;
 }
 
 struct cm_state_ops {
@@ -324,6 +334,8 @@ int braid_cm_shutdown(struct braid_cm_conn *c, uint64_t now)
 	c->dreq_tries = c->cfg.dreq_tries;
 	c->next = now + c->cfg.retry_ns;
 	c->state = c->dreq_tries > 0 ? BRAID_CM_DREQ_SENT : BRAID_CM_CLOSED;
+	if (c->state == BRAID_CM_CLOSED)
+		cm_event(c, BRAID_CM_EV_SHUTDOWN, 0, NULL, 0);
 	return 0;
 }
 

@@ -227,6 +227,12 @@ struct braid_connreq {
 	/** @pep: the listener, or NULL once it closed (the accepting endpoint frees the request). */
 	struct braid_pep *pep;
 	struct sockaddr_in peer;	/* the active side's QP/CM socket */
+	/**
+	 * @local: the listener's address, which the accepted endpoint reports
+	 * as its name (as an rdma_cm or TCP connection does), though it talks
+	 * through a socket of its own.
+	 */
+	struct sockaddr_in local;
 	/** @req: the request in the listener's CM engine (its REQ, whether it was accepted). */
 	struct braid_cm_req req;
 };
@@ -278,6 +284,10 @@ int braid_pollset_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		       struct fid_poll **pollset);
 /* @fid (a CQ or counter whose @wait was opened FI_WAIT_SET) joins / leaves its set */
 int braid_waitset_add(struct braid_wait *wait, struct fid *fid);
+/* braid_pep.c: an active endpoint takes over a passive endpoint's address (its socket) */
+struct braid_wire;
+int braid_pep_give_wire(struct fid *handle, struct braid_wire **wire);
+int braid_ep_getname(fid_t fid, void *addr, size_t *addrlen);
 void braid_waitset_del(struct braid_wait *wait, struct fid *fid);
 /* is a thread blocked in fi_wait on @set (its members' wakes must signal)? */
 bool braid_waitset_waiting(struct braid_waitset *set);
@@ -437,6 +447,9 @@ struct braid_ep {
 	struct braid_domain *domain;
 	struct fi_info *info;
 	bool enabled;
+	/** @cm_name, @cm_named: MSG, accepted: the listener's address, its fi_getname. */
+	struct sockaddr_in cm_name;
+	bool cm_named;
 	/** @app_ns: when the application last drove its progress (a CQ or counter read). */
 	uint64_t app_ns;
 	struct braid_av *av;

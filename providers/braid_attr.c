@@ -637,6 +637,10 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	info->domain_attr->mr_mode = mr_mode;
 	if (hints->addr_format == FI_SOCKADDR)
 		info->addr_format = FI_SOCKADDR;
+	/* a handle in the hints comes back (fi_getinfo(3)): for MSG a passive
+	 * endpoint whose address the active endpoint takes over */
+	if (k->type == FI_EP_MSG)
+		info->handle = hints->handle;
 	/*
 	 * MSG: a WRITE with immediate completes at the target without a posted
 	 * receive; an application that allows FI_RX_CQ_DATA gets the verbs

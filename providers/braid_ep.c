@@ -14,6 +14,22 @@ static struct braid_ep *ep_of(struct fid *fid)
 	return braid_container_of(fid, struct braid_ep, ep_fid.fid);
 }
 
+/* @wire becomes the endpoint's (the one it had is closed) */
+static void ep_wire_adopt(struct braid_ep *ep, struct braid_wire *wire)
+{
+	if (ep->wire)
+		ep->wire_ops->close(ep->wire);
+	ep->wire = wire;
+	if (ep->type == FI_EP_RDM)
+		ep->max_msg_size = BRAID_RDM_MAX_MSG;
+	else if (ep->type == FI_EP_MSG)
+		ep->max_msg_size = BRAID_MSG_MAX_MSG;
+	else
+		ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR ? wire->mtu - BRAID_DGRAM_HDR : 0;
+	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
+		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
+}
+
 static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 {
 	struct braid_wire_params params = {
@@ -30,19 +46,10 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 			   ep->wire_ops->name, fi_strerror(-ret));
 		return ret;
 	}
-	if (ep->wire)
-		ep->wire_ops->close(ep->wire);
-	ep->wire = wire;
-	if (ep->type == FI_EP_RDM)
-		ep->max_msg_size = BRAID_RDM_MAX_MSG;
-	else if (ep->type == FI_EP_MSG)
-		ep->max_msg_size = BRAID_MSG_MAX_MSG;
-	else
-		ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR ? wire->mtu - BRAID_DGRAM_HDR : 0;
-	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
-		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
+	ep_wire_adopt(ep, wire);
 	return 0;
 }
+
 
 /* Add/remove the wire's fd in the receive-side wait objects (rx CQ, recv counter). */
 static void ep_rx_wait_update(struct braid_ep *ep, bool add)
@@ -405,9 +412,12 @@ int braid_name_copy(const struct sockaddr_in *bound, void *addr, size_t *addrlen
 	return len < sizeof(name) ? -FI_ETOOSMALL : 0;
 }
 
-static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+/* the endpoint's address; an accepted MSG endpoint's is its listener's (as rdma_cm's) */
+int braid_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	return braid_name_copy(&ep_of(fid)->wire->name, addr, addrlen);
+	struct braid_ep *ep = ep_of(fid);
+
+	return braid_name_copy(ep->cm_named ? &ep->cm_name : &ep->wire->name, addr, addrlen);
 }
 
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
@@ -594,7 +604,7 @@ static int ep_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 static struct fi_ops_cm ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = ep_setname,
-	.getname = ep_getname,
+	.getname = braid_ep_getname,
 	.getpeer = ep_getpeer,
 	.connect = ep_connect,
 	.listen = ep_listen,
@@ -646,9 +656,23 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	if (ret)
 		goto err;
 	braid_dlist_init(&ep->rx_posted);
-	ret = ep_wire_open(ep, &addr);
-	if (ret)
-		goto err;
+	if (ep->type == FI_EP_MSG && info->handle && info->handle->fclass == FI_CLASS_PEP) {
+		/* it takes over the passive endpoint's address (fi_endpoint(3)) */
+		struct braid_wire *wire;
+
+		ret = braid_pep_give_wire(info->handle, &wire);
+		if (ret)
+			goto err;
+		ep_wire_adopt(ep, wire);
+	} else {
+		ret = ep_wire_open(ep, &addr);
+		if (ret)
+			goto err;
+	}
+	if (ep->type == FI_EP_MSG && info->handle && info->handle->fclass == FI_CLASS_CONNREQ) {
+		ep->cm_name = braid_container_of(info->handle, struct braid_connreq, fid)->local;
+		ep->cm_named = true;
+	}
 	if (ep->type == FI_EP_MSG) {
 		ret = braid_msg_open(ep);
 		if (ret) {

@@ -19,6 +19,8 @@ struct braid_msg {
 	struct braid_cm_conn conn;
 	/** @peer: the peer's QP socket (it carries the peer's CM messages too). */
 	struct sockaddr_in peer;
+	/** @dest: active side: the address fi_connect was given (fi_getpeer's answer). */
+	struct sockaddr_in dest;
 	/** @peer_rc_port ... @mtu: the QP's numbers, from @conn once the handshake gave them. */
 	uint16_t peer_rc_port;
 	uint32_t qpn, psn, peer_qpn, peer_psn, mtu;
@@ -791,6 +793,7 @@ static int msg_connect(struct fid_ep *ep_fid, const void *addr, const void *para
 	if (ret)
 		goto out;
 	memcpy(&m->peer, addr, sizeof(m->peer));
+	m->dest = m->peer;	/* what fi_getpeer reports, as rdma_cm does (m->peer moves to the REP's source) */
 	msg_cm_run(ep, now, NULL);
 out:
 	braid_domain_unlock(ep->domain);
@@ -865,18 +868,11 @@ static int msg_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 	} else if (*addrlen < want || !addr) {
 		ret = -FI_ETOOSMALL;
 	} else {
-		memcpy(addr, &ep->msg->peer, want);
+		memcpy(addr, ep->msg->dest.sin_family ? &ep->msg->dest : &ep->msg->peer, want);
 	}
 	braid_domain_unlock(ep->domain);
 	*addrlen = want;
 	return ret;
-}
-
-static int msg_getname(fid_t fid, void *addr, size_t *addrlen)
-{
-	struct braid_ep *ep = braid_container_of(fid, struct braid_ep, ep_fid.fid);
-
-	return braid_name_copy(&ep->wire->name, addr, addrlen);
 }
 
 static int msg_cm_nosys_listen(struct fid_pep *pep)
@@ -904,7 +900,7 @@ static int msg_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct 
 struct fi_ops_cm braid_msg_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = msg_setname,
-	.getname = msg_getname,
+	.getname = braid_ep_getname,
 	.getpeer = msg_getpeer,
 	.connect = msg_connect,
 	.listen = msg_cm_nosys_listen,

@@ -63,6 +63,7 @@ static void pep_req(struct braid_pep *pep, const struct braid_cm_view *v,
 	if (!cr || !info || !src || !dst)
 		goto busy;
 	/* the accepting endpoint gets a socket of its own on the listener's IP */
+	cr->local = pep->wire->name;
 	*src = pep->wire->name;
 	src->sin_port = 0;
 	*dst = *from;
@@ -201,6 +202,41 @@ static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param, 
 	pthread_mutex_unlock(&pep->lock);
 	if (!ret)
 		free(cr);
+	return ret;
+}
+
+static struct fi_ops pep_fi_ops;
+
+/*
+ * braid_pep_give_wire() - an active endpoint opened with info->handle set to
+ * this passive endpoint takes over its address (fi_endpoint(3)): it gets the
+ * socket; the passive endpoint, which only waits to be closed, gets a fresh
+ * one on the same IP. A listening one keeps its own (-FI_EBUSY).
+ */
+int braid_pep_give_wire(struct fid *handle, struct braid_wire **wire)
+{
+	struct braid_pep *pep;
+	struct braid_wire_params params = { .paths = 1, .sockbuf = braid_cfg.sockbuf };
+	struct braid_wire *fresh;
+	int ret;
+
+	if (handle->fclass != FI_CLASS_PEP || handle->ops != &pep_fi_ops)
+		return -FI_EINVAL;
+	pep = pep_of(handle);
+	pthread_mutex_lock(&pep->lock);
+	if (pep->listening || pep->eq) {
+		pthread_mutex_unlock(&pep->lock);
+		return -FI_EBUSY;
+	}
+	params.addr = pep->wire->name;
+	params.addr.sin_port = 0;
+	ret = pep->wire_ops->open(&params, &fresh);
+	if (!ret) {
+		*wire = pep->wire;
+		pep->wire = fresh;
+		pep->cm.fd = fresh->ops->wait_fd(fresh);
+	}
+	pthread_mutex_unlock(&pep->lock);
 	return ret;
 }
 

@@ -704,7 +704,9 @@ Test(braid_cm_shutdown, peer_gets_shutdown_and_drep)
 	cr_assert_eq(w->n[B].flushes, 1);
 	cr_assert_eq(find_ev(&w->n[B], BRAID_CM_EV_SHUTDOWN)->at, t + DELAY);
 	cr_assert_eq(w->n[A].c.state, BRAID_CM_CLOSED);
-	cr_assert_eq(count_ev(&w->n[A], BRAID_CM_EV_SHUTDOWN), 0, "the closing side is not told");
+	/* the closing side hears the disconnect done (the DREP), as rdma_cm's and tcp's do */
+	cr_assert_eq(count_ev(&w->n[A], BRAID_CM_EV_SHUTDOWN), 1);
+	cr_assert_eq(find_ev(&w->n[A], BRAID_CM_EV_SHUTDOWN)->at, t + 2 * DELAY);
 	cr_assert_eq(w->sent[A][BRAID_CM_DREQ], 1);
 	cr_assert_eq(w->sent[B][BRAID_CM_DREP], 1);
 	run_for(w, 10 * SEC);
@@ -767,8 +769,10 @@ Test(braid_cm_shutdown, lost_drep_gets_another_drep_and_one_shutdown)
 	cr_assert_eq(count_ev(&w->n[B], BRAID_CM_EV_SHUTDOWN), 1);
 	cr_assert_eq(w->n[B].flushes, 1);
 	cr_assert_eq(w->n[A].c.state, BRAID_CM_CLOSED);
+	cr_assert_eq(count_ev(&w->n[A], BRAID_CM_EV_SHUTDOWN), 1);
 	run_for(w, 10 * SEC);
 	assert_quiet(w);
+	cr_assert_eq(count_ev(&w->n[A], BRAID_CM_EV_SHUTDOWN), 1, "one, though two DREPs came");
 }
 
 Test(braid_cm_shutdown, silent_peer_gets_five_more_dreqs_then_nothing)
@@ -785,10 +789,11 @@ Test(braid_cm_shutdown, silent_peer_gets_five_more_dreqs_then_nothing)
 	cr_assert_eq(w->sent[A][BRAID_CM_DREQ], 6, "the first and 5 resends");
 	cr_assert_eq(w->sent_at[A][BRAID_CM_DREQ], t + 5 * RETRY);
 	cr_assert_eq(w->n[A].c.state, BRAID_CM_CLOSED);
-	cr_assert_eq(count_ev(&w->n[A], BRAID_CM_EV_SHUTDOWN), 0);
+	cr_assert_eq(count_ev(&w->n[A], BRAID_CM_EV_SHUTDOWN), 1, "closed all the same, once");
 	run_for(w, 10 * SEC);
 	assert_quiet(w);
 	cr_assert_eq(w->sent[A][BRAID_CM_DREQ], 6);
+	cr_assert_eq(count_ev(&w->n[A], BRAID_CM_EV_SHUTDOWN), 1);
 }
 
 Test(braid_cm_shutdown, accepting_side_may_close_before_the_rtu)

@@ -328,8 +328,10 @@ Test(fi_connect, handshake_private_data_names_and_cm_data_size)
 	cr_assert_eq(fi_getpeer(p.cep, &peer, &len), 0);
 	len = sizeof(name);
 	cr_assert_eq(fi_getname(&p.sep->fid, &name, &len), 0);
-	cr_assert_eq(peer.sin_port, name.sin_port, "the client's peer is the accepting endpoint");
-	cr_assert_neq(name.sin_port, p.listen.sin_port, "the accepting endpoint has its own socket");
+	/* as an rdma_cm or TCP connection: both ends name the listener's address, though the
+	 * accepting endpoint talks through a socket of its own */
+	cr_assert_eq(peer.sin_port, p.listen.sin_port, "the client's peer is the address it connected to");
+	cr_assert_eq(name.sin_port, p.listen.sin_port, "the accepted endpoint is named by its listener");
 	/* a second connect on a connected endpoint */
 	cr_assert_eq(fi_connect(p.cep, &p.listen, NULL, 0), -FI_EISCONN);
 	/* private data over the limit */
@@ -547,6 +549,9 @@ Test(fi_shutdown, peer_sees_shutdown_and_pending_work_is_canceled)
 	cr_assert_eq(fi_send(p.cep, "x", 1, NULL, 0, NULL), -FI_EOPBADSTATE);
 	eq_expect(p.seq, FI_SHUTDOWN, e, sizeof(buf));
 	cr_assert_eq(e->fid, &p.sep->fid);
+	/* the closing side hears the disconnect done too (rdma_cm's DISCONNECTED, tcp's FI_SHUTDOWN) */
+	eq_expect(p.ceq, FI_SHUTDOWN, e, sizeof(buf));
+	cr_assert_eq(e->fid, &p.cep->fid);
 	for (i = 0; i < 2; i++) {
 		cr_assert_eq(cq_one(p.scq, NULL, &c), -FI_EAVAIL);
 		cr_assert_eq(cq_err(p.scq).err, FI_ECANCELED);
@@ -842,5 +847,47 @@ Test(fi_send, a_peer_that_does_not_call_in_still_acknowledges, .timeout = 60)
 	cr_assert_eq(done, 64, "%d of 64 sends completed while the server was away", done);
 	for (i = 0; i < 64; i++)
 		cr_assert_eq(cq_one(p.scq, NULL, &e), 1, "receive %d", i);
+	pair_close(&p);
+}
+
+/*
+ * fi_endpoint(3): an active endpoint opened with info->handle naming a
+ * passive endpoint takes over its address (fabtests' fi_msg_sockets): the
+ * passive endpoint was bound with fi_setname, the active one reports that
+ * address and connects from it.
+ */
+Test(fi_endpoint, takes_over_the_address_of_the_passive_endpoint_in_handle, .timeout = 30)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	struct sockaddr_in bound, name;
+	struct fi_info *hints, *info = NULL;
+	struct fid_pep *cpep;
+	struct fid_ep *ep;
+	struct mpair p;
+	size_t len = sizeof(bound);
+
+	pair_open(&p);
+	cr_assert_eq(fi_passive_ep(p.fabric, p.info, &cpep, NULL), 0);
+	cr_assert_eq(fi_getname(&cpep->fid, &bound, &len), 0);
+	hints = fi_dupinfo(p.info);
+	free(hints->src_addr);
+	hints->src_addr = NULL;
+	hints->src_addrlen = 0;
+	hints->handle = &cpep->fid;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", NULL, 0, hints, &info), 0);
+	cr_assert_eq(info->handle, &cpep->fid, "the handle comes back");
+	cr_assert_eq(fi_endpoint(p.domain, info, &ep, NULL), 0);
+	len = sizeof(name);
+	cr_assert_eq(fi_getname(&ep->fid, &name, &len), 0);
+	cr_assert_eq(name.sin_port, bound.sin_port, "the passive endpoint's address");
+	cr_assert_eq(fi_close(&cpep->fid), 0);
+	ep_setup(&p, ep, p.ceq, p.ccq);
+	cr_assert_eq(fi_connect(ep, &p.listen, "x", 2), 0);
+	eq_expect(p.seq, FI_CONNREQ, e, sizeof(buf));
+	fi_freeinfo(e->info);
+	cr_assert_eq(fi_close(&ep->fid), 0);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
 	pair_close(&p);
 }
