@@ -752,10 +752,11 @@ void braid_msg_close(struct braid_ep *ep)
 			braid_wait_del_fd(&ep->tx_cq->wait, fd);
 		rc_port_put(m->port);
 	}
+	/* gone under the lock: a post that races the close sees no state, not freed state */
+	ep->msg = NULL;
 	braid_domain_unlock(ep->domain);
 	free(m->early);
 	free(m);
-	ep->msg = NULL;
 }
 
 /* ---- fi_cm(3) ---- */
@@ -915,11 +916,16 @@ struct fi_ops_cm braid_msg_cm_ops = {
 /* Post a send work request and push it out (the caller does not hold the lock). */
 static ssize_t msg_post(struct braid_ep *ep, const struct braid_rc_wr *wr)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m;
 	uint64_t now = braid_now_ns();
 	ssize_t ret;
 
 	braid_domain_lock(ep->domain);
+	m = ep->msg;
+	if (!m) {
+		ret = -FI_EOPBADSTATE;	/* closing */
+		goto out;
+	}
 	ret = braid_cm_post_check(&m->conn);
 	if (ret)
 		goto out;
@@ -1017,7 +1023,7 @@ static ssize_t msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len
 static ssize_t msg_recv_common(struct braid_ep *ep, const struct iovec *iov, size_t count,
 			       uint64_t flags, void *context)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m;
 	struct braid_rc_recv rr = {
 		.iov = iov, .iov_count = count, .context = context,
 		.flags = (ep->rx_selective && !(flags & FI_COMPLETION)) ? BRAID_RC_NO_COMP : 0,
@@ -1027,7 +1033,10 @@ static ssize_t msg_recv_common(struct braid_ep *ep, const struct iovec *iov, siz
 	if (count > BRAID_RC_IOV_MAX || (count && !iov))
 		return -FI_EINVAL;
 	braid_domain_lock(ep->domain);
-	if (!m->qp) {
+	m = ep->msg;
+	if (!m) {
+		ret = -FI_EOPBADSTATE;	/* closing (ofi_rxm reposts its buffers from its own threads) */
+	} else if (!m->qp) {
 		/* receives may be posted before the connection is up (as on a
 		 * verbs QP in INIT): kept, and given to the QP when it exists */
 		if (m->conn.state != BRAID_CM_IDLE && m->conn.state != BRAID_CM_REQ_SENT) {
