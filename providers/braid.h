@@ -163,8 +163,9 @@ struct braid_domain {
 	uint32_t next_qpn;
 	/** @eps: the enabled endpoints (the progress thread drives them). */
 	struct braid_epset eps;
-	/** @pt, @pt_cond, @pt_stop, @pt_running, @pt_pid: the progress thread (braid_progress.c). */
+	/** @pt, @pt_lock, @pt_cond, @pt_stop, @pt_running, @pt_pid: the progress thread (braid_progress.c). */
 	pthread_t pt;
+	pthread_mutex_t pt_lock;
 	pthread_cond_t pt_cond;
 	bool pt_stop, pt_running;
 	pid_t pt_pid;
@@ -185,6 +186,8 @@ struct braid_cm_obj {
 	void (*progress)(struct braid_cm_obj *obj);
 	/** @fd: readable when there is CM work. */
 	int fd;
+	/** @listener: a passive endpoint's (the EQ runs it after the endpoints'). */
+	bool listener;
 };
 
 /**

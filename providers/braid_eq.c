@@ -85,12 +85,22 @@ void braid_eq_del_cm(struct braid_eq *eq, struct braid_cm_obj *obj)
 void braid_eq_progress(struct braid_eq *eq)
 {
 	struct braid_dlist *it;
+	int listeners;
 
+	/*
+	 * Endpoints first, listeners second: a peer that connects several
+	 * endpoints one after another sends the first one's RTU before the next
+	 * one's REQ, and the events come in that order (FI_CONNECTED, then
+	 * FI_CONNREQ), as fabtests' fi_multi_ep -e msg expects.
+	 */
 	pthread_mutex_lock(&eq->cm_lock);
-	for (it = eq->cm_objs.next; it != &eq->cm_objs; it = it->next) {
-		struct braid_cm_obj *obj = braid_container_of(it, struct braid_cm_obj, node);
+	for (listeners = 0; listeners < 2; listeners++) {
+		for (it = eq->cm_objs.next; it != &eq->cm_objs; it = it->next) {
+			struct braid_cm_obj *obj = braid_container_of(it, struct braid_cm_obj, node);
 
-		obj->progress(obj);
+			if (obj->listener == (listeners == 1))
+				obj->progress(obj);
+		}
 	}
 	pthread_mutex_unlock(&eq->cm_lock);
 }

@@ -187,9 +187,10 @@ static void braid_init_env(void)
 			"alive while the application does not call in (ACKs, "
 			"retransmissions, RC responses, queued sends), as a NIC does: "
 			"once the application has made no progress call (a CQ or "
-			"counter read) for this many microseconds, it drives every "
+			"counter read) for this many microseconds, it drives the "
 			"endpoint every this many microseconds until the application "
-			"calls in again; with it, FI_PROGRESS_AUTO data progress is "
+			"calls in again (with nothing to do it backs off to 64 times "
+			"this); with it, FI_PROGRESS_AUTO data progress is "
 			"offered. 0: no thread (progress only in the application's "
 			"calls). 50 to 1000000. (default: %d)", braid_cfg.progress_us);
 	fi_param_define(&braid_prov, "layering", FI_PARAM_BOOL,

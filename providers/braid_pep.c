@@ -408,6 +408,7 @@ int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	braid_cm_listener_construct(&pep->cml);
 	braid_dlist_init(&pep->cm.node);
 	pep->cm.progress = pep_cm_progress;
+	pep->cm.listener = true;
 	pep->cm.fd = pep->wire->ops->wait_fd(pep->wire);
 	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
 	pep->pep_fid.fid.context = context;

@@ -14,14 +14,26 @@
  * on something else stops it, and its peers' operations fail: an RC QP
  * after its retries (0.54 s by default), an RDM peer after
  * FI_BRAID_PEER_TIMEOUT_MS. A NIC acknowledges in hardware; this thread
- * stands in for it. It stays out of the way of the application: every
- * FI_BRAID_PROGRESS_US it takes the domain lock and looks when each
- * enabled endpoint was last driven by the application (a read of a CQ or
- * counter it is bound to, braid_epset_progress_locked()); an endpoint left
- * alone that long it drives itself. So an endpoint whose application is
- * away answers within about one period, and a busy application pays one
- * short lock hold per period.
+ * stands in for it, and stays out of the application's way:
+ *
+ * - It looks when each enabled endpoint was last driven by the application
+ *   (a read of a CQ or counter it is bound to, braid_epset_progress_locked())
+ *   and drives, itself, those left alone for FI_BRAID_PROGRESS_US, again
+ *   every FI_BRAID_PROGRESS_US while they stay alone.
+ * - While every endpoint is driven by its application it backs off: its
+ *   sleep doubles after each look that found nothing to do, up to
+ *   PT_BACKOFF_MAX periods (64 ms by default), so a busy application is
+ *   woken into about 16 times a second, not 1000 (a wake-up every 1 ms
+ *   cost a busy-polling ping-pong's p99 3x on 2 cores: docs/benchmarks.md
+ *   §4). An endpoint left alone is found within that sleep plus a period.
+ * - It sleeps on a lock of its own and only tries the domain's: held, the
+ *   application is busy in braid. After 4 tries in a row that found it
+ *   held it waits for it (an idle endpoint beside a busy one in the same
+ *   domain is still served).
  */
+
+/* the longest back-off, in periods */
+#define PT_BACKOFF_MAX	64
 
 static void ts_at(struct timespec *ts, uint64_t ns)
 {
@@ -32,26 +44,39 @@ static void ts_at(struct timespec *ts, uint64_t ns)
 static void *progress_main(void *arg)
 {
 	struct braid_domain *dom = arg;
-	uint64_t period = (uint64_t)braid_cfg.progress_us * 1000;
+	uint64_t period = (uint64_t)braid_cfg.progress_us * 1000, sleep = period;
+	int busy = 0;
 
-	braid_domain_lock(dom);
+	pthread_mutex_lock(&dom->pt_lock);
 	while (!dom->pt_stop) {
-		uint64_t now = braid_now_ns();
 		struct timespec ts;
-		int i;
+		bool served = false;
 
-		for (i = 0; i < dom->eps.n; i++) {
-			struct braid_ep *ep = dom->eps.eps[i];
+		if (!pthread_mutex_trylock(&dom->lock) ||
+		    (++busy >= 4 && !pthread_mutex_lock(&dom->lock))) {
+			uint64_t now = braid_now_ns();
+			int i;
 
-			if (now - ep->app_ns < period)
-				continue;
-			braid_ep_progress(ep);
-			dom->pt_passes++;
+			busy = 0;
+			for (i = 0; i < dom->eps.n; i++) {
+				struct braid_ep *ep = dom->eps.eps[i];
+
+				if (now - ep->app_ns < period)
+					continue;
+				braid_ep_progress(ep);
+				dom->pt_passes++;
+				served = true;
+			}
+			braid_domain_unlock(dom);
 		}
-		ts_at(&ts, braid_now_ns() + period);
-		(void)pthread_cond_timedwait(&dom->pt_cond, &dom->lock, &ts);
+		if (served)
+			sleep = period;
+		else if (sleep < PT_BACKOFF_MAX * period)
+			sleep *= 2;
+		ts_at(&ts, braid_now_ns() + sleep);
+		(void)pthread_cond_timedwait(&dom->pt_cond, &dom->pt_lock, &ts);
 	}
-	braid_domain_unlock(dom);
+	pthread_mutex_unlock(&dom->pt_lock);
 	return NULL;
 }
 
@@ -68,10 +93,12 @@ int braid_progress_start(struct braid_domain *dom)
 	pthread_condattr_destroy(&attr);
 	if (ret)
 		return -FI_ENOMEM;
+	pthread_mutex_init(&dom->pt_lock, NULL);
 	dom->pt_stop = false;
 	ret = pthread_create(&dom->pt, NULL, progress_main, dom);
 	if (ret) {
 		pthread_cond_destroy(&dom->pt_cond);
+		pthread_mutex_destroy(&dom->pt_lock);
 		BRAID_WARN(FI_LOG_DOMAIN, "no progress thread: %s\n", strerror(ret));
 		return -FI_ENOMEM;
 	}
@@ -83,14 +110,15 @@ int braid_progress_start(struct braid_domain *dom)
 void braid_progress_stop(struct braid_domain *dom)
 {
 	if (dom->pt_running) {
-		braid_domain_lock(dom);
+		pthread_mutex_lock(&dom->pt_lock);
 		dom->pt_stop = true;
 		pthread_cond_signal(&dom->pt_cond);
-		braid_domain_unlock(dom);
+		pthread_mutex_unlock(&dom->pt_lock);
 		/* a forked child has the domain but not the thread */
 		if (getpid() == dom->pt_pid)
 			pthread_join(dom->pt, NULL);
 		pthread_cond_destroy(&dom->pt_cond);
+		pthread_mutex_destroy(&dom->pt_lock);
 		BRAID_INFO(FI_LOG_DOMAIN, "progress thread: %lu endpoint progress calls while "
 			   "the application was away\n", (unsigned long)dom->pt_passes);
 		dom->pt_running = false;
