@@ -52,30 +52,30 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 
 
 /* Add/remove the wire's fd in the receive-side wait objects (rx CQ, recv counter). */
+static void ep_wait_fd(struct braid_wait *wait, int fd, bool add)
+{
+	if (add)
+		braid_wait_add_fd(wait, fd);
+	else
+		braid_wait_del_fd(wait, fd);
+}
+
 static void ep_rx_wait_update(struct braid_ep *ep, bool add)
 {
 	int fd = ep->wire->ops->wait_fd(ep->wire);
 
-	if (ep->rx_cq) {
-		if (add)
-			braid_wait_add_fd(&ep->rx_cq->wait, fd);
-		else
-			braid_wait_del_fd(&ep->rx_cq->wait, fd);
-	}
-	if (ep->recv_cntr) {
-		if (add)
-			braid_wait_add_fd(&ep->recv_cntr->wait, fd);
-		else
-			braid_wait_del_fd(&ep->recv_cntr->wait, fd);
-	}
+	if (ep->rx_cq)
+		ep_wait_fd(&ep->rx_cq->wait, fd, add);
+	if (ep->recv_cntr)
+		ep_wait_fd(&ep->recv_cntr->wait, fd, add);
 }
 
 /*
  * RDM: a send completes when the peer's ACKs arrive, so the transmit-side
  * wait objects (tx CQ, send counter) wait on the wire's fd too; without it
  * fi_cntr_wait on a send counter slept until the next engine timer (fabtests'
- * fi_rdm_cntr_pingpong: 7x slower at 64 KiB, stuck at 1 MiB). (DGRAM sends
- * complete locally; MSG endpoints add their own fds, braid_msg.c.)
+ * fi_rdm_cntr_pingpong ran about 7x slower at 64 KiB than fi_rdm_pingpong).
+ * (DGRAM sends complete locally; MSG endpoints add their own fds, braid_msg.c.)
  */
 static void ep_tx_wait_update(struct braid_ep *ep, bool add)
 {
@@ -83,18 +83,10 @@ static void ep_tx_wait_update(struct braid_ep *ep, bool add)
 
 	if (ep->type != FI_EP_RDM)
 		return;
-	if (ep->tx_cq) {
-		if (add)
-			braid_wait_add_fd(&ep->tx_cq->wait, fd);
-		else
-			braid_wait_del_fd(&ep->tx_cq->wait, fd);
-	}
-	if (ep->send_cntr) {
-		if (add)
-			braid_wait_add_fd(&ep->send_cntr->wait, fd);
-		else
-			braid_wait_del_fd(&ep->send_cntr->wait, fd);
-	}
+	if (ep->tx_cq)
+		ep_wait_fd(&ep->tx_cq->wait, fd, add);
+	if (ep->send_cntr)
+		ep_wait_fd(&ep->send_cntr->wait, fd, add);
 }
 
 void braid_ep_progress(struct braid_ep *ep)

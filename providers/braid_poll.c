@@ -1,5 +1,4 @@
 /* braid_poll.c: wait sets (fi_wait_open: block until any of several CQs or counters has something) and poll sets (fi_poll_open: which of them have), fi_poll(3). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -59,14 +58,45 @@ static int members_del(struct members *ms, struct fid *fid)
 	return -FI_ENOENT;
 }
 
+/* what a set needs of a member (a CQ or a counter), whichever it is */
+struct member_parts {
+	struct braid_cq *cq;		/* NULL: a counter */
+	struct braid_cntr *cntr;
+	struct braid_domain *domain;
+	atomic_int *ref;
+	struct braid_wait *wait;
+	struct braid_epset *eps;
+};
+
+static struct member_parts member_parts(struct fid *fid)
+{
+	struct member_parts p = { 0 };
+
+	if (fid->fclass == FI_CLASS_CQ) {
+		p.cq = braid_container_of(fid, struct braid_cq, cq_fid.fid);
+		p.domain = p.cq->domain;
+		p.ref = &p.cq->ref;
+		p.wait = &p.cq->wait;
+		p.eps = &p.cq->eps;
+	} else {
+		p.cntr = braid_container_of(fid, struct braid_cntr, cntr_fid.fid);
+		p.domain = p.cntr->domain;
+		p.ref = &p.cntr->ref;
+		p.wait = &p.cntr->wait;
+		p.eps = &p.cntr->eps;
+	}
+	return p;
+}
+
 /* progress @m; does it have something (and take note of it: reported once)? */
 static bool member_ready(struct member *m)
 {
+	struct member_parts p = member_parts(m->fid);
 	uint64_t v, e;
 
-	if (m->fid->fclass == FI_CLASS_CQ)
-		return braid_cq_poll(braid_container_of(m->fid, struct braid_cq, cq_fid.fid));
-	braid_cntr_poll(braid_container_of(m->fid, struct braid_cntr, cntr_fid.fid), &v, &e);
+	if (p.cq)
+		return braid_cq_poll(p.cq);
+	braid_cntr_poll(p.cntr, &v, &e);
 	if (v == m->value && e == m->err)
 		return false;
 	m->value = v;
@@ -74,28 +104,25 @@ static bool member_ready(struct member *m)
 	return true;
 }
 
-static struct braid_wait *member_wait(struct member *m)
-{
-	if (m->fid->fclass == FI_CLASS_CQ)
-		return &braid_container_of(m->fid, struct braid_cq, cq_fid.fid)->wait;
-	return &braid_container_of(m->fid, struct braid_cntr, cntr_fid.fid)->wait;
-}
-
 /* ---- wait sets ---- */
 
 struct braid_waitset {
 	struct fid_wait wait_fid;
 	struct braid_fabric *fabric;
-	/** @epfd: epoll over the members' own epoll sets (FI_GETWAIT gives it). */
-	int epfd;
-	atomic_int ref, waiters;
+	/**
+	 * @wait: a FI_WAIT_FD wait object as a CQ's, its epoll set holding the
+	 * members' own epoll sets (FI_GETWAIT gives it); its waiters are the
+	 * threads in fi_wait.
+	 */
+	struct braid_wait wait;
+	atomic_int ref;
 	pthread_mutex_t lock;
 	struct members ms;
 };
 
 bool braid_waitset_waiting(struct braid_waitset *set)
 {
-	return atomic_load(&set->waiters) > 0;
+	return atomic_load(&set->wait.waiters) > 0;
 }
 
 static struct fi_ops waitset_fi_ops;
@@ -118,7 +145,7 @@ int braid_waitset_add(struct braid_wait *wait, struct fid *fid)
 		return 0;
 	pthread_mutex_lock(&set->lock);
 	ret = members_add(&set->ms, fid);
-	if (!ret && epoll_ctl(set->epfd, EPOLL_CTL_ADD, wait->epfd, &ev)) {
+	if (!ret && epoll_ctl(set->wait.epfd, EPOLL_CTL_ADD, wait->epfd, &ev)) {
 		members_del(&set->ms, fid);
 		ret = -FI_ENOMEM;
 	}
@@ -136,7 +163,7 @@ void braid_waitset_del(struct braid_wait *wait, struct fid *fid)
 		return;
 	pthread_mutex_lock(&set->lock);
 	if (!members_del(&set->ms, fid)) {
-		(void)epoll_ctl(set->epfd, EPOLL_CTL_DEL, wait->epfd, NULL);
+		(void)epoll_ctl(set->wait.epfd, EPOLL_CTL_DEL, wait->epfd, NULL);
 		atomic_fetch_sub(&set->ref, 1);
 	}
 	pthread_mutex_unlock(&set->lock);
@@ -163,24 +190,11 @@ static int waitset_timer_ms(struct braid_waitset *set, int cap)
 
 	pthread_mutex_lock(&set->lock);
 	for (i = 0; i < set->ms.n; i++) {
-		struct fid *fid = set->ms.m[i].fid;
-		struct braid_domain *dom;
-		struct braid_epset *eps;
+		struct member_parts p = member_parts(set->ms.m[i].fid);
 
-		if (fid->fclass == FI_CLASS_CQ) {
-			struct braid_cq *cq = braid_container_of(fid, struct braid_cq, cq_fid.fid);
-
-			dom = cq->domain;
-			eps = &cq->eps;
-		} else {
-			struct braid_cntr *c = braid_container_of(fid, struct braid_cntr, cntr_fid.fid);
-
-			dom = c->domain;
-			eps = &c->eps;
-		}
-		braid_domain_lock(dom);
-		t = braid_epset_timer_ms(eps);
-		braid_domain_unlock(dom);
+		braid_domain_lock(p.domain);
+		t = braid_epset_timer_ms(p.eps);
+		braid_domain_unlock(p.domain);
 		if (t >= 0 && (cap < 0 || t < cap))
 			cap = t;
 	}
@@ -196,7 +210,7 @@ static void waitset_drain(struct braid_waitset *set)
 
 	pthread_mutex_lock(&set->lock);
 	for (i = 0; i < set->ms.n; i++)
-		(void)!read(member_wait(&set->ms.m[i])->evfd, &val, sizeof(val));
+		(void)!read(member_parts(set->ms.m[i].fid).wait->evfd, &val, sizeof(val));
 	pthread_mutex_unlock(&set->lock);
 }
 
@@ -204,42 +218,25 @@ static void waitset_drain(struct braid_waitset *set)
  * fi_wait(3): 0 once a member has something (a CQ holds a completion or an
  * error, a counter changed since the set last said so), -FI_ETIMEDOUT
  * after @timeout ms (-1: none). It drives the members' progress, and sleeps
- * on their sockets and signals in between.
+ * on their sockets and signals in between (braid_wait_step(), as a CQ's
+ * fi_cq_sread does).
  */
 static int waitset_wait(struct fid_wait *wait_fid, int timeout)
 {
 	struct braid_waitset *set = braid_waitset_of(wait_fid);
-	struct timespec start, now;
+	struct timespec start;
 	int ret = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	atomic_fetch_add(&set->waiters, 1);
-	for (;;) {
-		struct epoll_event evs[8];
-		int left = -1;
-
-		if (waitset_ready(set))
+	braid_wait_enter(&set->wait);
+	while (!waitset_ready(set)) {
+		ret = braid_wait_step(&set->wait, &start, timeout, waitset_timer_ms(set, -1));
+		if (ret && ret != -FI_EINTR)
 			break;
-		if (timeout >= 0) {
-			long ms;
-
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			ms = (now.tv_sec - start.tv_sec) * 1000 +
-			     (now.tv_nsec - start.tv_nsec) / 1000000;
-			if (ms >= timeout) {
-				ret = -FI_ETIMEDOUT;
-				break;
-			}
-			left = (int)(timeout - ms);
-		}
-		left = waitset_timer_ms(set, left);
-		if (epoll_wait(set->epfd, evs, 8, left) < 0 && errno != EINTR) {
-			ret = -FI_EOTHER;
-			break;
-		}
+		ret = 0;
 		waitset_drain(set);
 	}
-	atomic_fetch_sub(&set->waiters, 1);
+	braid_wait_leave(&set->wait);
 	return ret;
 }
 
@@ -249,7 +246,7 @@ static int waitset_close(struct fid *fid)
 
 	if (atomic_load(&set->ref))
 		return -FI_EBUSY;
-	close(set->epfd);
+	braid_wait_close(&set->wait);
 	pthread_mutex_destroy(&set->lock);
 	free(set->ms.m);
 	atomic_fetch_sub(&set->fabric->ref, 1);
@@ -261,20 +258,7 @@ static int waitset_control(struct fid *fid, int command, void *arg)
 {
 	struct braid_waitset *set = braid_container_of(fid, struct braid_waitset, wait_fid.fid);
 
-	switch (command) {
-	case FI_GETWAIT:
-		if (!arg)
-			return -FI_EINVAL;
-		*(int *)arg = set->epfd;
-		return 0;
-	case FI_GETWAITOBJ:
-		if (!arg)
-			return -FI_EINVAL;
-		*(enum fi_wait_obj *)arg = FI_WAIT_FD;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return braid_wait_control(&set->wait, command, arg);
 }
 
 static struct fi_ops waitset_fi_ops = {
@@ -296,6 +280,7 @@ int braid_waitset_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		       struct fid_wait **waitset)
 {
 	struct braid_waitset *set;
+	int ret;
 
 	if (!fabric || !attr || !waitset)
 		return -FI_EINVAL;
@@ -306,14 +291,13 @@ int braid_waitset_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 	set = calloc(1, sizeof(*set));
 	if (!set)
 		return -FI_ENOMEM;
-	set->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (set->epfd < 0) {
+	ret = braid_wait_open(&set->wait, FI_WAIT_FD, NULL);
+	if (ret) {
 		free(set);
-		return -FI_ENOMEM;
+		return ret;
 	}
 	pthread_mutex_init(&set->lock, NULL);
 	atomic_init(&set->ref, 0);
-	atomic_init(&set->waiters, 0);
 	set->fabric = braid_container_of(fabric, struct braid_fabric, fabric_fid);
 	atomic_fetch_add(&set->fabric->ref, 1);
 	set->wait_fid.fid.fclass = FI_CLASS_WAIT;
@@ -358,21 +342,14 @@ static int pollset_add(struct fid_poll *poll_fid, struct fid *event_fid, uint64_
 		return -FI_EINVAL;
 	if (flags)
 		return -FI_EBADFLAGS;
-	if ((event_fid->fclass == FI_CLASS_CQ &&
-	     braid_container_of(event_fid, struct braid_cq, cq_fid.fid)->domain != ps->domain) ||
-	    (event_fid->fclass == FI_CLASS_CNTR &&
-	     braid_container_of(event_fid, struct braid_cntr, cntr_fid.fid)->domain != ps->domain))
+	if (event_fid->fclass != FI_CLASS_CQ && event_fid->fclass != FI_CLASS_CNTR)
+		return -FI_EINVAL;
+	if (member_parts(event_fid).domain != ps->domain)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&ps->lock);
 	ret = members_add(&ps->ms, event_fid);
-	if (!ret) {
-		if (event_fid->fclass == FI_CLASS_CQ)
-			atomic_fetch_add(&braid_container_of(event_fid, struct braid_cq,
-							     cq_fid.fid)->ref, 1);
-		else
-			atomic_fetch_add(&braid_container_of(event_fid, struct braid_cntr,
-							     cntr_fid.fid)->ref, 1);
-	}
+	if (!ret)
+		atomic_fetch_add(member_parts(event_fid).ref, 1);	/* a member is not closed */
 	pthread_mutex_unlock(&ps->lock);
 	return ret;
 }
@@ -388,14 +365,8 @@ static int pollset_del(struct fid_poll *poll_fid, struct fid *event_fid, uint64_
 		return -FI_EBADFLAGS;
 	pthread_mutex_lock(&ps->lock);
 	ret = members_del(&ps->ms, event_fid);
-	if (!ret) {
-		if (event_fid->fclass == FI_CLASS_CQ)
-			atomic_fetch_sub(&braid_container_of(event_fid, struct braid_cq,
-							     cq_fid.fid)->ref, 1);
-		else
-			atomic_fetch_sub(&braid_container_of(event_fid, struct braid_cntr,
-							     cntr_fid.fid)->ref, 1);
-	}
+	if (!ret)
+		atomic_fetch_sub(member_parts(event_fid).ref, 1);
 	pthread_mutex_unlock(&ps->lock);
 	return ret;
 }

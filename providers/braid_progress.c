@@ -1,5 +1,4 @@
 /* braid_progress.c: the domain's progress thread: while the application does not call in, it drives the endpoints (ACKs, retransmissions, RC responses, queued sends), as a NIC does without the host. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
