@@ -48,6 +48,7 @@ static const struct {
 	[BRAID_PKT_RD_ACK] = { sizeof(struct braid_rd_ack_hdr), BRAID_RD_ACK_FLAGS },
 	[BRAID_PKT_RD_CTS] = { sizeof(struct braid_rd_cts_hdr), 0 },
 	[BRAID_PKT_CM] = { sizeof(struct braid_cm_hdr), 0 },
+	[BRAID_PKT_RD_RMA] = { sizeof(struct braid_rd_rma_hdr), BRAID_RD_RMA_FLAGS },
 };
 
 int braid_base_hdr_check(const void *buf, size_t len)
@@ -100,9 +101,14 @@ static void base_write(struct braid_base_hdr *b, uint8_t type, uint8_t flags,
 	b->hdr_len = htobe16(hdr_len);
 }
 
-void braid_rd_data_write(struct braid_rd_data_hdr *h, const struct braid_rd_data_view *v)
+size_t braid_rd_data_write(void *buf, const struct braid_rd_data_view *v)
 {
-	base_write(&h->base, BRAID_PKT_RD_DATA, v->flags, v->src_port, sizeof(*h));
+	struct braid_rd_rma_hdr *r = buf;
+	struct braid_rd_data_hdr *h = &r->d;
+	size_t len = v->rma.op ? sizeof(*r) : sizeof(*h);
+
+	base_write(&h->base, v->rma.op ? BRAID_PKT_RD_RMA : BRAID_PKT_RD_DATA, v->flags,
+		   v->src_port, (uint16_t)len);
 	h->src_epoch = htobe32(v->src_epoch);
 	h->dst_epoch = htobe32(v->dst_epoch);
 	h->psn = htobe32(v->psn);
@@ -113,16 +119,45 @@ void braid_rd_data_write(struct braid_rd_data_hdr *h, const struct braid_rd_data
 	h->tx_time = htobe32(v->tx_time);
 	h->tag = htobe64(v->tag);
 	h->cq_data = htobe64(v->cq_data);
+	if (v->rma.op) {
+		r->op = v->rma.op;
+		r->aop = v->rma.aop;
+		r->dt = v->rma.dt;
+		r->status = v->rma.status;
+		r->ref = htobe32(v->rma.ref);
+		r->rkey = htobe64(v->rma.rkey);
+		r->raddr = htobe64(v->rma.raddr);
+	}
+	return len;
+}
+
+/* §4.7: the RMA fields of a decoded RD_RMA packet agree with its operation */
+static int rma_fields_check(const struct braid_rd_data_view *v)
+{
+	if (!v->rma.op || v->rma.op >= BRAID_RMA_OP_MAX || v->tag)
+		return DROP(BRAID_DROP_BAD_LEN);
+	if (v->rma.op == BRAID_RMA_RESP ? v->rma.status >= BRAID_RMA_STATUS_MAX || v->rma.rkey || v->rma.raddr
+					 : v->rma.status != 0)
+		return DROP(BRAID_DROP_BAD_LEN);
+	if (v->rma.op != BRAID_RMA_ATOMIC_REQ && v->rma.op != BRAID_RMA_FETCH_REQ && (v->rma.aop || v->rma.dt))
+		return DROP(BRAID_DROP_BAD_LEN);
+	if ((v->rma.op == BRAID_RMA_WRITE && v->rma.ref) || (v->rma.op == BRAID_RMA_READ_REQ && v->msg_len))
+		return DROP(BRAID_DROP_BAD_LEN);
+	if (v->rma.op != BRAID_RMA_WRITE && (v->flags & BRAID_RD_F_CQ_DATA))
+		return DROP(BRAID_DROP_FLAGS);
+	return 0;
 }
 
 int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v)
 {
+	struct braid_rd_rma_hdr r;
 	struct braid_rd_data_hdr h;
+	size_t hlen = sizeof(h);
 	int type = braid_base_hdr_check(buf, len);
 
 	if (type < 0)
 		return type;
-	if (type != BRAID_PKT_RD_DATA)
+	if (type != BRAID_PKT_RD_DATA && type != BRAID_PKT_RD_RMA)
 		return DROP(BRAID_DROP_TYPE);
 	memcpy(&h, buf, sizeof(h));
 	v->src_port = be16toh(h.base.src_port);
@@ -137,8 +172,25 @@ int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view 
 	v->tx_time = be32toh(h.tx_time);
 	v->tag = be64toh(h.tag);
 	v->cq_data = be64toh(h.cq_data);
-	v->payload = (const uint8_t *)buf + sizeof(h);
-	v->payload_len = len - sizeof(h);
+	memset(&v->rma, 0, sizeof(v->rma));
+	if (type == BRAID_PKT_RD_RMA) {
+		int ret;
+
+		memcpy(&r, buf, sizeof(r));
+		hlen = sizeof(r);
+		v->rma.op = r.op;
+		v->rma.aop = r.aop;
+		v->rma.dt = r.dt;
+		v->rma.status = r.status;
+		v->rma.ref = be32toh(r.ref);
+		v->rma.rkey = be64toh(r.rkey);
+		v->rma.raddr = be64toh(r.raddr);
+		ret = rma_fields_check(v);
+		if (ret)
+			return ret;
+	}
+	v->payload = (const uint8_t *)buf + hlen;
+	v->payload_len = len - hlen;
 	/* §4.2 rule 1: the payload lies inside the message (64-bit sum: no wrap) */
 	if ((uint64_t)v->offset + v->payload_len > v->msg_len)
 		return DROP(BRAID_DROP_BAD_LEN);

@@ -16,6 +16,25 @@ enum braid_pkt_type {
 	BRAID_PKT_RD_ACK = 3,	/* reliable datagram acknowledgement, §4.3 */
 	BRAID_PKT_RD_CTS = 4,	/* rendezvous clear-to-send, §4.6 */
 	BRAID_PKT_CM = 5,	/* connection management of FI_EP_MSG (RoCEv2 RC), §6 */
+	BRAID_PKT_RD_RMA = 6,	/* reliable datagram RMA and atomics: RD_DATA + RMA fields, §4.7 */
+};
+
+/* RD_RMA operations (§4.7). Frozen: never renumber, only append. */
+enum braid_rma_op {
+	BRAID_RMA_WRITE = 1,	/* payload placed at raddr + offset of the target's region rkey */
+	BRAID_RMA_READ_REQ = 2,	/* no payload: read @ref bytes at raddr of region rkey */
+	BRAID_RMA_ATOMIC_REQ = 3,	/* payload: operands (then compare values): @ref elements */
+	BRAID_RMA_RESP = 4,	/* the answer to request msg_id @ref: status, read data or fetched values */
+	BRAID_RMA_FETCH_REQ = 5,	/* ATOMIC_REQ whose answer carries the elements' old values */
+	BRAID_RMA_OP_MAX
+};
+
+/* RD_RMA RESP status (§4.7). Frozen. */
+enum braid_rma_status {
+	BRAID_RMA_OK = 0,
+	BRAID_RMA_ACCESS = 1,	/* unknown key, range outside the region, or access not granted */
+	BRAID_RMA_INVALID = 2,	/* an atomic op or datatype the target does not do, a bad length */
+	BRAID_RMA_STATUS_MAX
 };
 
 /* RD_DATA flags (§4.2) */
@@ -25,6 +44,8 @@ enum braid_pkt_type {
 #define BRAID_RD_F_RETX		0x08
 #define BRAID_RD_F_RDV		0x10	/* rendezvous: the rest follows a CTS (§4.6) */
 #define BRAID_RD_DATA_FLAGS	0x1f
+/* RD_RMA flags (§4.7): those of RD_DATA but TAGGED; RDV only on a keepalive probe */
+#define BRAID_RD_RMA_FLAGS	(BRAID_RD_F_CQ_DATA | BRAID_RD_F_ACK | BRAID_RD_F_RETX | BRAID_RD_F_RDV)
 /* RD_ACK flags (§4.3) */
 #define BRAID_RD_ACK_F_ECN_CE	0x01
 #define BRAID_RD_ACK_FLAGS	0x01
@@ -83,6 +104,27 @@ struct braid_rd_data_hdr {
 _Static_assert(sizeof(struct braid_rd_data_hdr) == 56, "RD_DATA header is 56 bytes");
 
 /**
+ * struct braid_rd_rma_hdr - header of an RD_RMA packet (§4.7): the RD_DATA
+ * header (same fields, same rules; tag is 0), then what the operation needs.
+ */
+struct braid_rd_rma_hdr {
+	struct braid_rd_data_hdr d;
+	/** @op: enum braid_rma_op. */
+	uint8_t op;
+	/** @aop, @dt: ATOMIC_REQ, FETCH_REQ: libfabric's enum fi_op and enum fi_datatype numbers. */
+	uint8_t aop;
+	uint8_t dt;
+	/** @status: RESP: enum braid_rma_status; else 0. */
+	uint8_t status;
+	/** @ref: READ_REQ: bytes to read; ATOMIC_REQ, FETCH_REQ: elements; RESP: the request's msg_id. */
+	uint32_t ref;
+	/** @rkey, @raddr: the target region's key and the address of byte 0 (requests). */
+	uint64_t rkey;
+	uint64_t raddr;
+} __attribute__((packed));
+_Static_assert(sizeof(struct braid_rd_rma_hdr) == 80, "RD_RMA header is 80 bytes");
+
+/**
  * struct braid_rd_ack_hdr - header of an RD_ACK packet (§4.3).
  */
 struct braid_rd_ack_hdr {
@@ -112,7 +154,7 @@ struct braid_rd_cts_hdr {
 } __attribute__((packed));
 _Static_assert(sizeof(struct braid_rd_cts_hdr) == 24, "RD_CTS header is 24 bytes");
 
-#define BRAID_RD_MAX_HDR	72
+#define BRAID_RD_MAX_HDR	80
 
 /* CM message kinds (§6.2). Frozen: never renumber, only append. */
 enum braid_cm_kind {
@@ -163,12 +205,23 @@ struct braid_cm_view {
 	const uint8_t *pdata;
 	size_t pdata_len;
 };
+/* The RD_RMA fields (§4.7), host order: in a decoded packet, a send and a message alike. */
+struct braid_rma_fields {
+	/** @op: enum braid_rma_op; 0: not RMA (an RD_DATA packet, a message). */
+	uint8_t op;
+	uint8_t aop, dt, status;
+	uint32_t ref;
+	uint64_t rkey, raddr;
+};
+
 /* Decoded RD_DATA fields, host order. */
 struct braid_rd_data_view {
 	uint16_t src_port;
 	uint8_t flags;
 	uint32_t src_epoch, dst_epoch, psn, ack_psn, msg_id, offset, msg_len, tx_time;
 	uint64_t tag, cq_data;
+	/** @rma: an RD_RMA packet's fields; all 0 for RD_DATA. */
+	struct braid_rma_fields rma;
 	const uint8_t *payload;
 	size_t payload_len;
 };
@@ -236,12 +289,17 @@ int braid_dgram_hdr_decode(const void *buf, size_t len, struct braid_dgram_view 
  */
 int braid_base_hdr_check(const void *buf, size_t len);
 
-/** braid_rd_data_write() - encode an RD_DATA header from @v (payload fields ignored). */
-void braid_rd_data_write(struct braid_rd_data_hdr *hdr, const struct braid_rd_data_view *v);
+/**
+ * braid_rd_data_write() - encode an RD_DATA header from @v, or an RD_RMA
+ * header when @v->rma.op is set (payload fields ignored). Return: the
+ * header's length.
+ */
+size_t braid_rd_data_write(void *hdr, const struct braid_rd_data_view *v);
 
 /**
- * braid_rd_data_decode() - validate and decode an RD_DATA packet of @len bytes
- * (§2.3, §4.2 rule 1 except the max-size check, which the engine does).
+ * braid_rd_data_decode() - validate and decode an RD_DATA or RD_RMA packet of
+ * @len bytes (§2.3, §4.2 rule 1 except the max-size check, which the engine
+ * does; §4.7's field rules).
  * Return: 0, or a negative drop reason (-(reason + 1)).
  */
 int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v);

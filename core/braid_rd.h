@@ -29,6 +29,19 @@
 struct braid_peer_table;
 struct braid_cc_ops;
 
+/* braid_rd_mr_check_fn @access bits */
+#define BRAID_RD_ACC_READ	(1u << 0)	/* the peer reads the region (READ, fetching atomics) */
+#define BRAID_RD_ACC_WRITE	(1u << 1)	/* the peer writes it (WRITE, atomics) */
+
+/**
+ * braid_rd_mr_check_fn - the target side's memory-key check for RMA and
+ * atomics (§4.7): is [@addr, @addr + @len) inside the region of key @key,
+ * which grants @access? On success *@ptr is where @addr is in this process.
+ * Return: 0, or a negative FI_E* value (-FI_EACCES).
+ */
+typedef int (*braid_rd_mr_check_fn)(void *ctx, uint64_t key, uint64_t addr, size_t len,
+				    uint32_t access, void **ptr);
+
 #define BRAID_RD_MAX_WINDOW	256	/* = BRAID_RD_SACK_BITS */
 #define BRAID_RD_MAX_PATHS	256
 #define BRAID_RD_IOV_MAX	8
@@ -81,6 +94,12 @@ struct braid_rd_config {
 	uint64_t cc_target_ns;
 	/** @seed: for path entropy and path choice. */
 	uint64_t seed;
+	/**
+	 * @mr_check, @mr_ctx: the key check of every RMA or atomic request that
+	 * targets this endpoint (NULL: every one is refused with FI_EACCES).
+	 */
+	braid_rd_mr_check_fn mr_check;
+	void *mr_ctx;
 };
 
 /** braid_rd_config_default() - defaults for everything but the address and epoch. */
@@ -93,6 +112,8 @@ void braid_rd_config_default(struct braid_rd_config *cfg);
 #define BRAID_RD_NO_COMP	(1u << 3)	/* the success completion is marked BRAID_RD_COMP_SILENT */
 #define BRAID_RD_MULTI		(1u << 4)	/* recv: one buffer (one iov) for many messages, each
 						 * given the next free part of it (FI_MULTI_RECV) */
+
+#define BRAID_RD_INTERNAL	(1u << 5)	/* engine-made send (an RMA response): no completion */
 
 /** struct braid_rd_send - a message to send. */
 struct braid_rd_send {
@@ -126,6 +147,43 @@ struct braid_rd_recv {
 #define BRAID_RD_COMP_SILENT	(1u << 4)
 /* the last completion of a BRAID_RD_MULTI buffer: the buffer is the caller's again */
 #define BRAID_RD_COMP_MULTI_RECV	(1u << 5)
+/* RMA and atomics (braid_rd_rma()): at the initiator, the operation is done (the
+ * target applied it and answered); with BRAID_RD_COMP_REMOTE, an event at the
+ * target: a peer wrote (WRITE), read (READ) or applied an atomic (ATOMIC, with
+ * WRITE and/or READ as the op did) in this endpoint's memory */
+#define BRAID_RD_COMP_WRITE	(1u << 6)
+#define BRAID_RD_COMP_READ	(1u << 7)
+#define BRAID_RD_COMP_ATOMIC	(1u << 8)
+#define BRAID_RD_COMP_REMOTE	(1u << 9)
+
+/* braid_rd_rma.op */
+enum braid_rd_rma_kind {
+	BRAID_RD_RMA_WRITE = 1,		/* iov -> the peer's region */
+	BRAID_RD_RMA_READ,		/* the peer's region -> res */
+	BRAID_RD_RMA_ATOMIC,		/* apply aop with iov's operands; fetched values -> res */
+};
+
+/** struct braid_rd_rma - an RMA or atomic operation (fi_rma(3), fi_atomic(3)). */
+struct braid_rd_rma {
+	enum braid_rd_rma_kind op;
+	/** @iov: WRITE: the data; ATOMIC: the operands, then (compare ops) the compare values. */
+	const struct iovec *iov;
+	size_t iov_count;
+	/** @res: READ: where the data goes; ATOMIC fetch and compare ops: the old values. */
+	const struct iovec *res;
+	size_t res_count;
+	uint64_t peer;
+	/** @rkey, @raddr: the target region's key and address (as its mr_check reads them). */
+	uint64_t rkey, raddr;
+	/** @aop, @dt, @count: ATOMIC: enum fi_op, enum fi_datatype, elements. */
+	uint8_t aop, dt;
+	uint32_t count;
+	/** @data: WRITE with BRAID_RD_CQ_DATA: the target's remote CQ data. */
+	uint64_t data;
+	/** @flags: BRAID_RD_CQ_DATA (WRITE), BRAID_RD_INJECT (WRITE, ATOMIC), BRAID_RD_NO_COMP. */
+	uint32_t flags;
+	void *context;
+};
 
 /** struct braid_rd_comp - a finished operation. */
 struct braid_rd_comp {
@@ -186,6 +244,9 @@ struct braid_rd_stats {
 	uint64_t rdv_probes;
 	uint64_t rdv_msgs, cts_tx, cts_rx;
 	uint64_t flows_active;
+	/** @rma_ops: RMA and atomic operations completed as initiator; @rma_served: as target;
+	 * @rma_refused: requests refused (key, range, permission, op) as target. */
+	uint64_t rma_ops, rma_served, rma_refused;
 };
 
 struct braid_rd;
@@ -210,6 +271,22 @@ void braid_rd_close(struct braid_rd *rd);
  * with BRAID_RD_INJECT); -FI_EINVAL for bad arguments.
  */
 int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t now);
+
+/**
+ * braid_rd_rma() - start an RMA or atomic operation on a peer's memory (§4.7).
+ * It completes (BRAID_RD_COMP_WRITE, _READ or _ATOMIC) when the target's
+ * answer came: the data is in the target's memory (delivery complete), the
+ * read data or fetched values are in @res; or with an error: FI_EACCES (key,
+ * range, permission), FI_EOPNOTSUPP (the target refused the atomic), and the
+ * peer errors of sends. An atomic's operands and compare values, and its
+ * fetched values, fit one packet: braid_rd_atomic_max() bytes.
+ * Return: 0; -FI_EAGAIN (pools); -FI_EMSGSIZE; -FI_EINVAL; -FI_EOPNOTSUPP
+ * (an op/datatype braid does not do).
+ */
+int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t now);
+
+/** braid_rd_atomic_max() - the most bytes of operands (and compare values) one atomic carries. */
+size_t braid_rd_atomic_max(const struct braid_rd *rd);
 
 /** braid_rd_post_recv() - post a receive buffer. 0, -FI_EAGAIN, -FI_EINVAL. */
 int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now);

@@ -196,6 +196,7 @@ struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create)
 	c->peer = braid_peer_get(rd->peers, key, 1, NULL);
 	braid_dlist_init(&c->sendq);
 	braid_dlist_init(&c->paused);
+	braid_dlist_init(&c->rma_ops);
 	if (!c->peer || braid_map_insert(&rd->conns, key, c)) {
 		if (c->peer)
 			braid_peer_put(c->peer);
@@ -285,6 +286,7 @@ void rd_flow_fail(struct braid_rd *rd, struct rd_flow *f, int err, int prov_errn
 
 	rd_out_fail_sends(rd, conn, err, prov_errno);
 	rd_in_reset(rd, conn, err, prov_errno);
+	rd_rma_pend_drop(rd, conn);
 	flow_detach(rd, f);
 	/* the next exchange starts a fresh sequence space for both directions */
 	conn->snd_nxt = conn->next_msg_id = 0;
@@ -322,6 +324,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_dlist_init(&rd->posted_msg);
 	braid_dlist_init(&rd->posted_tagged);
 	braid_dlist_init(&rd->unexpected);
+	braid_dlist_init(&rd->rma_pend);
 	braid_dlist_init(&rd->active);
 	braid_dlist_init(&rd->ready);
 
@@ -331,7 +334,9 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 			((cfg->window + 63) / 64) * sizeof(uint64_t) +
 			cfg->window * sizeof(struct rd_msg *);
 	stage_size = sizeof(struct rd_stage) + RD_SEG(rd);
-	rd->comp_cap = cfg->max_sends + cfg->max_recvs;
+	/* twice what the operations can have: the other half is for the events of
+	 * RMA targeting us (§4.7), which wait while it is taken */
+	rd->comp_cap = 2 * (cfg->max_sends + cfg->max_recvs);
 	rd->comps = calloc(rd->comp_cap, sizeof(*rd->comps));
 	rd->heap = calloc(cfg->max_flows, sizeof(*rd->heap));
 	ret = (!rd->comps || !rd->heap) ? -FI_ENOMEM : 0;
@@ -394,6 +399,7 @@ static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epo
 		rd_flow_fail(rd, conn->flow, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
 	} else {
 		rd_out_fail_sends(rd, conn, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
+		rd_rma_pend_drop(rd, conn);
 		conn->snd_nxt = conn->next_msg_id = 0;
 		conn->rcv_nxt = conn->match_next = 0;
 	}
@@ -436,7 +442,7 @@ int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32
 	type = braid_base_hdr_check(pkt, len);
 	if (type < 0)
 		return rd_drop(rd, (enum braid_drop_reason)(-type - 1));
-	if (type == BRAID_PKT_RD_DATA) {
+	if (type == BRAID_PKT_RD_DATA || type == BRAID_PKT_RD_RMA) {
 		ret = braid_rd_data_decode(pkt, len, &dv);
 		if (ret)
 			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
@@ -526,6 +532,9 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 	struct braid_dlist *it;
 	int n = 0;
 
+	/* RMA requests that waited for a send or a buffer (§4.7) */
+	if (!braid_dlist_empty(&rd->rma_pend))
+		rd_rma_pend_run(rd, now);
 	while (n < max && (it = braid_dlist_pop_head(&rd->ready))) {
 		struct rd_flow *f = braid_container_of(it, struct rd_flow, ready_node);
 		int got;

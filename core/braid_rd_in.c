@@ -305,6 +305,8 @@ static void msg_match(struct braid_rd *rd, struct rd_msg *m)
 	struct braid_dlist *it;
 
 	m->matched = true;
+	if (m->rma.op)
+		return;	/* RMA (§4.7): no receive; its turn orders its execution */
 	braid_dlist_foreach(q, it) {
 		struct rd_recv *r = braid_container_of(it, struct rd_recv, node);
 
@@ -333,7 +335,7 @@ static void slot_release(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *
 }
 
 /* A message whose turn came or whose last byte arrived: deliver it if it can be. */
-static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m)
+static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m, uint64_t now)
 {
 	if (m->rdv && msg_complete(m))
 		cts_done(rd, f, m->msg_id);
@@ -343,6 +345,8 @@ static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m)
 	if (m->discard) {
 		stage_free_all(rd, m);
 		braid_pool_release(&rd->msgs, m);
+	} else if (m->rma.op) {
+		rd_rma_in_settle(rd, m, now);	/* it owns the message now */
 	} else if (m->recv) {
 		msg_deliver(rd, m, 0, 0);
 	}
@@ -350,7 +354,7 @@ static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m)
 }
 
 /* Match messages in order, as far as they have arrived. */
-static void match_in_order(struct braid_rd *rd, struct rd_flow *f)
+static void match_in_order(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 {
 	struct rd_conn *conn = f->conn;
 
@@ -361,7 +365,7 @@ static void match_in_order(struct braid_rd *rd, struct rd_flow *f)
 			return;
 		conn->match_next++;
 		msg_match(rd, m);
-		msg_settle(rd, f, m);
+		msg_settle(rd, f, m, now);
 	}
 }
 
@@ -437,16 +441,21 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		m->tag = v->tag;
 		m->data = v->cq_data;
 		m->hflags = v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA);
+		if (v->rma.op && !rd_rma_in_open(rd, m, v)) {
+			braid_pool_release(&rd->msgs, m);
+			return rd_drop(rd, BRAID_DROP_BAD_LEN);
+		}
 		*slot = m;
 		f->msgs_live++;
 		created = true;
-	} else if (m->len != v->msg_len || m->tag != v->tag ||
+	} else if (m->len != v->msg_len || m->tag != v->tag || m->rma.op != v->rma.op ||
+		   m->rma.ref != v->rma.ref || m->rma.rkey != v->rma.rkey || m->rma.raddr != v->rma.raddr ||
 		   m->hflags != (v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA)) ||
 		   (uint64_t)m->received + v->payload_len > m->len) {
 		/* packets of one message must agree; overlapping offsets would overrun */
 		return rd_drop(rd, BRAID_DROP_BAD_LEN);
 	}
-	if (v->flags & BRAID_RD_F_RDV)
+	if ((v->flags & BRAID_RD_F_RDV) && !v->rma.op)
 		m->rdv = true;
 	else if (m->rdv)
 		cts_touch(f, m->msg_id, now);
@@ -458,6 +467,8 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	/* §4.2 rule 6-7: place the payload, or stage it until the message is matched */
 	if (m->discard) {
 		/* FI_DISCARD: count the bytes, keep none */
+	} else if (m->rma.op == BRAID_RMA_WRITE || m->rma.op == BRAID_RMA_RESP) {
+		rd_rma_in_place(rd, m, v);	/* straight into memory, from any path (§4.7) */
 	} else if (m->recv) {
 		recv_copy(m->recv, v->offset, v->payload, v->payload_len);
 	} else if (v->payload_len) {
@@ -493,8 +504,8 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	f->echo_ecn = ecn;
 
 	done = msg_complete(m);
-	msg_settle(rd, f, m);
-	match_in_order(rd, f);
+	msg_settle(rd, f, m, now);
+	match_in_order(rd, f, now);
 	/*
 	 * ACK at once on a gap, when this packet filled one (RFC 5681 §4.2), and
 	 * when it completed its message: the sender's completion waits for it, and

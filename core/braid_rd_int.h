@@ -18,8 +18,9 @@
  * decides that a peer is gone, and after an RTO the window is small */
 #define RD_RTO_BACKOFF_MAX	3
 
-/* payload bytes per RD_DATA packet */
+/* payload bytes per RD_DATA packet, and per RD_RMA packet (§4.7) */
 #define RD_SEG(rd)	((rd)->cfg.mtu - sizeof(struct braid_rd_data_hdr))
+#define RD_RMA_SEG(rd)	((rd)->cfg.mtu - sizeof(struct braid_rd_rma_hdr))
 
 /** A send operation (pool: max_sends). */
 struct rd_send {
@@ -47,6 +48,22 @@ struct rd_send {
 	struct rd_conn *conn;
 	/** @inject: the copy of an injected payload (pool buffer) or NULL. */
 	uint8_t *inject;
+	/**
+	 * @rma: RMA (§4.7): the RD_RMA fields of its packets (op 0: a message);
+	 * a request's rma.status is the target's answer once @resp_done.
+	 */
+	struct braid_rma_fields rma;
+	bool resp_done;
+	/** @resp_bound: a RESP message is being received for it. */
+	bool resp_bound;
+	/** @res: where a READ's data or an atomic's fetched values go; @res_len: their size. */
+	struct iovec res[BRAID_RD_IOV_MAX];
+	size_t res_count;
+	uint64_t res_len;
+	/** @rlink: in conn->rma_ops from the request's start until its completion. */
+	struct braid_dlist rlink;
+	/** @stage: a RESP's buffer of fetched values (stages pool), or NULL. */
+	struct rd_stage *stage;
 };
 
 enum rd_pkt_state {
@@ -129,6 +146,12 @@ struct rd_msg {
 	void *claim;
 	struct rd_recv *recv;
 	struct rd_stage *stage;
+	/** @rma: RMA (§4.7): an RD_RMA message, executed (target) or matched to its request (initiator). */
+	struct braid_rma_fields rma;
+	/** @req: RESP: the initiator's request it answers (NULL: none: absorbed). */
+	struct rd_send *req;
+	/** @evented: the target's event for it was reported. */
+	bool evented;
 };
 
 /** Per-peer traffic state, attached to a conn only while traffic flows (pool: max_flows). */
@@ -213,6 +236,8 @@ struct rd_conn {
 	struct braid_dlist sendq;
 	/** @paused: rendezvous sends waiting for the receiver's CTS (§4.6). */
 	struct braid_dlist paused;
+	/** @rma_ops: RMA requests to this peer not yet answered (§4.7), oldest first. */
+	struct braid_dlist rma_ops;
 	struct rd_flow *flow;
 };
 
@@ -226,6 +251,8 @@ struct braid_rd {
 	struct braid_dlist posted_msg, posted_tagged;
 	/** @unexpected: complete or arriving messages that matched no receive. */
 	struct braid_dlist unexpected;
+	/** @rma_pend: RMA requests received, due, waiting for a send, a buffer or ring room. */
+	struct braid_dlist rma_pend;
 	struct braid_dlist active;	/* flows with state */
 	struct braid_dlist ready;	/* flows with something to send now */
 	/** @heap: flows by deadline. */
@@ -265,6 +292,24 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
 bool rd_out_idle(const struct rd_flow *flow, const struct rd_conn *conn);
 void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
+struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
+				void *context);
+/* the op's payload: @iov itself, or with BRAID_RD_INJECT a copy (-FI_EAGAIN: none free; @op is released) */
+int rd_out_take_iov(struct braid_rd *rd, struct rd_send *op, const struct iovec *iov, size_t cnt,
+		    uint64_t len);
+void rd_out_queue(struct braid_rd *rd, struct rd_flow *f, struct rd_send *op, uint64_t now);
+void rd_out_send_done(struct braid_rd *rd, struct rd_send *op);
+void rd_out_release(struct braid_rd *rd, struct rd_send *op);
+bool rd_out_waiting(const struct rd_conn *conn);
+
+/* braid_rd_rma.c (RMA and atomics, §4.7) */
+struct rd_msg;
+bool rd_rma_in_open(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd_data_view *v);
+void rd_rma_in_place(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd_data_view *v);
+void rd_rma_in_settle(struct braid_rd *rd, struct rd_msg *m, uint64_t now);
+void rd_rma_pend_run(struct braid_rd *rd, uint64_t now);
+void rd_rma_pend_drop(struct braid_rd *rd, struct rd_conn *conn);
+void rd_rma_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
 
 /* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
 int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,

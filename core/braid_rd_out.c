@@ -16,6 +16,15 @@ static bool op_in_sendq(const struct rd_send *op)
 	return op->node.next != &op->node;
 }
 
+void rd_out_release(struct braid_rd *rd, struct rd_send *op)
+{
+	if (op->inject)
+		braid_pool_release(&rd->injects, op->inject);
+	if (op->stage)
+		braid_pool_release(&rd->stages, op->stage);
+	braid_pool_release(&rd->sends, op);
+}
+
 static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
 {
 	struct braid_rd_comp c = {
@@ -28,14 +37,77 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
 		.peer = op->conn->key,
 	};
 
+	if (op->rma.op && op->rma.op != BRAID_RMA_RESP) {
+		rd_rma_finish(rd, op, err, prov_errno);
+		return;
+	}
 	if (!err && (op->flags & BRAID_RD_NO_COMP))
 		c.flags |= BRAID_RD_COMP_SILENT;
-	rd_comp_push(rd, &c);
-	if (!err)
-		rd->stats.msgs_sent++;
-	if (op->inject)
-		braid_pool_release(&rd->injects, op->inject);
-	braid_pool_release(&rd->sends, op);
+	if (!(op->flags & BRAID_RD_INTERNAL)) {
+		rd_comp_push(rd, &c);
+		if (!err)
+			rd->stats.msgs_sent++;
+	}
+	rd_out_release(rd, op);
+}
+
+/* Every packet of @op was acknowledged: it is done, unless it is an RMA request
+ * still waiting for its answer (§4.7). */
+void rd_out_send_done(struct braid_rd *rd, struct rd_send *op)
+{
+	if (op->rma.op && op->rma.op != BRAID_RMA_RESP && !op->resp_done)
+		return;
+	send_finish(rd, op, 0, 0);
+}
+
+struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
+				void *context)
+{
+	struct rd_send *op = braid_pool_alloc(&rd->sends);
+
+	if (!op)
+		return NULL;
+	op->flags = flags;
+	op->context = context;
+	op->conn = conn;
+	braid_dlist_init(&op->rlink);
+	return op;
+}
+
+int rd_out_take_iov(struct braid_rd *rd, struct rd_send *op, const struct iovec *iov, size_t cnt,
+		    uint64_t len)
+{
+	op->len = len;
+	if (!(op->flags & BRAID_RD_INJECT)) {
+		memcpy(op->iov, iov, cnt * sizeof(struct iovec));
+		op->iov_count = cnt;
+		return 0;
+	}
+	op->inject = braid_pool_alloc(&rd->injects);
+	if (!op->inject) {
+		braid_pool_release(&rd->sends, op);
+		return -FI_EAGAIN;
+	}
+	braid_iov_gather(iov, cnt, op->inject);
+	op->iov[0].iov_base = op->inject;
+	op->iov[0].iov_len = len;
+	op->iov_count = 1;
+	return 0;
+}
+
+/* Number @op and queue it behind the conn's other sends. */
+void rd_out_queue(struct braid_rd *rd, struct rd_flow *f, struct rd_send *op, uint64_t now)
+{
+	struct rd_conn *conn = op->conn;
+
+	op->msg_id = conn->next_msg_id++;
+	op->rdv = !op->rma.op && rd->cfg.rdv_threshold && op->len > rd->cfg.rdv_threshold;
+	if (op->rdv)
+		rd->stats.rdv_msgs++;
+	if (rd_out_idle(f, conn))
+		f->last_progress = now;	/* the peer timeout counts from the first packet */
+	braid_dlist_insert_tail(&op->node, &conn->sendq);
+	rd_flow_ready(rd, f);
 }
 
 int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t now)
@@ -46,7 +118,8 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 	uint64_t len;
 
 	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
-	    !req->peer || !braid_iov_valid(req->iov, req->iov_count))
+	    !req->peer || !braid_iov_valid(req->iov, req->iov_count) ||
+	    (req->flags & BRAID_RD_INTERNAL))
 		return -FI_EINVAL;
 	len = braid_iov_len(req->iov, req->iov_count);
 	if (len > rd->cfg.max_msg_size)
@@ -59,37 +132,14 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 	f = rd_flow_attach(rd, conn, now);
 	if (!f)
 		return -FI_EAGAIN;
-	op = braid_pool_alloc(&rd->sends);
+	op = rd_out_new_send(rd, conn, req->flags, req->context);
 	if (!op)
 		return -FI_EAGAIN;
-	if (req->flags & BRAID_RD_INJECT) {
-		op->inject = braid_pool_alloc(&rd->injects);
-		if (!op->inject) {
-			braid_pool_release(&rd->sends, op);
-			return -FI_EAGAIN;
-		}
-		braid_iov_gather(req->iov, req->iov_count, op->inject);
-		op->iov[0].iov_base = op->inject;
-		op->iov[0].iov_len = len;
-		op->iov_count = 1;
-	} else {
-		memcpy(op->iov, req->iov, req->iov_count * sizeof(struct iovec));
-		op->iov_count = req->iov_count;
-	}
-	op->len = len;
+	if (rd_out_take_iov(rd, op, req->iov, req->iov_count, len))
+		return -FI_EAGAIN;
 	op->tag = req->tag;
 	op->data = req->data;
-	op->flags = req->flags;
-	op->context = req->context;
-	op->conn = conn;
-	op->msg_id = conn->next_msg_id++;
-	op->rdv = rd->cfg.rdv_threshold && len > rd->cfg.rdv_threshold;
-	if (op->rdv)
-		rd->stats.rdv_msgs++;
-	if (rd_out_idle(f, conn))
-		f->last_progress = now;	/* the peer timeout counts from the first packet */
-	braid_dlist_insert_tail(&op->node, &conn->sendq);
-	rd_flow_ready(rd, f);
+	rd_out_queue(rd, f, op, now);
 	return 0;
 }
 
@@ -187,10 +237,31 @@ static bool out_busy(const struct rd_flow *f, const struct rd_conn *conn)
 	       !braid_dlist_empty(&conn->sendq);
 }
 
+/* The oldest RMA request whose packets were all acknowledged and that waits for its answer. */
+static const struct rd_send *rma_waiting(const struct rd_conn *conn)
+{
+	const struct braid_dlist *it;
+
+	for (it = conn->rma_ops.next; it != &conn->rma_ops; it = it->next) {
+		const struct rd_send *op = braid_container_of(it, struct rd_send, rlink);
+
+		if (op->cut_done && !op->pkts_out)
+			return op;
+	}
+	return NULL;
+}
+
+/* Sends wait for the peer with nothing in flight: rendezvous sends for a CTS
+ * (§4.6), RMA requests for their answer (§4.7). */
+bool rd_out_waiting(const struct rd_conn *conn)
+{
+	return !braid_dlist_empty(&conn->paused) || rma_waiting(conn);
+}
+
 bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
 {
-	/* rendezvous sends waiting for a CTS keep the flow (not the peer timeout) */
-	return !out_busy(f, conn) && braid_dlist_empty(&conn->paused);
+	/* sends waiting for the peer keep the flow (not the peer timeout) */
+	return !out_busy(f, conn) && !rd_out_waiting(conn);
 }
 
 void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id)
@@ -340,7 +411,7 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 		if (t < d)
 			d = t;
 	}
-	if (!out_busy(f, f->conn) && !braid_dlist_empty(&f->conn->paused) && !f->probe_due &&
+	if (!out_busy(f, f->conn) && rd_out_waiting(f->conn) && !f->probe_due &&
 	    probe_deadline(rd, f) < d)
 		d = probe_deadline(rd, f);
 	return d;
@@ -465,7 +536,7 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	}
 	/* rendezvous sends waiting for a CTS and nothing else going: ask the peer for a
 	 * sign of life now and then (§4.6), so a dead receiver fails them in bounded time */
-	if (!out_busy(f, conn) && !braid_dlist_empty(&conn->paused) && !f->probe_due &&
+	if (!out_busy(f, conn) && rd_out_waiting(conn) && !f->probe_due &&
 	    now >= probe_deadline(rd, f)) {
 		f->probe_due = true;
 		rd_flow_ready(rd, f);
@@ -542,7 +613,7 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 	p->state = RD_PKT_FREE;
 	p->op = NULL;
 	if (--op->pkts_out == 0 && op->cut_done)
-		send_finish(rd, op, 0, 0);
+		rd_out_send_done(rd, op);
 }
 
 static void advance_una(struct braid_rd *rd, struct rd_flow *f)
@@ -743,6 +814,7 @@ static void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct
 		v->flags |= BRAID_RD_F_TAGGED;
 	if (op->rdv && off == 0)
 		v->flags |= BRAID_RD_F_RDV;
+	v->rma = op->rma;
 }
 
 static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now,
@@ -754,8 +826,7 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	data_view(rd, f, op, p->psn, p->off, now, &v);
 	if (p->retx)
 		v.flags |= BRAID_RD_F_RETX;
-	braid_rd_data_write((struct braid_rd_data_hdr *)out->hdr, &v);
-	out->hdr_len = sizeof(struct braid_rd_data_hdr);
+	out->hdr_len = (uint16_t)braid_rd_data_write(out->hdr, &v);
 	gather(op, p->off, p->len, out);
 	out->dst_ip = f->conn->ip;
 	out->dst_port = f->conn->port;
@@ -780,13 +851,13 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 static void probe_write(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 			struct braid_rd_out *out)
 {
-	const struct rd_send *op = braid_container_of(f->conn->paused.next, struct rd_send, node);
+	const struct rd_send *op = braid_dlist_empty(&f->conn->paused) ? rma_waiting(f->conn) :
+		braid_container_of(f->conn->paused.next, struct rd_send, node);
 	struct braid_rd_data_view v;
 
 	data_view(rd, f, op, op->first_psn, 0, now, &v);
-	v.flags |= BRAID_RD_F_RETX;
-	braid_rd_data_write((struct braid_rd_data_hdr *)out->hdr, &v);
-	rd_out_control(rd, f, out, sizeof(struct braid_rd_data_hdr), BRAID_RD_ROUTE_NONE);
+	v.flags |= BRAID_RD_F_RETX | BRAID_RD_F_RDV;
+	rd_out_control(rd, f, out, braid_rd_data_write(out->hdr, &v), BRAID_RD_ROUTE_NONE);
 	rd->stats.rdv_probes++;
 }
 
@@ -817,7 +888,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 	n += rd_in_write_cts(rd, f, now, out + n, max - n);
 	if (f->probe_due && n < max) {
 		/* the wait may have ended since the timer asked (a CTS came) */
-		if (!out_busy(f, conn) && !braid_dlist_empty(&conn->paused)) {
+		if (!out_busy(f, conn) && rd_out_waiting(conn)) {
 			probe_write(rd, f, now, &out[n++]);
 			f->probe_at = now;
 		}
@@ -857,8 +928,8 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 	       conn->snd_nxt - f->snd_una < rd->cfg.window) {
 		struct rd_send *op = braid_container_of(conn->sendq.next, struct rd_send, node);
 		struct rd_txpkt *p = tx_slot(rd, f, conn->snd_nxt);
-		uint64_t left = op->len - op->next_off;
-		uint32_t seg = (uint32_t)(left < RD_SEG(rd) ? left : RD_SEG(rd));
+		uint64_t left = op->len - op->next_off, max = op->rma.op ? RD_RMA_SEG(rd) : RD_SEG(rd);
+		uint32_t seg = (uint32_t)(left < max ? left : max);
 
 		if (!op->next_off)
 			op->first_psn = conn->snd_nxt;
@@ -917,6 +988,13 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 
 		if (op->pkts_out)
 			continue;	/* its packets' slots finish it: already failed above */
+		send_finish(rd, op, err, prov_errno);
+	}
+	/* RMA requests delivered but not answered */
+	while ((it = braid_dlist_pop_head(&conn->rma_ops))) {
+		struct rd_send *op = braid_container_of(it, struct rd_send, rlink);
+
+		braid_dlist_init(&op->rlink);
 		send_finish(rd, op, err, prov_errno);
 	}
 }

@@ -22,7 +22,8 @@
 	X(BRAID_PERR_RC_RETRY,		9, "RC: the transport retry count was exceeded (no ACK from the peer)") \
 	X(BRAID_PERR_RC_RNR,		10, "RC: the receiver-not-ready retry count was exceeded (no receive posted)") \
 	X(BRAID_PERR_RC_INVALID,	11, "RC: the peer refused the request as invalid") \
-	X(BRAID_PERR_RC_FLUSHED,	12, "RC: flushed: the queue pair is in error or was shut down")
+	X(BRAID_PERR_RC_FLUSHED,	12, "RC: flushed: the queue pair is in error or was shut down") \
+	X(BRAID_PERR_REMOTE_INVALID,	13, "the target refused the operation: an atomic op or datatype it does not do, or a bad length")
 
 enum braid_prov_errno {
 #define BRAID_X_ENUM(name, value, msg) name = value,

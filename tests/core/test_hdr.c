@@ -175,3 +175,89 @@ Test(braid_cm_decode, rejects_malformed)
 	braid_rd_cts_write((struct braid_rd_cts_hdr *)buf, 1, 1, 1, 1);
 	cr_assert_lt(braid_cm_decode(buf, sizeof(struct braid_rd_cts_hdr), &d), 0);
 }
+
+/* RD_RMA (§4.7): every field round-trips, in network byte order after the RD_DATA part */
+Test(braid_rd_data_decode, rma_roundtrip)
+{
+	uint8_t buf[80 + 16];
+	struct braid_rd_data_view v = {
+		.src_port = 7000, .flags = BRAID_RD_F_ACK | BRAID_RD_F_CQ_DATA, .src_epoch = 5,
+		.dst_epoch = 6, .psn = 77, .ack_psn = 3, .msg_id = 9, .offset = 0, .msg_len = 16,
+		.tx_time = 123, .cq_data = 0xdeadbeef,
+		.rma = { .op = BRAID_RMA_WRITE, .rkey = 0x0102030405060708ULL, .raddr = 0x1122334455667788ULL },
+	}, d;
+
+	cr_assert_eq(braid_rd_data_write(buf, &v), 80);
+	memset(buf + 80, 0xab, 16);
+	cr_assert_eq(buf[2], BRAID_PKT_RD_RMA);
+	cr_assert_eq(buf[56], BRAID_RMA_WRITE);
+	cr_assert_eq(buf[64], 0x01, "rkey big-endian");
+	cr_assert_eq(buf[79], 0x88, "raddr big-endian");
+	cr_assert_eq(braid_rd_data_decode(buf, sizeof(buf), &d), 0);
+	cr_assert_eq(d.rma.op, BRAID_RMA_WRITE);
+	cr_assert_eq(d.rma.rkey, v.rma.rkey);
+	cr_assert_eq(d.rma.raddr, v.rma.raddr);
+	cr_assert_eq(d.cq_data, v.cq_data);
+	cr_assert_eq(d.payload_len, 16);
+	cr_assert_eq(d.payload, buf + 80);
+	/* an RD_DATA packet decodes with no RMA fields */
+	v.rma.op = 0;
+	cr_assert_eq(braid_rd_data_write(buf, &v), 56);
+	cr_assert_eq(braid_rd_data_decode(buf, 56 + 16, &d), 0);
+	cr_assert_eq(d.rma.op, 0);
+	cr_assert_eq(d.rma.rkey, 0);
+}
+
+/* RD_RMA fields that disagree with the operation are dropped */
+Test(braid_rd_data_decode, rma_rejects_malformed)
+{
+	uint8_t buf[80];
+	struct braid_rd_data_view d, good = {
+		.src_port = 7000, .src_epoch = 5, .psn = 1, .msg_id = 1,
+		.rma = { .op = BRAID_RMA_READ_REQ, .ref = 100, .rkey = 1, .raddr = 2 },
+	}, v;
+
+	cr_assert_eq(braid_rd_data_write(buf, &good), 80);
+	cr_assert_eq(braid_rd_data_decode(buf, 80, &d), 0);
+	cr_assert_eq(d.rma.ref, 100);
+	/* unknown op */
+	buf[56] = 0;
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	buf[56] = BRAID_RMA_OP_MAX;
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	/* a read request carries no payload */
+	v = good;
+	v.msg_len = 8;
+	braid_rd_data_write(buf, &v);
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	/* CQ data only on writes; TAGGED never */
+	v = good;
+	v.flags = BRAID_RD_F_CQ_DATA;
+	braid_rd_data_write(buf, &v);
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	v.flags = BRAID_RD_F_TAGGED;
+	braid_rd_data_write(buf, &v);
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	/* a status on a request, an unknown status on a RESP, a key on a RESP */
+	v = good;
+	v.rma.status = BRAID_RMA_ACCESS;
+	braid_rd_data_write(buf, &v);
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	v.rma = (struct braid_rma_fields){ .op = BRAID_RMA_RESP, .status = BRAID_RMA_STATUS_MAX };
+	braid_rd_data_write(buf, &v);
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	v.rma = (struct braid_rma_fields){ .op = BRAID_RMA_RESP, .rkey = 5 };
+	braid_rd_data_write(buf, &v);
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	/* atomic op fields on a write */
+	v.rma = (struct braid_rma_fields){ .op = BRAID_RMA_WRITE, .aop = 3 };
+	braid_rd_data_write(buf, &v);
+	cr_assert_lt(braid_rd_data_decode(buf, 80, &d), 0);
+	/* the RD_DATA length rule: payload beyond msg_len */
+	v.rma = (struct braid_rma_fields){ .op = BRAID_RMA_RESP };
+	v.msg_len = 0;
+	braid_rd_data_write(buf, &v);
+	cr_assert_eq(braid_rd_data_decode(buf, 80, &d), 0);
+	/* a truncated RD_RMA header */
+	cr_assert_lt(braid_rd_data_decode(buf, 79, &d), 0);
+}

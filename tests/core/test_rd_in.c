@@ -28,7 +28,7 @@ static size_t mkdata(uint8_t *buf, uint32_t psn, uint32_t msg_id, uint32_t off, 
 		.psn = psn, .msg_id = msg_id, .offset = off, .msg_len = msg_len, .tx_time = 1,
 	};
 
-	braid_rd_data_write((struct braid_rd_data_hdr *)buf, &v);
+	braid_rd_data_write(buf, &v);
 	memcpy(buf + sizeof(struct braid_rd_data_hdr), payload, plen);
 	return sizeof(struct braid_rd_data_hdr) + plen;
 }
