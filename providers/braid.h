@@ -209,6 +209,8 @@ struct braid_rc_port {
 struct braid_ep;
 extern struct fi_ops_msg braid_msg_msg_ops;
 extern struct fi_ops_rma braid_msg_rma_ops;
+extern struct fi_ops_rma braid_rdm_rma_ops;
+extern struct fi_ops_atomic braid_rdm_atomic_ops;
 extern struct fi_ops_cm braid_msg_cm_ops;
 int braid_msg_open(struct braid_ep *ep);
 void braid_msg_close(struct braid_ep *ep);
@@ -445,6 +447,9 @@ struct braid_ep_stats {
 	uint64_t tx_pkts, rx_pkts;
 };
 
+enum { BRAID_CNTR_READ, BRAID_CNTR_WRITE, BRAID_CNTR_REMOTE_READ, BRAID_CNTR_REMOTE_WRITE,
+       BRAID_RMA_CNTRS };
+
 struct braid_ep {
 	struct fid_ep ep_fid;
 	struct braid_domain *domain;
@@ -459,6 +464,8 @@ struct braid_ep {
 	struct braid_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;
 	struct braid_cntr *send_cntr, *recv_cntr;
+	/** @rma_cntr: RDM: the FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE counters. */
+	struct braid_cntr *rma_cntr[BRAID_RMA_CNTRS];
 	struct braid_eq *eq;
 	uint64_t tx_op_flags, rx_op_flags;
 	/** @wire: the wire endpoint (opened at fi_endpoint, re-opened by setname). */
@@ -572,6 +579,12 @@ extern struct fi_ops_tagged braid_rdm_tagged_ops;
 int braid_rdm_enable(struct braid_ep *ep);
 void braid_rdm_close(struct braid_ep *ep);
 void braid_rdm_progress_locked(struct braid_ep *ep);
+/* braid_rdm.c, for braid_rdm_rma.c: an fi_addr's engine peer key; what follows a post (flush or progress) */
+int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key);
+void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags);
+/* braid_rdm_rma.c: the most bytes of operands one atomic carries (fi_atomicvalid counts) */
+#define BRAID_ATOMIC_MAX	256
+int braid_atomic_query(enum fi_datatype dt, enum fi_op op, uint64_t flags, size_t *count);
 int braid_rdm_cancel_locked(struct braid_ep *ep, void *context);
 uint64_t braid_now_ns(void);
 

@@ -19,9 +19,12 @@
 				 FI_TRANSMIT_COMPLETE)
 #define BRAID_RX_OP_FLAGS	(FI_COMPLETION)
 
-#define BRAID_RDM_TX_CAPS	(FI_MSG | FI_TAGGED | FI_SEND)
-#define BRAID_RDM_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
-				 FI_MULTI_RECV)
+#define BRAID_RDM_TX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | \
+				 FI_WRITE)
+/* FI_RMA_EVENT: only when asked for (target events cost a CQ entry each) */
+#define BRAID_RDM_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | \
+				 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT | \
+				 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)
 #define BRAID_RDM_CAPS		(BRAID_RDM_TX_CAPS | BRAID_RDM_RX_CAPS | BRAID_DOMAIN_CAPS)
 #define BRAID_RDM_TX_OP_FLAGS	(BRAID_TX_OP_FLAGS | FI_DELIVERY_COMPLETE)
 
@@ -66,27 +69,38 @@ static struct fi_ep_attr dgram_ep_attr = {
 	.rx_ctx_cnt = 1,
 };
 
+/* what every domain of braid's has in common (MSG's differs more) */
+#define BRAID_DOMAIN_ATTR_COMMON				\
+	.caps = BRAID_DOMAIN_CAPS,				\
+	.threading = FI_THREAD_SAFE,				\
+	.control_progress = FI_PROGRESS_MANUAL,			\
+	.data_progress = FI_PROGRESS_MANUAL,			\
+	.resource_mgmt = FI_RM_ENABLED,				\
+	.av_type = FI_AV_UNSPEC,				\
+	.mr_key_size = sizeof(uint64_t),			\
+	.cq_data_size = BRAID_CQ_DATA_SIZE,			\
+	.cq_cnt = 256,						\
+	.ep_cnt = 256,						\
+	.tx_ctx_cnt = 256,					\
+	.rx_ctx_cnt = 256,					\
+	.max_ep_tx_ctx = 1,					\
+	.max_ep_rx_ctx = 1,					\
+	.max_ep_stx_ctx = 0,					\
+	.max_ep_srx_ctx = 0,					\
+	.cntr_cnt = 256,					\
+	.mr_cnt = 65536
+
 static struct fi_domain_attr dgram_domain_attr = {
-	.caps = BRAID_DOMAIN_CAPS,
-	.threading = FI_THREAD_SAFE,
-	.control_progress = FI_PROGRESS_MANUAL,
-	.data_progress = FI_PROGRESS_MANUAL,
-	.resource_mgmt = FI_RM_ENABLED,
-	.av_type = FI_AV_UNSPEC,
+	BRAID_DOMAIN_ATTR_COMMON,
 	.mr_mode = 0,
-	.mr_key_size = sizeof(uint64_t),
-	.cq_data_size = BRAID_CQ_DATA_SIZE,
-	.cq_cnt = 256,
-	.ep_cnt = 256,
-	.tx_ctx_cnt = 256,
-	.rx_ctx_cnt = 256,
-	.max_ep_tx_ctx = 1,
-	.max_ep_rx_ctx = 1,
-	.max_ep_stx_ctx = 0,
-	.max_ep_srx_ctx = 0,
-	.cntr_cnt = 256,
 	.mr_iov_limit = BRAID_IOV_LIMIT,
-	.mr_cnt = 65536,
+};
+
+/* RDM: RMA targets are named by provider keys (64 random bits) and virtual addresses */
+static struct fi_domain_attr rdm_domain_attr = {
+	BRAID_DOMAIN_ATTR_COMMON,
+	.mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+	.mr_iov_limit = 1,
 };
 
 static struct fi_fabric_attr dgram_fabric_attr = {
@@ -99,11 +113,11 @@ static struct fi_tx_attr rdm_tx_attr = {
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = FI_ORDER_NONE,
 	.iov_limit = BRAID_IOV_LIMIT,
-	.rma_iov_limit = 0,
+	.rma_iov_limit = 1,
 };
 
 static struct fi_rx_attr rdm_rx_attr = {
-	.caps = BRAID_RDM_RX_CAPS,
+	.caps = BRAID_RDM_RX_CAPS & ~FI_RMA_EVENT,
 	.op_flags = 0,
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = FI_ORDER_NONE,
@@ -197,13 +211,13 @@ const struct fi_info braid_msg_info_template = {
 };
 
 const struct fi_info braid_rdm_info_template = {
-	.caps = BRAID_RDM_CAPS,
+	.caps = BRAID_RDM_CAPS & ~FI_RMA_EVENT,
 	.mode = 0,
 	.addr_format = FI_SOCKADDR_IN,
 	.tx_attr = &rdm_tx_attr,
 	.rx_attr = &rdm_rx_attr,
 	.ep_attr = &rdm_ep_attr,
-	.domain_attr = &dgram_domain_attr,
+	.domain_attr = &rdm_domain_attr,
 	.fabric_attr = &dgram_fabric_attr,
 };
 
@@ -548,7 +562,7 @@ static bool mr_fit(const struct ep_kind *k, const struct fi_info *hints, uint32_
 			     FI_REMOTE_WRITE;
 	int need = k->tmpl->domain_attr->mr_mode, have;
 
-	*caps = hints && hints->caps ? hints->caps : k->caps;
+	*caps = hints && hints->caps ? hints->caps : k->caps & ~FI_RMA_EVENT;
 	*mr_mode = 0;
 	if (!need || !(*caps & rma))
 		return true;

@@ -61,10 +61,21 @@ static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 	return -FI_ENOSYS;
 }
 
+/* fi_query_atomic(3): what the RDM endpoint's atomics do (braid_atomic_query) */
 static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {
-	return -FI_ENOSYS;
+	size_t count;
+	int ret;
+
+	if (!attr || (flags & ~(FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC)))
+		return -FI_EINVAL;
+	ret = braid_atomic_query(datatype, op, flags, &count);
+	if (ret)
+		return ret;
+	attr->count = count;
+	attr->size = BRAID_ATOMIC_MAX / count;
+	return 0;
 }
 
 static int domain_query_collective(struct fid_domain *domain, enum fi_collective_op coll,

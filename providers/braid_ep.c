@@ -9,6 +9,8 @@
 #define EP_CNTR_FLAGS	(FI_SEND | FI_RECV)
 #define EP_CNTR_RMA	(FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
+static int ep_bind_rma_cntrs(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags);
+
 static struct braid_ep *ep_of(struct fid *fid)
 {
 	return braid_container_of(fid, struct braid_ep, ep_fid.fid);
@@ -142,6 +144,7 @@ static int ep_close(struct fid *fid)
 		braid_epset_remove(&ep->recv_cntr->eps, ep);
 		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
 	}
+	ep_bind_rma_cntrs(ep, NULL, EP_CNTR_RMA);
 	braid_domain_unlock(dom);
 	if (ep->rd) {
 		const struct braid_rd_stats *st = braid_rd_get_stats(ep->rd);
@@ -221,19 +224,58 @@ out:
 	return ret;
 }
 
+/* RDM's RMA counters, in the order of braid_ep.rma_cntr */
+static const uint64_t rma_cntr_flag[BRAID_RMA_CNTRS] = {
+	FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE,
+};
+
+/* Bind or unbind (@cntr NULL: the ones bound) the RMA counters of @flags (domain lock held). */
+static int ep_bind_rma_cntrs(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags)
+{
+	int fd = ep->wire->ops->wait_fd(ep->wire), i, ret;
+
+	for (i = 0; i < BRAID_RMA_CNTRS; i++) {
+		struct braid_cntr *c = cntr ? cntr : ep->rma_cntr[i];
+
+		if (!(flags & rma_cntr_flag[i]) || !c)
+			continue;
+		if (!cntr) {
+			ep_wait_fd(&c->wait, fd, false);
+			braid_epset_remove(&c->eps, ep);
+			atomic_fetch_sub(&c->ref, 1);
+			ep->rma_cntr[i] = NULL;
+			continue;
+		}
+		ret = braid_epset_add(&c->eps, ep);
+		if (ret)
+			return ret;
+		/* remote accesses and answers arrive on the wire */
+		ep_wait_fd(&c->wait, fd, true);
+		ep->rma_cntr[i] = c;
+		atomic_fetch_add(&c->ref, 1);
+	}
+	return 0;
+}
+
 static int ep_bind_cntr(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags)
 {
-	int ret = 0;
+	int ret = 0, i;
 
-	if (flags & EP_CNTR_RMA)
-		return -FI_EBADFLAGS;	/* no RMA on this endpoint type */
-	if (!flags || (flags & ~EP_CNTR_FLAGS))
+	if ((flags & EP_CNTR_RMA) && ep->type != FI_EP_RDM)
+		return -FI_EBADFLAGS;	/* no RMA counters on this endpoint type */
+	if (!flags || (flags & ~(EP_CNTR_FLAGS | EP_CNTR_RMA)))
 		return -FI_EBADFLAGS;
 	if (((flags & FI_SEND) && ep->send_cntr) || ((flags & FI_RECV) && ep->recv_cntr))
 		return -FI_EINVAL;
+	for (i = 0; i < BRAID_RMA_CNTRS; i++)
+		if ((flags & rma_cntr_flag[i]) && ep->rma_cntr[i])
+			return -FI_EINVAL;
 	if (cntr->domain != ep->domain)
 		return -FI_EINVAL;
 	braid_domain_lock(ep->domain);
+	ret = ep_bind_rma_cntrs(ep, cntr, flags);
+	if (ret)
+		goto out;
 	if (flags & FI_SEND) {
 		ret = braid_epset_add(&cntr->eps, ep);
 		if (ret)
@@ -682,9 +724,10 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->ep_fid.cm = ep->type == FI_EP_MSG ? &braid_msg_cm_ops : &ep_cm_ops;
 	ep->ep_fid.msg = ep->type == FI_EP_RDM ? &braid_rdm_msg_ops :
 			 ep->type == FI_EP_MSG ? &braid_msg_msg_ops : &braid_dgram_msg_ops;
-	ep->ep_fid.rma = ep->type == FI_EP_MSG ? &braid_msg_rma_ops : &braid_nosys_rma_ops;
+	ep->ep_fid.rma = ep->type == FI_EP_MSG ? &braid_msg_rma_ops :
+			 ep->type == FI_EP_RDM ? &braid_rdm_rma_ops : &braid_nosys_rma_ops;
 	ep->ep_fid.tagged = ep->type == FI_EP_RDM ? &braid_rdm_tagged_ops : &braid_nosys_tagged_ops;
-	ep->ep_fid.atomic = &braid_nosys_atomic_ops;
+	ep->ep_fid.atomic = ep->type == FI_EP_RDM ? &braid_rdm_atomic_ops : &braid_nosys_atomic_ops;
 	ep->ep_fid.collective = &braid_nosys_collective_ops;
 	atomic_fetch_add(&dom->ref, 1);
 	*ep_out = &ep->ep_fid;

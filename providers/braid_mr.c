@@ -154,11 +154,12 @@ int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 int braid_mr_check(struct braid_domain *dom, uint64_t key, uint64_t addr, size_t len,
 		   uint64_t access, void **ptr)
 {
-	struct braid_mr *mr = key <= UINT32_MAX ? braid_map_get(&dom->mr_keys, (uint32_t)key) : NULL;
+	bool narrow = dom->info->domain_attr->mr_key_size == 4;
+	struct braid_mr *mr = !narrow || key <= UINT32_MAX ? braid_map_get(&dom->mr_keys, key) : NULL;
 	bool virt = mr_mode(dom) & FI_MR_VIRT_ADDR;
 	uint64_t base, off;
 
-	if (!mr || (mr->access & access) != access || mr->iov_count != 1)
+	if (!key || !mr || (mr->access & access) != access || mr->iov_count != 1)
 		return -FI_EACCES;
 	base = (uint64_t)(uintptr_t)mr->iov[0].iov_base;
 	if (virt && addr < base)

@@ -28,6 +28,15 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now);
 
 /* ---- enable / close ---- */
 
+/* the RD engine's key check of RMA and atomics targeting us: the domain's (braid_mr_check) */
+static int rdm_mr_check(void *ctx, uint64_t key, uint64_t addr, size_t len, uint32_t access,
+			void **ptr)
+{
+	return braid_mr_check(ctx, key, addr, len,
+			      ((access & BRAID_RD_ACC_READ) ? FI_REMOTE_READ : 0) |
+			      ((access & BRAID_RD_ACC_WRITE) ? FI_REMOTE_WRITE : 0), ptr);
+}
+
 int braid_rdm_enable(struct braid_ep *ep)
 {
 	struct braid_rd_config cfg;
@@ -60,6 +69,8 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.rto_min_ns = 1000000ULL;
 	cfg.tlp_min_ns = 300000ULL;
 	cfg.seed = cfg.epoch ^ ((uint64_t)cfg.local_port << 32);
+	cfg.mr_check = rdm_mr_check;
+	cfg.mr_ctx = ep->domain;
 	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);
 	if (ret)
 		return ret;
@@ -139,6 +150,40 @@ static fi_addr_t rdm_source(struct braid_ep *ep, uint64_t peer)
 	return braid_av_reverse(ep->av, ip, (uint16_t)peer);
 }
 
+/* An RMA or atomic completion (initiator) or event (target, BRAID_RD_COMP_REMOTE). */
+static void rdm_report_rma(struct braid_ep *ep, const struct braid_rd_comp *c)
+{
+	bool remote = c->flags & BRAID_RD_COMP_REMOTE;
+	bool atomic = c->flags & BRAID_RD_COMP_ATOMIC;
+	/* what counts as a read: an RMA read, a fetching or compare atomic (fi_endpoint(3)) */
+	bool read = c->flags & BRAID_RD_COMP_READ;
+	struct braid_cntr *cntr = ep->rma_cntr[remote ? (read ? BRAID_CNTR_REMOTE_READ :
+							     BRAID_CNTR_REMOTE_WRITE) :
+						 (read ? BRAID_CNTR_READ : BRAID_CNTR_WRITE)];
+	uint64_t flags = (atomic ? FI_ATOMIC : FI_RMA) |
+			 (remote ? (read ? FI_REMOTE_READ : FI_REMOTE_WRITE) : (read ? FI_READ : FI_WRITE));
+
+	if (remote) {
+		/* the target: an entry for remote CQ data, or for every access with FI_RMA_EVENT */
+		if (c->flags & BRAID_RD_COMP_CQ_DATA)
+			flags |= FI_REMOTE_CQ_DATA;
+		if (ep->rx_cq && ((c->flags & BRAID_RD_COMP_CQ_DATA) || (ep->info->caps & FI_RMA_EVENT)))
+			braid_cq_write(ep->rx_cq, NULL, flags, c->len, NULL, c->data, 0,
+				       rdm_source(ep, c->peer));
+	} else if (c->err) {
+		if (ep->tx_cq)
+			braid_cq_write_err(ep->tx_cq, c->context, flags, 0, NULL, 0, 0, 0, c->err,
+					   c->prov_errno, FI_ADDR_NOTAVAIL);
+		if (cntr)
+			braid_cntr_inc_err(cntr);
+		return;
+	} else if (ep->tx_cq && !(c->flags & BRAID_RD_COMP_SILENT)) {
+		braid_cq_write(ep->tx_cq, c->context, flags, c->len, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+	}
+	if (cntr)
+		braid_cntr_inc(cntr);
+}
+
 /* Report one engine completion on the CQ and counters. */
 static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
 {
@@ -149,6 +194,10 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
 			 ((c->flags & BRAID_RD_COMP_TAGGED) ? FI_TAGGED : FI_MSG);
 	fi_addr_t src = recv ? rdm_source(ep, c->peer) : FI_ADDR_NOTAVAIL;
 
+	if (c->flags & (BRAID_RD_COMP_WRITE | BRAID_RD_COMP_READ | BRAID_RD_COMP_ATOMIC)) {
+		rdm_report_rma(ep, c);
+		return;
+	}
 	if (recv && (c->flags & BRAID_RD_COMP_CQ_DATA))
 		flags |= FI_REMOTE_CQ_DATA;
 	if (c->flags & BRAID_RD_COMP_MULTI_RECV)
@@ -231,6 +280,31 @@ int braid_rdm_cancel_locked(struct braid_ep *ep, void *context)
 
 /* ---- sends ---- */
 
+int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key)
+{
+	struct sockaddr_in sin;
+
+	if (braid_av_lookup_addr(ep->av, addr, &sin))
+		return -FI_EINVAL;
+	*key = braid_peer_key(ntohl(sin.sin_addr.s_addr), ntohs(sin.sin_port));
+	return 0;
+}
+
+void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags)
+{
+	if (ret == -FI_EAGAIN) {
+		/* out of operations: make progress so the caller's retry can succeed */
+		braid_rdm_progress_locked(ep);
+	} else if (!ret && !(flags & FI_MORE) && ep->unflushed++ % RDM_OUT_BURST == 0) {
+		/*
+		 * The first send after a progress call goes out at once (latency);
+		 * the ones that follow it before the next progress call are batched,
+		 * a burst at a time, into one sendmmsg (message rate).
+		 */
+		rdm_flush(ep, braid_now_ns());
+	}
+}
+
 static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t count,
 			fi_addr_t dest, void *context, uint64_t tag, uint64_t data,
 			uint64_t flags, bool tagged, bool nocomp)
@@ -238,7 +312,6 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	struct braid_rd_send req = {
 		.iov = iov, .iov_count = count, .tag = tag, .data = data, .context = context,
 	};
-	struct sockaddr_in sin;
 	size_t i, len = 0;
 	int ret;
 
@@ -252,9 +325,8 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		len += iov[i].iov_len;
 	if ((flags & FI_INJECT) && len > ep->info->tx_attr->inject_size)
 		return -FI_EMSGSIZE;
-	if (braid_av_lookup_addr(ep->av, dest, &sin))
+	if (braid_rdm_peer(ep, dest, &req.peer))
 		return -FI_EINVAL;
-	req.peer = braid_peer_key(ntohl(sin.sin_addr.s_addr), ntohs(sin.sin_port));
 	if (tagged)
 		req.flags |= BRAID_RD_TAGGED;
 	if (flags & FI_REMOTE_CQ_DATA)
@@ -267,17 +339,7 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 
 	braid_domain_lock(ep->domain);
 	ret = braid_rd_send(ep->rd, &req, braid_now_ns());
-	if (ret == -FI_EAGAIN) {
-		/* out of operations: make progress so the caller's retry can succeed */
-		braid_rdm_progress_locked(ep);
-	} else if (!ret && !(flags & FI_MORE) && ep->unflushed++ % RDM_OUT_BURST == 0) {
-		/*
-		 * The first send after a progress call goes out at once (latency);
-		 * the ones that follow it before the next progress call are batched,
-		 * a burst at a time, into one sendmmsg (message rate).
-		 */
-		rdm_flush(ep, braid_now_ns());
-	}
+	braid_rdm_posted_locked(ep, ret, flags);
 	braid_domain_unlock(ep->domain);
 	return ret;
 }
@@ -343,7 +405,6 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	struct braid_rd_recv req = {
 		.iov = iov, .iov_count = count, .tag = tag, .ignore = ignore, .context = context,
 	};
-	struct sockaddr_in sin;
 	int ret;
 
 	if (!ep->enabled)
@@ -359,11 +420,9 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	if (flags & ~(RDM_RX_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD))
 		return -FI_EBADFLAGS;
 	/* FI_DIRECTED_RECV: only from @src */
-	if (src != FI_ADDR_UNSPEC && (ep->info->caps & FI_DIRECTED_RECV)) {
-		if (braid_av_lookup_addr(ep->av, src, &sin))
-			return -FI_EINVAL;
-		req.peer = braid_peer_key(ntohl(sin.sin_addr.s_addr), ntohs(sin.sin_port));
-	}
+	if (src != FI_ADDR_UNSPEC && (ep->info->caps & FI_DIRECTED_RECV) &&
+	    braid_rdm_peer(ep, src, &req.peer))
+		return -FI_EINVAL;
 	if (tagged)
 		req.flags |= BRAID_RD_TAGGED;
 	if (!ep->rx_cq || (ep->rx_selective && !(flags & FI_COMPLETION)))
