@@ -43,7 +43,8 @@ enum braid_rma_status {
 #define BRAID_RD_F_ACK		0x04
 #define BRAID_RD_F_RETX		0x08
 #define BRAID_RD_F_RDV		0x10	/* rendezvous: the rest follows a CTS (§4.6) */
-#define BRAID_RD_DATA_FLAGS	0x1f
+#define BRAID_RD_F_DC		0x20	/* delivery complete: answer with a RESP once delivered (§4.7) */
+#define BRAID_RD_DATA_FLAGS	0x3f
 /* RD_RMA flags (§4.7): those of RD_DATA but TAGGED; RDV only on a keepalive probe */
 #define BRAID_RD_RMA_FLAGS	(BRAID_RD_F_CQ_DATA | BRAID_RD_F_ACK | BRAID_RD_F_RETX | BRAID_RD_F_RDV)
 /* RD_ACK flags (§4.3) */

@@ -114,6 +114,9 @@ void braid_rd_config_default(struct braid_rd_config *cfg);
 						 * given the next free part of it (FI_MULTI_RECV) */
 
 #define BRAID_RD_INTERNAL	(1u << 5)	/* engine-made send (an RMA response): no completion */
+#define BRAID_RD_DELIVERY	(1u << 6)	/* send: complete once the message is in a receive
+						 * buffer (or discarded) at the peer, not at its ACK
+						 * (FI_DELIVERY_COMPLETE; §4.7) */
 
 /** struct braid_rd_send - a message to send. */
 struct braid_rd_send {

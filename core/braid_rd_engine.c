@@ -574,7 +574,7 @@ bool braid_rd_pending(const struct braid_rd *rd)
 {
 	const struct braid_dlist *it;
 
-	if (!braid_dlist_empty(&rd->ready))
+	if (!braid_dlist_empty(&rd->ready) || !braid_dlist_empty(&rd->rma_pend))
 		return true;
 	for (it = rd->active.next; it != &rd->active; it = it->next) {
 		const struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);

@@ -35,6 +35,20 @@ static void stage_free_all(struct braid_rd *rd, struct rd_msg *m)
 	}
 }
 
+/*
+ * A message is done with at this end (delivered, or dropped by FI_DISCARD):
+ * free it, or, when its sender asked for delivery complete, hand it to the
+ * RMA side, which answers the sender and then frees it (§4.7).
+ */
+static void msg_done(struct braid_rd *rd, struct rd_msg *m)
+{
+	stage_free_all(rd, m);
+	if (m->hflags & BRAID_RD_F_DC)
+		rd_rma_delivered(rd, m);
+	else
+		braid_pool_release(&rd->msgs, m);
+}
+
 /* Deliver a complete, matched message and free it. */
 static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov_errno)
 {
@@ -67,11 +81,14 @@ static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov
 		braid_pool_release(&rd->recvs, r->parent);
 	}
 	rd_comp_push(rd, &c);
-	if (!err)
-		rd->stats.msgs_received++;
-	stage_free_all(rd, m);
 	braid_pool_release(&rd->recvs, r);
-	braid_pool_release(&rd->msgs, m);
+	if (err) {	/* the peer failed or restarted: nobody to answer */
+		stage_free_all(rd, m);
+		braid_pool_release(&rd->msgs, m);
+		return;
+	}
+	rd->stats.msgs_received++;
+	msg_done(rd, m);
 }
 
 /*
@@ -343,8 +360,7 @@ static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m,
 		return;
 	slot_release(rd, f, m);
 	if (m->discard) {
-		stage_free_all(rd, m);
-		braid_pool_release(&rd->msgs, m);
+		msg_done(rd, m);
 	} else if (m->rma.op) {
 		rd_rma_in_settle(rd, m, now);	/* it owns the message now */
 	} else if (m->recv) {
@@ -440,7 +456,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		m->len = v->msg_len;
 		m->tag = v->tag;
 		m->data = v->cq_data;
-		m->hflags = v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA);
+		m->hflags = v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA | BRAID_RD_F_DC);
 		if (v->rma.op && !rd_rma_in_open(rd, m, v)) {
 			braid_pool_release(&rd->msgs, m);
 			return rd_drop(rd, BRAID_DROP_BAD_LEN);
@@ -450,7 +466,8 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		created = true;
 	} else if (m->len != v->msg_len || m->tag != v->tag || m->rma.op != v->rma.op ||
 		   m->rma.ref != v->rma.ref || m->rma.rkey != v->rma.rkey || m->rma.raddr != v->rma.raddr ||
-		   m->hflags != (v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA)) ||
+		   m->hflags != (v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA |
+					     BRAID_RD_F_DC)) ||
 		   (uint64_t)m->received + v->payload_len > m->len) {
 		/* packets of one message must agree; overlapping offsets would overrun */
 		return rd_drop(rd, BRAID_DROP_BAD_LEN);
@@ -714,7 +731,7 @@ static void msg_discard(struct braid_rd *rd, struct rd_msg *m)
 	if (msg_complete(m)) {
 		if (f)
 			slot_release(rd, f, m);
-		braid_pool_release(&rd->msgs, m);
+		msg_done(rd, m);
 	}
 }
 

@@ -308,6 +308,7 @@ bool rd_rma_in_open(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd
 void rd_rma_in_place(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd_data_view *v);
 void rd_rma_in_settle(struct braid_rd *rd, struct rd_msg *m, uint64_t now);
 void rd_rma_pend_run(struct braid_rd *rd, uint64_t now);
+void rd_rma_delivered(struct braid_rd *rd, struct rd_msg *m);
 void rd_rma_pend_drop(struct braid_rd *rd, struct rd_conn *conn);
 void rd_rma_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
 

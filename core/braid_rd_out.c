@@ -48,14 +48,15 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
 		if (!err)
 			rd->stats.msgs_sent++;
 	}
+	braid_dlist_remove(&op->rlink);	/* a delivery-complete send */
 	rd_out_release(rd, op);
 }
 
-/* Every packet of @op was acknowledged: it is done, unless it is an RMA request
- * still waiting for its answer (§4.7). */
+/* Every packet of @op was acknowledged: it is done, unless it waits for an
+ * answer (§4.7: an RMA request, a delivery-complete send). */
 void rd_out_send_done(struct braid_rd *rd, struct rd_send *op)
 {
-	if (op->rma.op && op->rma.op != BRAID_RMA_RESP && !op->resp_done)
+	if (!braid_dlist_empty(&op->rlink) && !op->resp_done)
 		return;
 	send_finish(rd, op, 0, 0);
 }
@@ -137,6 +138,8 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 		return -FI_EAGAIN;
 	if (rd_out_take_iov(rd, op, req->iov, req->iov_count, len))
 		return -FI_EAGAIN;
+	if (req->flags & BRAID_RD_DELIVERY)
+		braid_dlist_insert_tail(&op->rlink, &conn->rma_ops);	/* it waits for the RESP */
 	op->tag = req->tag;
 	op->data = req->data;
 	rd_out_queue(rd, f, op, now);
@@ -812,6 +815,8 @@ static void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct
 		v->flags |= BRAID_RD_F_CQ_DATA;
 	if (op->flags & BRAID_RD_TAGGED)
 		v->flags |= BRAID_RD_F_TAGGED;
+	if (op->flags & BRAID_RD_DELIVERY)
+		v->flags |= BRAID_RD_F_DC;
 	if (op->rdv && off == 0)
 		v->flags |= BRAID_RD_F_RDV;
 	v->rma = op->rma;

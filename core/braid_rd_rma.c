@@ -253,7 +253,7 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 	struct rd_flow *f;
 	struct rd_send *op;
 
-	if (rd->comp_count >= rd->comp_cap / 2)
+	if (m->rma.op && rd->comp_count >= rd->comp_cap / 2)
 		return false;	/* events wait for the application to read completions */
 	f = rd_flow_attach(rd, conn, now);
 	if (!f)
@@ -309,6 +309,7 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 			rlen = fetch ? n : 0;
 		}
 	}
+	/* (rma.op 0: a delivery-complete message was delivered; the RESP says so) */
 	op->rma.op = BRAID_RMA_RESP;
 	op->rma.ref = m->msg_id;
 	op->rma.status = status;
@@ -320,6 +321,8 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 	}
 	op->stage = res;
 	rd_out_queue(rd, f, op, now);
+	if (!m->rma.op)
+		return true;
 	if (status == BRAID_RMA_OK) {
 		rd_comp_push(rd, &ev);
 		rd->stats.rma_served++;
@@ -327,6 +330,12 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 		rd->stats.rma_refused++;
 	}
 	return true;
+}
+
+void rd_rma_delivered(struct braid_rd *rd, struct rd_msg *m)
+{
+	/* answered with the next output, in order behind requests that wait */
+	braid_dlist_insert_tail(&m->node, &rd->rma_pend);
 }
 
 static void msg_free(struct braid_rd *rd, struct rd_msg *m)

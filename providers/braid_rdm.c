@@ -333,6 +333,10 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		req.flags |= BRAID_RD_CQ_DATA;
 	if (flags & FI_INJECT)
 		req.flags |= BRAID_RD_INJECT;
+	/* FI_DELIVERY_COMPLETE: complete once the message is in the peer's receive
+	 * buffer, not once it was acknowledged into its staging (§4.7) */
+	if ((flags & FI_DELIVERY_COMPLETE) && !nocomp)
+		req.flags |= BRAID_RD_DELIVERY;
 	/* fi_inject*: as if selective completion were on and FI_COMPLETION off (fi_msg(3)) */
 	if (nocomp || !ep->tx_cq || (ep->tx_selective && !(flags & FI_COMPLETION)))
 		req.flags |= BRAID_RD_NO_COMP;

@@ -415,3 +415,130 @@ Test(braid_rd_rma, dead_target_fails_in_bounded_time)
 	cr_assert(!braid_rd_pending(h.nodes[0].rd), "nothing left in flight");
 	h_fini(&h);
 }
+
+static bool one_comp(struct harness *h, void *arg)
+{
+	return h->nodes[*(int *)arg].ncomps >= 1;
+}
+
+/*
+ * FI_DELIVERY_COMPLETE: a send completes when its message is in a receive
+ * buffer, not when it was acknowledged into the receiver's staging.
+ */
+Test(braid_rd_rma, delivery_complete_waits_for_the_receive)
+{
+	static uint8_t buf[3000], dst[3000];
+	struct braid_sim_path_cfg p = { .delay_ns = 5000, .loss = 0.05 };
+	struct braid_rd_config c;
+	struct harness h;
+	struct iovec iov = { buf, sizeof(buf) }, riov = { dst, sizeof(dst) };
+	struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .flags = BRAID_RD_DELIVERY,
+				   .context = (void *)1 };
+	struct braid_rd_recv r = { .iov = &riov, .iov_count = 1, .context = (void *)2 };
+	int sender = 0;
+	size_t i;
+
+	braid_rd_config_default(&c);
+	c.epoch = 1;
+	cr_assert_eq(h_init(&h, 2, 2, &p, &c, 11), 0);
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 7);
+	s.peer = h_key(1);
+	cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+	/* long after the message was acknowledged (no receive yet): no completion */
+	h_run(&h, h.now + 200 * MS, NULL, NULL);
+	cr_assert_eq(h.nodes[0].ncomps, 0, "delivery complete before any receive was posted");
+	cr_assert_eq(braid_rd_get_stats(h.nodes[1].rd)->drops[BRAID_DROP_NO_BUFFER], 0);
+	cr_assert(braid_rd_pending(h.nodes[0].rd), "the send still waits");
+	/* the receive comes: the message lands, then the sender completes */
+	cr_assert_eq(braid_rd_post_recv(h.nodes[1].rd, &r, h.now), 0);
+	cr_assert(h_run(&h, h.now + 1000 * MS, one_comp, &sender));
+	cr_assert_eq(h.nodes[0].comps[0].err, 0);
+	cr_assert(h.nodes[0].comps[0].flags & BRAID_RD_COMP_SEND);
+	cr_assert_eq(h.nodes[1].ncomps, 1);
+	cr_assert_eq(memcmp(dst, buf, sizeof(buf)), 0);
+	h_run(&h, h.now + 10 * MS, NULL, NULL);
+	cr_assert_eq(h.nodes[0].ncomps, 1, "completed once");
+	cr_assert(!braid_rd_pending(h.nodes[0].rd));
+	h_fini(&h);
+}
+
+/* Many delivery-complete sends under loss, duplication and reordering: each completes once. */
+Test(braid_rd_rma, delivery_complete_under_faults)
+{
+	static uint8_t buf[64][2000], dst[64][2000];
+	struct braid_sim_path_cfg p = { .delay_ns = 4000, .jitter_ns = 3000, .loss = 0.1,
+					.dup = 0.05, .dup_gap_ns = 1500, .reorder = 0.2,
+					.reorder_ns = 20000 };
+	struct braid_rd_config c;
+	struct harness h;
+	struct want want = { 64 };
+	int seen[64] = { 0 }, i;
+
+	braid_rd_config_default(&c);
+	c.paths = 4;
+	c.epoch = 1;
+	c.peer_timeout_ns = 10000 * MS;
+	cr_assert_eq(h_init(&h, 2, 4, &p, &c, 12), 0);
+	for (i = 0; i < 64; i++) {
+		struct iovec riov = { dst[i], sizeof(dst[i]) };
+		struct braid_rd_recv r = { .iov = &riov, .iov_count = 1 };
+
+		/* half the receives are posted now, half after the sends */
+		if (i % 2 == 0)
+			cr_assert_eq(braid_rd_post_recv(h.nodes[1].rd, &r, h.now), 0);
+	}
+	for (i = 0; i < 64; i++) {
+		struct iovec iov = { buf[i], (size_t)(i * 31) };
+		struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = h_key(1),
+					   .flags = BRAID_RD_DELIVERY,
+					   .context = (void *)(uintptr_t)(i + 1) };
+
+		memset(buf[i], i, sizeof(buf[i]));
+		cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+	}
+	h_run(&h, h.now + 300 * MS, NULL, NULL);
+	cr_assert_leq(h.nodes[0].ncomps, 32, "more completed than were received");
+	for (i = 0; i < 32; i++) {
+		struct iovec riov = { dst[32 + i], sizeof(dst[0]) };
+		struct braid_rd_recv r = { .iov = &riov, .iov_count = 1 };
+
+		cr_assert_eq(braid_rd_post_recv(h.nodes[1].rd, &r, h.now), 0);
+	}
+	cr_assert(h_run(&h, h.now + 20000 * MS, ops_done, &want), "%zu of 64", h.nodes[0].ncomps);
+	h_run(&h, h.now + 10 * MS, NULL, NULL);
+	cr_assert_eq(h.nodes[0].ncomps, 64);
+	for (i = 0; i < 64; i++) {
+		int k = (int)(uintptr_t)h.nodes[0].comps[i].context - 1;
+
+		cr_assert_eq(h.nodes[0].comps[i].err, 0);
+		cr_assert_eq(seen[k]++, 0, "send %d completed twice", k);
+	}
+	h_fini(&h);
+}
+
+/* A receiver that dies holding an undelivered message: the delivery-complete send fails in bounded time. */
+Test(braid_rd_rma, delivery_complete_dead_receiver)
+{
+	static uint8_t buf[100];
+	struct braid_sim_path_cfg p = { .delay_ns = 5000 };
+	struct braid_rd_config c;
+	struct harness h;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .flags = BRAID_RD_DELIVERY,
+				   .context = (void *)1 };
+	int sender = 0;
+
+	braid_rd_config_default(&c);
+	c.epoch = 1;
+	c.peer_timeout_ns = 50 * MS;
+	cr_assert_eq(h_init(&h, 2, 2, &p, &c, 13), 0);
+	s.peer = h_key(1);
+	cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+	h_run(&h, h.now + 5 * MS, NULL, NULL);	/* arrived and acknowledged, not delivered */
+	cr_assert_eq(h.nodes[0].ncomps, 0);
+	braid_sim_node_up(h.sim, 1, false);
+	cr_assert(h_run(&h, h.now + 400 * MS, one_comp, &sender), "no completion");
+	cr_assert_eq(h.nodes[0].comps[0].err, FI_EHOSTUNREACH);
+	h_fini(&h);
+}

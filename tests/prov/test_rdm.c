@@ -545,3 +545,44 @@ Test(fi_cntr_wait, send_counter_wakes_on_acks, .timeout = 60)
 	cr_assert_eq(fi_close(&cntr->fid), 0);
 	pt_dom_close(&r.d);
 }
+
+/*
+ * FI_DELIVERY_COMPLETE (fi_cq(3)): the send completes once the message is in
+ * the peer's receive buffer. With no receive posted the message waits in the
+ * receiver's staging, acknowledged: a plain send completes, a
+ * delivery-complete one does not until the receive comes.
+ */
+Test(fi_sendmsg, delivery_complete_waits_for_the_receive)
+{
+	struct fi_cq_tagged_entry e;
+	char buf[64];
+	struct rdm r;
+	struct iovec iov = { "delivered", 10 };
+	struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .context = (void *)9 };
+	long until;
+
+	rdm_open(&r, false);
+	msg.addr = r.a.peer;
+	/* a plain send, acknowledged into b's staging: completes with no receive posted */
+	cr_assert_eq(fi_send(r.a.ep, "plain", 6, NULL, r.a.peer, (void *)8), 0);
+	cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_eq(e.op_context, (void *)8);
+	cr_assert_eq(fi_sendmsg(r.a.ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION), 0);
+	until = pt_now_ms() + 300;
+	while (pt_now_ms() < until) {
+		cr_assert_eq(fi_cq_read(r.a.tx_cq, &e, 1), -FI_EAGAIN,
+			     "delivery complete with no receive posted");
+		(void)fi_cq_read(r.b.rx_cq, NULL, 0);
+	}
+	/* the first receive takes the plain message, the second the delivered one */
+	cr_assert_eq(fi_recv(r.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 2000), 1);
+	pt_cq_expect_empty(r.a.tx_cq);
+	cr_assert_eq(fi_recv(r.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_str_eq(buf, "delivered");
+	cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 2000), 1);
+	cr_assert_eq(e.op_context, (void *)9);
+	cr_assert(e.flags & FI_SEND);
+	rdm_close(&r);
+}
