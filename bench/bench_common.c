@@ -14,6 +14,12 @@ double now_s(void)
 
 void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_size)
 {
+	conn_open_caps(c, prov, node, buf_size, FI_TAGGED);
+}
+
+void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t buf_size,
+		    uint64_t caps)
+{
 	struct fi_info *hints = fi_allocinfo(), *list, *cur;
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
@@ -22,7 +28,7 @@ void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_si
 	if (!strcmp(prov, "tcp"))
 		prov = "tcp;ofi_rxm";
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED;
+	hints->caps = caps;
 	hints->mode = FI_CONTEXT;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
@@ -51,6 +57,12 @@ void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_si
 	if (!c->buf)
 		exit(BENCH_EXIT_SETUP);
 	memset(c->buf, 0xa5, buf_size);
+	if (caps & FI_RMA) {
+		TRY(fi_mr_reg(c->domain, c->buf, buf_size, FI_READ | FI_WRITE | FI_REMOTE_READ |
+			      FI_REMOTE_WRITE, 0, 0, 0, &c->mr, NULL));
+		c->desc = fi_mr_desc(c->mr);
+		c->key = fi_mr_key(c->mr);
+	}
 	c->max_inject = c->info->tx_attr->inject_size;
 	c->peer = FI_ADDR_UNSPEC;
 	c->timeout_s = 20;
@@ -59,6 +71,8 @@ void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_si
 void conn_close(struct conn *c)
 {
 	fi_close(&c->ep->fid);
+	if (c->mr)
+		fi_close(&c->mr->fid);
 	fi_close(&c->av->fid);
 	fi_close(&c->cq->fid);
 	fi_close(&c->domain->fid);

@@ -46,6 +46,10 @@ struct conn {
 	size_t max_inject;
 	/** @timeout_s: wait_comps gives up after this long without completions. */
 	double timeout_s;
+	/** @mr, @desc, @key: with FI_RMA (conn_open_caps): @buf registered for RMA both ways. */
+	struct fid_mr *mr;
+	void *desc;
+	uint64_t key;
 };
 
 double now_s(void);
@@ -57,6 +61,9 @@ double now_s(void);
  * buffer of @buf_size bytes. Exits with BENCH_EXIT_SETUP on failure.
  */
 void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_size);
+/* conn_open() asking for @caps (FI_TAGGED and, say, FI_RMA: then @buf is registered) */
+void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t buf_size,
+		    uint64_t caps);
 void conn_close(struct conn *c);
 
 /* conn_name() - the endpoint's name into @name (@len in: room, out: size). */

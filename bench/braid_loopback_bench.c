@@ -5,7 +5,12 @@
  * the contenders alternating in every repetition, medians over the
  * repetitions and braid's ratio to each contender.
  *
- *   FI_PROVIDER_PATH=build/providers build/bench/braid_loopback_bench [-r REPS] [-q]
+ *   FI_PROVIDER_PATH=build/providers build/bench/braid_loopback_bench [-r REPS] [-q] [-R]
+ *
+ * RMA (fi_write, fi_read) is measured for braid, tcp;ofi_rxm and
+ * braid;ofi_rxm: the time from posting one operation to its completion
+ * (a full round trip: braid completes a write when the target has it) and
+ * windowed bandwidth. -R: the RMA part only.
  *
  * Each measurement forks a server process; the two exchange endpoint names
  * over a socketpair, then talk only through libfabric (tagged messages).
@@ -26,7 +31,9 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <poll.h>
 
 #include "bench_common.h"
 
@@ -58,7 +65,62 @@ static void conn_connect(struct conn *c, int sock)
 	conn_insert(c, theirs);
 }
 
-enum test { T_LAT, T_BW, T_RATE };
+enum test { T_LAT, T_BW, T_RATE, T_WLAT, T_RLAT, T_WBW, T_RBW };
+
+/* RMA contenders: braid;ofi_rxd is left out (its RMA is not what is compared) */
+static const char *const rma_provs[] = { "braid", "tcp;ofi_rxm", "braid;ofi_rxm" };
+#define NRMA 3
+static const enum test rma_tests[] = { T_WLAT, T_RLAT, T_WBW, T_WBW, T_RBW };
+static const size_t rma_sizes[] = { 8, 8, 65536, 1 << 20, 1 << 20 };
+static const char *const rma_names[] = { "write 8 B, us", "read 8 B, us", "write 64 KiB, MB/s",
+					  "write 1 MiB, MB/s", "read 1 MiB, MB/s" };
+#define NRMAT 5
+
+static bool is_rma(enum test t)
+{
+	return t >= T_WLAT;
+}
+
+/* The RMA initiator: one operation at a time (latency) or windows of them. */
+static double run_rma(struct conn *c, enum test t, size_t size, int iters, uint64_t key,
+		      uint64_t raddr)
+{
+	static struct fi_context ctx[WINDOW];
+	bool write = t == T_WLAT || t == T_WBW;
+	int window = (t == T_WLAT || t == T_RLAT) ? 1 : WINDOW, i, k;
+	double t0 = now_s();
+	ssize_t r;
+
+	for (i = -10; i < iters; i++) {
+		if (i == 0)
+			t0 = now_s();
+		for (k = 0; k < window; k++) {
+			do {
+				r = write ? fi_write(c->ep, c->buf, size, c->desc, c->peer, raddr, key,
+						     &ctx[k]) :
+					    fi_read(c->ep, c->buf + MAX_SIZE, size, c->desc, c->peer,
+						    raddr, key, &ctx[k]);
+				if (r == -FI_EAGAIN)
+					(void)fi_cq_read(c->cq, NULL, 0);
+			} while (r == -FI_EAGAIN);
+			TRY(r);
+		}
+		wait_comps(c, window, NULL);
+	}
+	t0 = now_s() - t0;
+	if (window == 1)
+		return t0 / iters * 1e6;
+	return (double)size * window * iters / t0 / 1e6;
+}
+
+/* The RMA target: progress until the initiator says it is done. */
+static void serve_rma(struct conn *c, int sock)
+{
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+
+	while (poll(&pfd, 1, 0) == 0)
+		(void)fi_cq_read(c->cq, NULL, 0);
+}
 
 /* One measurement: result in us (latency), MB/s (bandwidth) or Mmsg/s (rate). */
 static double run_side(struct conn *c, bool server, enum test t, size_t size, int iters)
@@ -123,7 +185,11 @@ static int iters_for(enum test t, size_t size, bool quick)
 {
 	int n;
 
-	if (t == T_LAT)
+	if (t == T_WLAT || t == T_RLAT)
+		n = 2000;
+	else if (is_rma(t))
+		n = (int)((256u << 20) / (size * WINDOW)) + 2;
+	else if (t == T_LAT)
 		n = size <= 4096 ? 2000 : 500;
 	else if (t == T_RATE)
 		n = 200;
@@ -147,9 +213,19 @@ static double measure(const char *prov, enum test t, size_t size, bool quick)
 	if (pid == 0) {
 		close(sv[0]);
 		alarm(TIMEOUT_S * 3);
-		conn_open(&c, prov, NULL, MAX_SIZE * 2);
+		conn_open_caps(&c, prov, NULL, MAX_SIZE * 2, FI_TAGGED | (is_rma(t) ? FI_RMA : 0));
 		conn_connect(&c, sv[1]);
-		run_side(&c, true, t, size, iters_for(t, size, quick));
+		if (is_rma(t)) {
+			/* the address as the provider names it: virtual, or an offset (0) */
+			uint64_t target[2] = { c.key, (c.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+						      (uint64_t)(uintptr_t)c.buf : 0 };
+
+			if (write(sv[1], target, sizeof(target)) != sizeof(target))
+				_exit(3);
+			serve_rma(&c, sv[1]);
+		} else {
+			run_side(&c, true, t, size, iters_for(t, size, quick));
+		}
 		/* wait until the client is done before closing (its last sends need our ACKs) */
 		{
 			char b;
@@ -161,9 +237,17 @@ static double measure(const char *prov, enum test t, size_t size, bool quick)
 		_exit(0);
 	}
 	close(sv[1]);
-	conn_open(&c, prov, NULL, MAX_SIZE * 2);
+	conn_open_caps(&c, prov, NULL, MAX_SIZE * 2, FI_TAGGED | (is_rma(t) ? FI_RMA : 0));
 	conn_connect(&c, sv[0]);
-	r = run_side(&c, false, t, size, iters_for(t, size, quick));
+	if (is_rma(t)) {
+		uint64_t target[2];
+
+		if (read(sv[0], target, sizeof(target)) != sizeof(target))
+			exit(3);
+		r = run_rma(&c, t, size, iters_for(t, size, quick), target[0], target[1]);
+	} else {
+		r = run_side(&c, false, t, size, iters_for(t, size, quick));
+	}
 	if (write(sv[0], "x", 1) != 1)
 		r = -1;
 	waitpid(pid, &status, 0);
@@ -202,15 +286,18 @@ static void print_head(void)
 int main(int argc, char **argv)
 {
 	int reps = 5, opt, r, p, s;
-	bool quick = false;
+	bool quick = false, rma_only = false;
 	static double lat[NPROV][NLAT][16], bw[NPROV][NBW][16], rate[NPROV][16];
-	double med_lat[NPROV][NLAT], med_bw[NPROV][NBW], med_rate[NPROV];
+	static double rma[NRMA][NRMAT][16];
+	double med_lat[NPROV][NLAT], med_bw[NPROV][NBW], med_rate[NPROV], med_rma[NRMA][NRMAT];
 
-	while ((opt = getopt(argc, argv, "r:q")) != -1) {
+	while ((opt = getopt(argc, argv, "r:qR")) != -1) {
 		if (opt == 'r')
 			reps = atoi(argv[optind - 1]);
 		else if (opt == 'q')
 			quick = true;
+		else if (opt == 'R')
+			rma_only = true;
 	}
 	if (reps < 1 || reps > 16)
 		reps = 5;
@@ -219,7 +306,10 @@ int main(int argc, char **argv)
 	       "tcp;ofi_rxm, braid;ofi_rxd, braid;ofi_rxm (RDM over braid's RoCEv2 RC)\n", reps);
 	for (r = 0; r < reps; r++) {
 		fprintf(stderr, "  repetition %d/%d\n", r + 1, reps);
-		for (p = 0; p < NPROV; p++) {
+		for (p = 0; p < NRMA; p++)
+			for (s = 0; s < NRMAT; s++)
+				rma[p][s][r] = measure(rma_provs[p], rma_tests[s], rma_sizes[s], quick);
+		for (p = 0; p < NPROV && !rma_only; p++) {
 			for (s = 0; s < NLAT; s++)
 				lat[p][s][r] = measure(provs[p], T_LAT, lat_sizes[s], quick);
 			for (s = 0; s < NBW; s++)
@@ -227,6 +317,26 @@ int main(int argc, char **argv)
 			rate[p][r] = measure(provs[p], T_RATE, 8, quick);
 		}
 	}
+	for (p = 0; p < NRMA; p++)
+		for (s = 0; s < NRMAT; s++)
+			med_rma[p][s] = median(rma[p][s], reps);
+	printf("\nRMA (median; time from post to completion, a full round trip; windowed bandwidth, window %d)\n",
+	       WINDOW);
+	printf("  %-20s %12s %12s %14s %9s %9s\n", "", rma_provs[0], rma_provs[1], rma_provs[2],
+	       "vs tcp", "vs RC");
+	for (s = 0; s < NRMAT; s++) {
+		bool lower = s < 2;	/* latency: lower is better; ratios are braid's speed-up */
+
+		printf("  %-20s %12.2f %12.2f %14.2f %8.2fx %8.2fx\n", rma_names[s], med_rma[0][s],
+		       med_rma[1][s], med_rma[2][s],
+		       lower ? med_rma[1][s] / med_rma[0][s] : med_rma[0][s] / med_rma[1][s],
+		       lower ? med_rma[2][s] / med_rma[0][s] : med_rma[0][s] / med_rma[2][s]);
+	}
+	printf("  (ratios: braid's speed over the contender; > 1: braid faster)\n");
+	printf("  target: 1 MiB write bandwidth >= 1.0x tcp;ofi_rxm's: %.2fx  %s\n",
+	       med_rma[0][3] / med_rma[1][3], med_rma[0][3] >= med_rma[1][3] ? "met" : "NOT met");
+	if (rma_only)
+		return 0;
 	for (p = 0; p < NPROV; p++) {
 		for (s = 0; s < NLAT; s++)
 			med_lat[p][s] = median(lat[p][s], reps);
