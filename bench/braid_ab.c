@@ -5,9 +5,14 @@
  * message rate, every payload byte optionally checked. tools/ab drives it.
  *
  *   server: braid_ab -p PROV -a LOCAL_IP -C CTRL_PORT [-k NCLIENTS]
- *   client: braid_ab -p PROV -a LOCAL_IP -c SERVER_IP -C CTRL_PORT -m lat|bw|rate
+ *   client: braid_ab -p PROV -a LOCAL_IP -c SERVER_IP -C CTRL_PORT -m lat|bw|rate|write
  *                    [-s SIZE] [-n ITERS] [-t SECONDS] [-w WINDOW] [-i INTERVAL_MS]
  *                    [-o SAMPLES_FILE] [-v] [-T TIMEOUT_S]
+ *
+ * write: RMA goodput: fi_writedata of SIZE into the server's registered
+ * buffer, WINDOW at a time, each write's id as its remote CQ data; the
+ * server counts the writes by their CQ entries (exactly once) and, with -v,
+ * checks the last write of every buffer slot byte by byte.
  *
  * The client chooses the measurement and tells the server. Both print one
  * line "result key=value ..."; bw/rate with -i also "tick t_ms=.. bytes=..
@@ -30,6 +35,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <rdma/fi_rma.h>
+
 #include "bench_common.h"
 
 #define TAG_DATA	5
@@ -40,7 +47,9 @@
 #define MAX_TICKS	100000
 #define WARMUP		100
 
-enum mode { M_LAT, M_BW, M_RATE };
+enum mode { M_LAT, M_BW, M_RATE, M_WRITE };
+
+static const char *const mode_names[] = { "lat", "bw", "rate", "write" };
 
 /* what the client asks of the server (sent once over the control channel) */
 struct request {
@@ -246,7 +255,10 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 	struct seen seen = { { 0 } };
 	struct pollfd pfd[MAX_CLIENTS];
 
-	for (slot = 0; slot < window; slot++)
+	bool rma = rq->mode == M_WRITE;
+	static uint64_t last[MAX_WINDOW];
+
+	for (slot = 0; slot < window && !rma; slot++)
 		trecv(c, FI_ADDR_UNSPEC, c->buf + slot * size, size, TAG_DATA, &ctx[slot]);
 	for (i = 0; i < k; i++)
 		pfd[i] = (struct pollfd){ .fd = socks[i], .events = POLLIN };
@@ -266,10 +278,29 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 		for (i = 0; i < n; i++) {
 			double t = now_s();
 
-			slot = (size_t)((struct fi_context *)e[i].op_context - ctx);
 			if (!t0)
 				t0 = t;
 			tlast = t;
+			if (rma) {
+				/* a remote write's CQ entry: its id is the CQ data */
+				if (!(e[i].flags & FI_REMOTE_CQ_DATA))
+					continue;
+				if (!seen_mark(&seen, e[i].data))
+					rp.dups++;
+				rp.msgs++;
+				rp.bytes += size;
+				if (rq->interval_ms) {
+					uint64_t b = (uint64_t)((t - t0) * 1000 / rq->interval_ms);
+
+					if (b < MAX_TICKS) {
+						ticks[b] += size;
+						if (b + 1 > rp.nticks)
+							rp.nticks = (uint32_t)(b + 1);
+					}
+				}
+				continue;
+			}
+			slot = (size_t)((struct fi_context *)e[i].op_context - ctx);
 			if (rq->verify) {
 				uint64_t id = check(e[i].buf, e[i].len, size);
 
@@ -298,6 +329,8 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 				if (!(pfd[i].revents & POLLIN) || pfd[i].fd < 0)
 					continue;
 				xread(socks[i], &sent, sizeof(sent));
+				if (rma)	/* the id of the last write into each slot */
+					xread(socks[i], last, window * sizeof(last[0]));
 				expected += sent;
 				pfd[i].fd = -1;
 				done++;
@@ -310,6 +343,10 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 		}
 	}
 	rp.seconds = tlast > t0 ? tlast - t0 : 0;
+	/* every write is delivered (its CQ entry came after its bytes): the last of each slot holds */
+	for (slot = 0; rma && rq->verify && slot < window; slot++)
+		if (last[slot] != UINT64_MAX && check(c->buf + slot * size, size, size) != last[slot])
+			rp.errors++;
 	for (i = 0; i < k; i++) {
 		xwrite(socks[i], &rp, sizeof(rp));
 		xwrite(socks[i], ticks, rp.nticks * sizeof(ticks[0]));
@@ -320,7 +357,7 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 			       (unsigned long)ticks[b], ticks[b] * 8.0 / (rq->interval_ms * 1e6));
 		printf("result role=server mode=%s clients=%d size=%lu seconds=%.3f bytes=%lu "
 		       "goodput_gbps=%.3f msgs=%lu msgs_per_s=%.0f errors=%lu dups=%lu\n",
-		       rq->mode == M_RATE ? "rate" : "bw", k, (unsigned long)size, rp.seconds,
+		       mode_names[rq->mode], k, (unsigned long)size, rp.seconds,
 		       (unsigned long)rp.bytes, rp.seconds ? rp.bytes * 8 / rp.seconds / 1e9 : 0,
 		       (unsigned long)rp.msgs, rp.seconds ? rp.msgs / rp.seconds : 0,
 		       (unsigned long)rp.errors, (unsigned long)rp.dups);
@@ -345,12 +382,22 @@ static int run_server(const char *prov, const char *ip, int port, int k)
 	}
 	if (rq[0].size > (1u << 30) || rq[0].window > MAX_WINDOW || !rq[0].window)
 		return BENCH_EXIT_USAGE;
-	conn_open(&c, prov, ip, (size_t)rq[0].size * (rq[0].window + 1) + 64);
+	if (rq[0].mode == M_WRITE && k != 1)
+		return BENCH_EXIT_USAGE;
+	conn_open_caps(&c, prov, ip, (size_t)rq[0].size * (rq[0].window + 1) + 64,
+		       FI_TAGGED | (rq[0].mode == M_WRITE ? FI_RMA : 0));
 	conn_name(&c, name, &len);
 	for (i = 0; i < k; i++) {
 		conn_insert(&c, rq[i].name);
 		xwrite(socks[i], &len, sizeof(len));
 		xwrite(socks[i], name, len);
+	}
+	if (rq[0].mode == M_WRITE) {
+		/* the target: its key, and its address as the provider names it (virtual or offset) */
+		uint64_t target[2] = { c.key, (c.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+					      (uint64_t)(uintptr_t)c.buf : 0 };
+
+		xwrite(socks[0], target, sizeof(target));
 	}
 	if (rq[0].mode == M_LAT) {
 		char b;
@@ -428,20 +475,41 @@ static int client_lat(struct conn *c, const struct request *rq, const char *prov
 	return 0;
 }
 
-static int client_stream(struct conn *c, const struct request *rq, const char *prov, int sock)
+/* Send slot @slot's buffer: a tagged message, or (write) an RMA write with its id as CQ data. */
+static void stream_post(struct conn *c, const struct request *rq, size_t slot, uint64_t id,
+			struct fi_context *ctx, const uint64_t *target, uint64_t *last)
+{
+	size_t size = rq->size;
+	ssize_t r;
+
+	if (rq->mode != M_WRITE) {
+		tsend(c, c->peer, c->buf + slot * size, size, TAG_DATA, ctx);
+		return;
+	}
+	last[slot] = id;
+	while ((r = fi_writedata(c->ep, c->buf + slot * size, size, c->desc, id, c->peer,
+				 target[1] + slot * size, target[0], ctx)) == -FI_EAGAIN)
+		(void)fi_cq_read(c->cq, NULL, 0);
+	TRY(r);
+}
+
+static int client_stream(struct conn *c, const struct request *rq, const char *prov, int sock,
+			 const uint64_t *target)
 {
 	static struct fi_context ctx[MAX_WINDOW];
-	static uint64_t ticks[MAX_TICKS];
+	static uint64_t ticks[MAX_TICKS], last[MAX_WINDOW];
 	uint64_t sent = 0, id = (uint64_t)rq->client_id << 40;
 	size_t size = rq->size, slot;
 	uint32_t outstanding = 0, b;
 	struct reply rp;
 	double t_end = now_s() + rq->seconds;
 
+	for (slot = 0; slot < rq->window; slot++)
+		last[slot] = UINT64_MAX;
 	for (slot = 0; slot < rq->window; slot++) {
 		if (rq->verify)
 			fill(c->buf + slot * size, size, id + sent);
-		tsend(c, c->peer, c->buf + slot * size, size, TAG_DATA, &ctx[slot]);
+		stream_post(c, rq, slot, id + sent, &ctx[slot], target, last);
 		sent++;
 		outstanding++;
 	}
@@ -463,7 +531,7 @@ static int client_stream(struct conn *c, const struct request *rq, const char *p
 			slot = (size_t)((struct fi_context *)e[i].op_context - ctx);
 			if (rq->verify)
 				fill(c->buf + slot * size, size, id + sent);
-			tsend(c, c->peer, c->buf + slot * size, size, TAG_DATA, &ctx[slot]);
+			stream_post(c, rq, slot, id + sent, &ctx[slot], target, last);
 			sent++;
 			outstanding++;
 		}
@@ -473,6 +541,8 @@ static int client_stream(struct conn *c, const struct request *rq, const char *p
 		}
 	}
 	xwrite(sock, &sent, sizeof(sent));
+	if (rq->mode == M_WRITE)
+		xwrite(sock, last, rq->window * sizeof(last[0]));
 	/* the server may still need us: its last rendezvous messages wait for our ACKs */
 	ctl_xread(c, sock, &rp, sizeof(rp));
 	if (rp.nticks > MAX_TICKS)
@@ -483,7 +553,7 @@ static int client_stream(struct conn *c, const struct request *rq, const char *p
 		       (unsigned long)ticks[b], ticks[b] * 8.0 / (rp.interval_ms * 1e6));
 	printf("result mode=%s prov=%s size=%lu seconds=%.3f bytes=%lu goodput_gbps=%.3f msgs=%lu "
 	       "msgs_per_s=%.0f sent=%lu errors=%lu dups=%lu\n",
-	       rq->mode == M_RATE ? "rate" : "bw", prov, (unsigned long)size, rp.seconds,
+	       mode_names[rq->mode], prov, (unsigned long)size, rp.seconds,
 	       (unsigned long)rp.bytes, rp.seconds ? rp.bytes * 8 / rp.seconds / 1e9 : 0,
 	       (unsigned long)rp.msgs, rp.seconds ? rp.msgs / rp.seconds : 0, (unsigned long)sent,
 	       (unsigned long)rp.errors, (unsigned long)rp.dups);
@@ -496,6 +566,7 @@ static int run_client(const char *prov, const char *ip, const char *server, int 
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	struct conn c;
 	char theirs[128];
+	uint64_t target[2] = { 0, 0 };
 	size_t len;
 	int sock = -1, tries, ret;
 
@@ -512,7 +583,8 @@ static int run_client(const char *prov, const char *ip, const char *server, int 
 	}
 	if (sock < 0)
 		die("control connect");
-	conn_open(&c, prov, ip, (size_t)rq->size * (rq->window + 1) + 64);
+	conn_open_caps(&c, prov, ip, (size_t)rq->size * (rq->window + 1) + 64,
+		       FI_TAGGED | (rq->mode == M_WRITE ? FI_RMA : 0));
 	c.timeout_s = timeout;
 	rq->name_len = sizeof(rq->name);
 	conn_name(&c, rq->name, &rq->name_len);
@@ -522,6 +594,8 @@ static int run_client(const char *prov, const char *ip, const char *server, int 
 		return BENCH_EXIT_SETUP;
 	xread(sock, theirs, len);
 	conn_insert(&c, theirs);
+	if (rq->mode == M_WRITE)
+		xread(sock, target, sizeof(target));
 	if (rq->mode == M_LAT) {
 		char b;
 
@@ -530,7 +604,7 @@ static int run_client(const char *prov, const char *ip, const char *server, int 
 		xwrite(sock, "d", 1);
 		ctl_xread(&c, sock, &b, 1);
 	} else {
-		ret = client_stream(&c, rq, prov, sock);
+		ret = client_stream(&c, rq, prov, sock, target);
 	}
 	fflush(stdout);
 	conn_close(&c);
@@ -542,7 +616,7 @@ static int run_client(const char *prov, const char *ip, const char *server, int 
 static void usage(void)
 {
 	fprintf(stderr, "usage: braid_ab -p PROV -a LOCAL_IP -C CTRL_PORT [-k NCLIENTS]   (server)\n"
-		"       braid_ab -p PROV -a LOCAL_IP -c SERVER_IP -C CTRL_PORT -m lat|bw|rate\n"
+		"       braid_ab -p PROV -a LOCAL_IP -c SERVER_IP -C CTRL_PORT -m lat|bw|rate|write\n"
 		"                [-s SIZE] [-n ITERS] [-t SECONDS] [-w WINDOW] [-i INTERVAL_MS]\n"
 		"                [-o SAMPLES_FILE] [-v] [-I CLIENT_ID] [-T TIMEOUT_S]   (client)\n");
 	exit(BENCH_EXIT_USAGE);
@@ -570,6 +644,8 @@ int main(int argc, char **argv)
 				rq.mode = M_BW;
 			else if (!strcmp(optarg, "rate"))
 				rq.mode = M_RATE;
+			else if (!strcmp(optarg, "write"))
+				rq.mode = M_WRITE;
 			else
 				usage();
 			break;
