@@ -343,6 +343,8 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	if (!ret)
 		ret = braid_pool_construct(&rd->sends, sizeof(struct rd_send), cfg->max_sends);
 	if (!ret)
+		ret = braid_pool_construct(&rd->resps, sizeof(struct rd_send), cfg->max_sends);
+	if (!ret)
 		ret = braid_pool_construct(&rd->recvs, sizeof(struct rd_recv), cfg->max_recvs);
 	if (!ret)
 		ret = braid_pool_construct(&rd->msgs, sizeof(struct rd_msg), cfg->max_msgs);
@@ -379,6 +381,7 @@ void braid_rd_close(struct braid_rd *rd)
 	}
 	braid_map_destruct(&rd->conns);
 	braid_pool_destruct(&rd->sends);
+	braid_pool_destruct(&rd->resps);
 	braid_pool_destruct(&rd->recvs);
 	braid_pool_destruct(&rd->msgs);
 	braid_pool_destruct(&rd->stages);

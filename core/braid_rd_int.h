@@ -247,6 +247,9 @@ struct braid_rd {
 	/** @conns: key -> struct rd_conn. */
 	struct braid_map conns;
 	struct braid_pool sends, recvs, msgs, stages, flows, injects;
+	/** @resps: the engine's own sends (RMA and delivery answers): never short of one because
+	 * the application's sends took them all (two peers full of requests to each other) */
+	struct braid_pool resps;
 	/** @posted_msg, @posted_tagged: posted receives, in post order. */
 	struct braid_dlist posted_msg, posted_tagged;
 	/** @unexpected: complete or arriving messages that matched no receive. */

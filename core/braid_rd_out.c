@@ -22,7 +22,7 @@ void rd_out_release(struct braid_rd *rd, struct rd_send *op)
 		braid_pool_release(&rd->injects, op->inject);
 	if (op->stage)
 		braid_pool_release(&rd->stages, op->stage);
-	braid_pool_release(&rd->sends, op);
+	braid_pool_release((op->flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends, op);
 }
 
 static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
@@ -64,7 +64,7 @@ void rd_out_send_done(struct braid_rd *rd, struct rd_send *op)
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
 				void *context)
 {
-	struct rd_send *op = braid_pool_alloc(&rd->sends);
+	struct rd_send *op = braid_pool_alloc((flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends);
 
 	if (!op)
 		return NULL;

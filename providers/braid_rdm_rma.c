@@ -256,7 +256,7 @@ static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
 	    (fetch && relems != elems))
 		return -FI_EINVAL;
 	if ((size_t)elems * dtsize > BRAID_ATOMIC_MAX)
-		return -FI_EINVAL;	/* beyond the count fi_atomicvalid gave */
+		return -FI_EMSGSIZE;	/* beyond the count fi_atomicvalid gave (fi_atomic(3)) */
 	req.count = (uint32_t)elems;
 	req.rkey = msg->rma_iov[0].key;
 	req.raddr = msg->rma_iov[0].addr;

@@ -542,3 +542,58 @@ Test(braid_rd_rma, delivery_complete_dead_receiver)
 	cr_assert_eq(h.nodes[0].comps[0].err, FI_EHOSTUNREACH);
 	h_fini(&h);
 }
+
+/*
+ * Two peers whose send pools are full of RMA requests to each other: each
+ * must still answer the other's (the answers do not come from the
+ * application's send pool), so every request completes.
+ */
+Test(braid_rd_rma, full_send_pools_both_ways_still_answer)
+{
+	static uint8_t rw[REGION], ro[16], dst[2][8][64];
+	struct braid_sim_path_cfg p = { .delay_ns = 5000 };
+	struct regions regs = { rw, ro };
+	struct braid_rd_config c;
+	struct harness h;
+	int n, i;
+
+	braid_rd_config_default(&c);
+	c.epoch = 1;
+	c.max_sends = 8;
+	c.mr_check = mr_check;
+	c.mr_ctx = &regs;
+	cr_assert_eq(h_init(&h, 2, 2, &p, &c, 21), 0);
+	for (n = 0; n < 2; n++) {
+		for (i = 0; i < 8; i++) {
+			struct iovec res = { dst[n][i], 64 };
+			struct braid_rd_rma r = {
+				.op = BRAID_RD_RMA_READ, .res = &res, .res_count = 1,
+				.peer = h_key(1 - n), .rkey = KEY_RW,
+				.raddr = (uint64_t)(uintptr_t)rw, .context = (void *)(uintptr_t)(i + 1),
+			};
+
+			cr_assert_eq(braid_rd_rma(h.nodes[n].rd, &r, h.now), 0);
+		}
+		{
+			struct iovec res = { dst[n][0], 64 };
+			struct braid_rd_rma r = {
+				.op = BRAID_RD_RMA_READ, .res = &res, .res_count = 1,
+				.peer = h_key(1 - n), .rkey = KEY_RW, .raddr = (uint64_t)(uintptr_t)rw,
+			};
+
+			cr_assert_eq(braid_rd_rma(h.nodes[n].rd, &r, h.now), -FI_EAGAIN,
+				     "the application's pool is full");
+		}
+	}
+	h_run(&h, h.now + 100 * MS, NULL, NULL);
+	for (n = 0; n < 2; n++) {
+		size_t got = 0, k;
+
+		for (k = 0; k < h.nodes[n].ncomps; k++)
+			got += (h.nodes[n].comps[k].flags & BRAID_RD_COMP_READ) &&
+			       !(h.nodes[n].comps[k].flags & BRAID_RD_COMP_REMOTE) &&
+			       !h.nodes[n].comps[k].err;
+		cr_assert_eq(got, 8, "node %d: %zu of 8 reads completed", n, got);
+	}
+	h_fini(&h);
+}
