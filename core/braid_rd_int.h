@@ -56,6 +56,8 @@ struct rd_send {
 	bool resp_done;
 	/** @resp_bound: a RESP message is being received for it. */
 	bool resp_bound;
+	/** @waiting: every packet acknowledged, the answer not yet here (counted in conn->waiting). */
+	bool waiting;
 	/** @res: where a READ's data or an atomic's fetched values go; @res_len: their size. */
 	struct iovec res[BRAID_RD_IOV_MAX];
 	size_t res_count;
@@ -236,8 +238,10 @@ struct rd_conn {
 	struct braid_dlist sendq;
 	/** @paused: rendezvous sends waiting for the receiver's CTS (§4.6). */
 	struct braid_dlist paused;
-	/** @rma_ops: RMA requests to this peer not yet answered (§4.7), oldest first. */
+	/** @rma_ops: RMA requests (and delivery-complete sends) to this peer not yet answered
+	 * (§4.7), oldest first; @waiting: how many of them have nothing left in flight. */
 	struct braid_dlist rma_ops;
+	uint32_t waiting;
 	struct rd_flow *flow;
 };
 

@@ -18,6 +18,8 @@ static bool op_in_sendq(const struct rd_send *op)
 
 void rd_out_release(struct braid_rd *rd, struct rd_send *op)
 {
+	if (op->waiting)
+		op->conn->waiting--;
 	if (op->inject)
 		braid_pool_release(&rd->injects, op->inject);
 	if (op->stage)
@@ -56,8 +58,11 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
  * answer (§4.7: an RMA request, a delivery-complete send). */
 void rd_out_send_done(struct braid_rd *rd, struct rd_send *op)
 {
-	if (!braid_dlist_empty(&op->rlink) && !op->resp_done)
+	if (!braid_dlist_empty(&op->rlink) && !op->resp_done) {
+		op->waiting = true;
+		op->conn->waiting++;
 		return;
+	}
 	send_finish(rd, op, 0, 0);
 }
 
@@ -248,7 +253,7 @@ static const struct rd_send *rma_waiting(const struct rd_conn *conn)
 	for (it = conn->rma_ops.next; it != &conn->rma_ops; it = it->next) {
 		const struct rd_send *op = braid_container_of(it, struct rd_send, rlink);
 
-		if (op->cut_done && !op->pkts_out)
+		if (op->waiting)
 			return op;
 	}
 	return NULL;
@@ -258,7 +263,7 @@ static const struct rd_send *rma_waiting(const struct rd_conn *conn)
  * (§4.6), RMA requests for their answer (§4.7). */
 bool rd_out_waiting(const struct rd_conn *conn)
 {
-	return !braid_dlist_empty(&conn->paused) || rma_waiting(conn);
+	return !braid_dlist_empty(&conn->paused) || conn->waiting;
 }
 
 bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
