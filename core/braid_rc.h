@@ -44,6 +44,8 @@
 typedef int (*braid_rc_mr_check_fn)(void *ctx, uint32_t rkey, uint64_t addr, size_t len,
 				    uint32_t access, void **ptr);
 
+struct braid_rc_recv;
+
 /** struct braid_rc_config - one QP's parameters (braid_rc_config_default() fills the tunables). */
 struct braid_rc_config {
 	/**
@@ -99,6 +101,17 @@ struct braid_rc_config {
 	/** @mr_check, @mr_ctx: the memory-key check for RDMA WRITE and READ targeting us. */
 	braid_rc_mr_check_fn mr_check;
 	void *mr_ctx;
+	/**
+	 * @srq_pull, @srq_ctx: a shared receive queue (IBTA 10.2.9.1): when a
+	 * request needs a receive and the QP has none posted, the responder
+	 * asks for one: srq_pull fills *@rr (the QP copies its iovec array at
+	 * once; the buffers must stay valid until the receive completes) and
+	 * returns 0, or returns non-zero when the
+	 * shared queue is empty too (then the request is RNR NAKed). NULL: no
+	 * shared queue.
+	 */
+	int (*srq_pull)(void *ctx, struct braid_rc_recv *rr);
+	void *srq_ctx;
 };
 
 /*

@@ -210,10 +210,26 @@ static enum rc_resp_state resp_chk_pkt_len(struct rc_resp_run *c)
  * A READ needs a free READ resource: more READs outstanding than
  * max_dest_rd_atomic is an invalid request (9.5).
  */
+/* An empty receive queue takes one from the shared receive queue, if the QP has one. */
+static bool rq_refill(struct braid_rc_qp *qp)
+{
+	struct braid_rc_recv rr;
+
+	if (qp->rq_head != qp->rq_tail)
+		return true;
+	return qp->cfg.srq_pull && !qp->cfg.srq_pull(qp->cfg.srq_ctx, &rr) &&
+	       !braid_rc_post_recv(qp, &rr);
+}
+
 static enum rc_resp_state resp_chk_resource(struct rc_resp_run *c)
 {
-	const struct braid_rc_qp *qp = c->qp;
+	struct braid_rc_qp *qp = c->qp;
 	bool no_recv = qp->rq_head == qp->rq_tail;
+
+	/* a request that will consume a receive pulls one from the SRQ (10.2.9.1) */
+	if (no_recv && ((c->op == BRAID_RC_OP_SEND && c->first) ||
+			(c->op == BRAID_RC_OP_WRITE && c->imm && !qp->cfg.imm_no_recv)))
+		no_recv = !rq_refill(qp);
 
 	switch (c->op) {
 	case BRAID_RC_OP_SEND:

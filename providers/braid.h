@@ -105,6 +105,7 @@ extern struct fi_ops_tagged braid_nosys_tagged_ops;
 extern struct fi_ops_rma braid_nosys_rma_ops;
 extern struct fi_ops_atomic braid_nosys_atomic_ops;
 extern struct fi_ops_collective braid_nosys_collective_ops;
+extern struct fi_ops_cm braid_nosys_cm_ops;
 int braid_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int braid_nosys_control(struct fid *fid, int command, void *arg);
 int braid_nosys_ops_open(struct fid *fid, const char *name, uint64_t flags,
@@ -447,6 +448,20 @@ struct braid_ep_stats {
 	uint64_t tx_pkts, rx_pkts;
 };
 
+/* A shared receive context of MSG endpoints (braid_srx.c). */
+struct braid_srx {
+	struct fid_ep ep_fid;
+	struct braid_domain *domain;
+	/** @ref: endpoints bound to it. */
+	atomic_int ref;
+	uint64_t op_flags;
+	/** @pool, @posted: the receives posted and not yet taken by a queue pair, oldest first. */
+	struct braid_pool pool;
+	struct braid_dlist posted;
+	/** @pulled: the iovecs of the receive braid_srx_pull handed out last. */
+	struct iovec pulled[BRAID_RC_IOV_MAX];
+};
+
 enum { BRAID_CNTR_READ, BRAID_CNTR_WRITE, BRAID_CNTR_REMOTE_READ, BRAID_CNTR_REMOTE_WRITE,
        BRAID_RMA_CNTRS };
 
@@ -466,6 +481,8 @@ struct braid_ep {
 	struct braid_cntr *send_cntr, *recv_cntr;
 	/** @rma_cntr: RDM: the FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE counters. */
 	struct braid_cntr *rma_cntr[BRAID_RMA_CNTRS];
+	/** @srx: MSG: the shared receive context it takes its receives from, or NULL. */
+	struct braid_srx *srx;
 	struct braid_eq *eq;
 	uint64_t tx_op_flags, rx_op_flags;
 	/** @wire: the wire endpoint (opened at fi_endpoint, re-opened by setname). */
@@ -501,6 +518,13 @@ struct braid_ep {
 	/** @msg: FI_EP_MSG state (connection and QP), NULL for other types. */
 	struct braid_msg *msg;
 };
+
+/* braid_srx.c */
+int braid_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+		   void *context);
+int braid_srx_pull(void *ctx, struct braid_rc_recv *rr);
+ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t count,
+		       uint64_t flags, void *context);
 
 /* braid_domain.c */
 static inline void braid_domain_lock(struct braid_domain *d) { pthread_mutex_lock(&d->lock); }

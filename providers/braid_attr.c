@@ -192,7 +192,7 @@ static struct fi_domain_attr msg_domain_attr = {
 	.max_ep_tx_ctx = 1,
 	.max_ep_rx_ctx = 1,
 	.max_ep_stx_ctx = 0,
-	.max_ep_srx_ctx = 0,
+	.max_ep_srx_ctx = 1,	/* fi_srx_context */
 	.cntr_cnt = 256,
 	.mr_iov_limit = 1,
 	.mr_cnt = 65536,
@@ -482,7 +482,7 @@ static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr 
 	if (h->cq_data_size > t->cq_data_size || h->mr_key_size > t->mr_key_size)
 		return false;
 	if (h->max_ep_tx_ctx > 1 || h->max_ep_rx_ctx > 1 || h->max_ep_stx_ctx > 0 ||
-	    h->max_ep_srx_ctx > 0)
+	    h->max_ep_srx_ctx > t->max_ep_srx_ctx)
 		return false;
 	if (h->auth_key || h->auth_key_size)
 		return false;
@@ -503,7 +503,9 @@ static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size
 		return false;
 	if (h->max_msg_size > max_msg)
 		return false;
-	if (h->tx_ctx_cnt > 1 || h->rx_ctx_cnt > 1)
+	/* MSG endpoints may share a receive context (fi_srx_context) */
+	if (h->tx_ctx_cnt > 1 ||
+	    (h->rx_ctx_cnt > 1 && !(h->rx_ctx_cnt == FI_SHARED_CONTEXT && k->type == FI_EP_MSG)))
 		return false;
 	if ((h->mem_tag_format && !k->tmpl->ep_attr->mem_tag_format) ||
 	    h->max_order_raw_size > k->tmpl->ep_attr->max_order_raw_size ||
@@ -666,6 +668,8 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 		info->mode |= FI_RX_CQ_DATA;
 		info->rx_attr->mode |= FI_RX_CQ_DATA;
 	}
+	if (hints->ep_attr && hints->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT)
+		info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;	/* MSG only: ep_attr_ok() */
 	if (hints->tx_attr && hints->tx_attr->op_flags)
 		info->tx_attr->op_flags = hints->tx_attr->op_flags;
 	if (hints->rx_attr && hints->rx_attr->op_flags)

@@ -55,11 +55,6 @@ static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 	return -FI_ENOSYS;
 }
 
-static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-			  struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
 
 /* fi_query_atomic(3): what the RDM endpoint's atomics do (braid_atomic_query) */
 static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
@@ -111,7 +106,7 @@ static struct fi_ops_domain domain_ops = {
 	.cntr_open = braid_cntr_open,
 	.poll_open = braid_pollset_open,
 	.stx_ctx = domain_stx_ctx,
-	.srx_ctx = domain_srx_ctx,
+	.srx_ctx = braid_srx_open,
 	.query_atomic = domain_query_atomic,
 	.query_collective = domain_query_collective,
 	.endpoint2 = domain_endpoint2,

@@ -145,6 +145,8 @@ static int ep_close(struct fid *fid)
 		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
 	}
 	ep_bind_rma_cntrs(ep, NULL, EP_CNTR_RMA);
+	if (ep->srx)
+		atomic_fetch_sub(&ep->srx->ref, 1);
 	braid_domain_unlock(dom);
 	if (ep->rd) {
 		const struct braid_rd_stats *st = braid_rd_get_stats(ep->rd);
@@ -315,6 +317,17 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			return -FI_EINVAL;
 		ep->av = av;
 		atomic_fetch_add(&av->ref, 1);
+		return 0;
+	}
+	case FI_CLASS_SRX_CTX: {
+		struct braid_srx *srx = braid_container_of(bfid, struct braid_srx, ep_fid.fid);
+
+		if (flags)
+			return -FI_EBADFLAGS;
+		if (ep->type != FI_EP_MSG || ep->srx || srx->domain != ep->domain)
+			return -FI_EINVAL;
+		ep->srx = srx;
+		atomic_fetch_add(&srx->ref, 1);
 		return 0;
 	}
 	case FI_CLASS_CQ:

@@ -216,6 +216,10 @@ static int qp_create(struct braid_ep *ep)
 	c.max_rd_atomic = c.max_dest_rd_atomic = 4;
 	c.imm_no_recv = !((ep->info->mode | ep->info->rx_attr->mode) & FI_RX_CQ_DATA);
 	c.mr_check = mr_check;
+	if (ep->srx) {
+		c.srq_pull = braid_srx_pull;
+		c.srq_ctx = ep;
+	}
 	c.mr_ctx = ep->domain;
 	ret = braid_rc_open(&c, &m->qp);
 	if (ret)
@@ -1032,6 +1036,8 @@ static ssize_t msg_recv_common(struct braid_ep *ep, const struct iovec *iov, siz
 
 	if (count > BRAID_RC_IOV_MAX || (count && !iov))
 		return -FI_EINVAL;
+	if (ep->srx)	/* its receives are the shared context's */
+		return braid_srx_recv(ep->srx, iov, count, flags, context);
 	braid_domain_lock(ep->domain);
 	m = ep->msg;
 	if (!m) {

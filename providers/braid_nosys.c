@@ -177,3 +177,38 @@ struct fi_ops_collective braid_nosys_collective_ops = {
 	.scatter = coll_scatter, .gather = coll_gather, .msg = coll_msg,
 	.barrier2 = coll_barrier2,
 };
+
+/* ---- fi_cm(3), for objects that are not connection endpoints (shared contexts) ---- */
+
+static int cm_setname(fid_t fid, void *addr, size_t addrlen) { return -FI_ENOSYS; }
+static int cm_getname(fid_t fid, void *addr, size_t *addrlen) { return -FI_ENOSYS; }
+static int cm_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen) { return -FI_ENOSYS; }
+static int cm_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+static int cm_listen(struct fid_pep *pep) { return -FI_ENOSYS; }
+static int cm_accept(struct fid_ep *ep, const void *param, size_t paramlen) { return -FI_ENOSYS; }
+static int cm_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+static int cm_shutdown(struct fid_ep *ep, uint64_t flags) { return -FI_ENOSYS; }
+static int cm_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+		   void *context)
+{
+	return -FI_ENOSYS;
+}
+
+struct fi_ops_cm braid_nosys_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = cm_setname,
+	.getname = cm_getname,
+	.getpeer = cm_getpeer,
+	.connect = cm_connect,
+	.listen = cm_listen,
+	.accept = cm_accept,
+	.reject = cm_reject,
+	.shutdown = cm_shutdown,
+	.join = cm_join,
+};

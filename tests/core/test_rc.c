@@ -2293,3 +2293,75 @@ Test(braid_rc_read, a_stale_duplicate_read_gives_way_to_a_new_one)
 	cr_assert_eq(braid_rc_error(h.n[0].qp), 0);
 	rch_fini(&h);
 }
+
+/* A shared receive queue (IBTA 10.2.9.1) for the tests: receives handed out in post order. */
+struct srq {
+	struct iovec iov[8];
+	void *ctx[8];
+	int head, tail, pulls;
+};
+
+static int srq_pull(void *arg, struct braid_rc_recv *rr)
+{
+	struct srq *q = arg;
+
+	q->pulls++;
+	if (q->head == q->tail)
+		return -1;
+	rr->iov = &q->iov[q->head % 8];
+	rr->iov_count = 1;
+	rr->flags = 0;
+	rr->context = q->ctx[q->head % 8];
+	q->head++;
+	return 0;
+}
+
+/*
+ * A QP with a shared receive queue and no receive of its own takes one from
+ * the SRQ for each SEND; an empty SRQ means an RNR NAK, and the retry after
+ * the RNR timer succeeds once the SRQ has a receive again.
+ */
+Test(braid_rc_srq, sends_take_receives_from_the_shared_queue)
+{
+	struct braid_sim_path_cfg p = { .delay_ns = 5 * US };
+	struct braid_rc_config c = base_cfg(1024), ca, cb;
+	static uint8_t s[3][3000], r[3][3000];
+	struct srq q = { 0 };
+	struct rch h;
+	int i;
+
+	c.min_rnr_timer_ns = 100 * US;
+	rch_configs(&c, 0, 0, &ca, &cb);
+	cb.srq_pull = srq_pull;
+	cb.srq_ctx = &q;
+	cr_assert_eq(rch_init_cfg(&h, &p, 13, &ca, &cb), 0);
+	for (i = 0; i < 2; i++) {
+		q.iov[i] = (struct iovec){ r[i], sizeof(r[i]) };
+		q.ctx[i] = (void *)(uintptr_t)(100 + i);
+		q.tail++;
+	}
+	for (i = 0; i < 3; i++) {
+		fill(s[i], sizeof(s[i]), 20 + i);
+		cr_assert_eq(post(&h, 0, BRAID_RC_OP_SEND, s[i], sizeof(s[i]), 0, 0, 0, 0, i + 1), 0);
+	}
+	cr_assert(rch_wait(&h, 1, 2, 1 * SEC));
+	cr_assert_eq(h.n[1].comps[0].context, (void *)100);
+	cr_assert_eq(h.n[1].comps[1].context, (void *)101);
+	cr_assert(same(r[0], sizeof(r[0]), 20));
+	cr_assert(same(r[1], sizeof(r[1]), 21));
+	/* the third finds the SRQ empty: RNR NAKs until a receive is shared */
+	rch_run(&h, h.now + 5 * MS, NULL, NULL);
+	cr_assert_eq(h.n[1].ncomps, 2);
+	cr_assert(st(&h, 1)->rnr_naks_tx >= 1);
+	cr_assert_eq(braid_rc_error(h.n[0].qp), 0);
+	q.iov[2] = (struct iovec){ r[2], sizeof(r[2]) };
+	q.ctx[2] = (void *)102;
+	q.tail++;
+	cr_assert(rch_wait(&h, 1, 3, 1 * SEC));
+	cr_assert(rch_wait(&h, 0, 3, 1 * SEC));
+	cr_assert_eq(h.n[1].comps[2].context, (void *)102);
+	cr_assert(same(r[2], sizeof(r[2]), 22));
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(h.n[0].comps[i].err, 0);
+	rch_fini(&h);
+}

@@ -891,3 +891,71 @@ Test(fi_endpoint, takes_over_the_address_of_the_passive_endpoint_in_handle, .tim
 	fi_freeinfo(hints);
 	pair_close(&p);
 }
+
+/*
+ * A shared receive context (fi_srx_context): the accepted endpoint takes its
+ * receives from it, in the order they were posted; a send that finds it empty
+ * waits (RNR) and completes once a receive is shared. fi_recv on the endpoint
+ * posts to the shared context too.
+ */
+Test(fi_srx_context, accepted_endpoint_takes_receives_from_it, .timeout = 60)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256], rx[3][64];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	struct fi_rx_attr rattr = { .size = 16 };
+	struct fi_cq_data_entry c;
+	struct fid_ep *srx = NULL;
+	struct mpair p;
+	int i;
+
+	pair_open(&p);
+	cr_assert_eq(fi_srx_context(p.domain, &rattr, &srx, NULL), 0);
+	cr_assert_eq(fi_connect(p.cep, &p.listen, NULL, 0), 0);
+	eq_expect(p.seq, FI_CONNREQ, e, sizeof(buf));
+	cr_assert_eq(fi_endpoint(p.domain, e->info, &p.sep, NULL), 0);
+	fi_freeinfo(e->info);
+	cr_assert_eq(fi_ep_bind(p.sep, &srx->fid, 0), 0);
+	cr_assert_eq(fi_ep_bind(p.sep, &srx->fid, 0), -FI_EINVAL, "bound twice");
+	ep_setup(&p, p.sep, p.seq, p.scq);
+	cr_assert_eq(fi_accept(p.sep, NULL, 0), 0);
+	eq_expect(p.ceq, FI_CONNECTED, e, sizeof(buf));
+	eq_expect(p.seq, FI_CONNECTED, e, sizeof(buf));
+	cr_assert_eq(fi_close(&srx->fid), -FI_EBUSY, "closed while an endpoint uses it");
+
+	cr_assert_eq(fi_recv(srx, rx[0], sizeof(rx[0]), NULL, FI_ADDR_UNSPEC, (void *)100), 0);
+	cr_assert_eq(fi_recv(p.sep, rx[1], sizeof(rx[1]), NULL, FI_ADDR_UNSPEC, (void *)101), 0);
+	cr_assert_eq(fi_send(srx, "x", 2, NULL, 0, NULL), -FI_ENOSYS, "a receive context sends");
+	for (i = 0; i < 3; i++) {
+		char msg[16];
+
+		snprintf(msg, sizeof(msg), "message %d", i);
+		cr_assert_eq(fi_send(p.cep, msg, strlen(msg) + 1, NULL, 0, (void *)(uintptr_t)(i + 1)), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		char want[16];
+
+		cr_assert_eq(cq_one(p.scq, p.ccq, &c), 1);
+		cr_assert_eq(c.op_context, (void *)(uintptr_t)(100 + i), "the shared receives in order");
+		cr_assert(c.flags & FI_RECV);
+		snprintf(want, sizeof(want), "message %d", i);
+		cr_assert_str_eq((char *)rx[i], want);
+	}
+	/* the third waits for a receive (RNR), then lands */
+	for (i = 0; i < 20; i++) {
+		cr_assert_eq(fi_cq_read(p.scq, &c, 1), -FI_EAGAIN);
+		(void)fi_cq_read(p.ccq, NULL, 0);
+		usleep(1000);
+	}
+	cr_assert_eq(fi_recv(srx, rx[2], sizeof(rx[2]), NULL, FI_ADDR_UNSPEC, (void *)102), 0);
+	cr_assert_eq(cq_one(p.scq, p.ccq, &c), 1);
+	cr_assert_eq(c.op_context, (void *)102);
+	cr_assert_str_eq((char *)rx[2], "message 2");
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(cq_one(p.ccq, p.scq, &c), 1);
+		cr_assert(c.flags & FI_SEND);
+	}
+	cr_assert_eq(fi_close(&p.sep->fid), 0);
+	p.sep = NULL;
+	cr_assert_eq(fi_close(&srx->fid), 0);
+	pair_close(&p);
+}
