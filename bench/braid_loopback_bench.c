@@ -271,6 +271,38 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The worst repetition: the highest latency or the lowest bandwidth; -1 when one failed. */
+static double worst(const double *v, int n, bool lower_better)
+{
+	double w = v[0];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (v[i] < 0)
+			return -1;
+		if (lower_better ? v[i] > w : v[i] < w)
+			w = v[i];
+	}
+	return w;
+}
+
+static void print_worst(const char *what, const char *const *names, int np, const double *v,
+			int stride, int reps, bool lower_better, const char *fmt)
+{
+	int p;
+
+	printf("  %-8s", what);
+	for (p = 0; p < np; p++) {
+		double w = worst(v + (size_t)p * stride, reps, lower_better);
+
+		if (w < 0)
+			printf(" %14s", "FAILED");
+		else
+			printf(fmt, w);
+	}
+	printf("   (worst repetition: %s)\n", names == provs ? "every contender" : "RMA");
+}
+
 static void print_head(void)
 {
 	int p;
@@ -332,6 +364,19 @@ int main(int argc, char **argv)
 		       lower ? med_rma[1][s] / med_rma[0][s] : med_rma[0][s] / med_rma[1][s],
 		       lower ? med_rma[2][s] / med_rma[0][s] : med_rma[0][s] / med_rma[2][s]);
 	}
+	printf("  worst repetition:\n");
+	for (s = 0; s < NRMAT; s++) {
+		printf("  %-20s", rma_names[s]);
+		for (p = 0; p < NRMA; p++) {
+			double w = worst(rma[p][s], reps, s < 2);
+
+			if (w < 0)
+				printf(" %12s", "FAILED");
+			else
+				printf(" %12.2f", w);
+		}
+		printf("\n");
+	}
 	printf("  (ratios: braid's speed over the contender; > 1: braid faster)\n");
 	printf("  target: 1 MiB write bandwidth >= 1.0x tcp;ofi_rxm's: %.2fx  %s\n",
 	       med_rma[0][3] / med_rma[1][3], med_rma[0][3] >= med_rma[1][3] ? "met" : "NOT met");
@@ -355,6 +400,13 @@ int main(int argc, char **argv)
 			printf(" %8.2fx", med_lat[0][s] / med_lat[p][s]);
 		printf("\n");
 	}
+	printf("  worst repetition (highest):\n");
+	for (s = 0; s < NLAT; s++) {
+		char what[16];
+
+		snprintf(what, sizeof(what), "%zu", lat_sizes[s]);
+		print_worst(what, provs, NPROV, &lat[0][s][0], NLAT * 16, reps, true, " %14.2f");
+	}
 	printf("\nbandwidth in MB/s, window %d (median; higher is better)\n", WINDOW);
 	print_head();
 	for (s = 0; s < NBW; s++) {
@@ -365,10 +417,18 @@ int main(int argc, char **argv)
 			printf(" %8.2fx", med_bw[0][s] / med_bw[p][s]);
 		printf("\n");
 	}
+	printf("  worst repetition (lowest):\n");
+	for (s = 0; s < NBW; s++) {
+		char what[16];
+
+		snprintf(what, sizeof(what), "%zu", bw_sizes[s]);
+		print_worst(what, provs, NPROV, &bw[0][s][0], NBW * 16, reps, false, " %14.0f");
+	}
 	printf("\nmessage rate, 8 B, window %d, in M msg/s (median)\n ", RATE_WINDOW);
 	for (p = 0; p < NPROV; p++)
 		printf(" %s %.3f ", provs[p], med_rate[p]);
 	printf("\n");
+	print_worst("rate", provs, NPROV, &rate[0][0], 16, reps, false, " %14.3f");
 
 	printf("\ntargets (ratios from this run):\n");
 	printf("  small-message latency <= 0.9x tcp's:  8 B %.2fx  %s\n", med_lat[0][0] / med_lat[1][0],
