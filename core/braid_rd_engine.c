@@ -208,6 +208,7 @@ struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create)
 
 static void flow_detach(struct braid_rd *rd, struct rd_flow *f)
 {
+	rd_in_forget(rd, f);
 	heap_remove(rd, f);
 	if (f->ready)
 		braid_dlist_remove(&f->ready_node);

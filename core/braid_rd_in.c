@@ -25,13 +25,55 @@ static bool msg_complete(const struct rd_msg *m)
 	return m->received == m->len;
 }
 
+/*
+ * Buffer freed: the flows whose data we refused for want of it get a window
+ * update at once (§4.3), so their senders resend now instead of at their
+ * next probe.
+ */
+void rd_in_room(struct braid_rd *rd)
+{
+	struct braid_dlist *it;
+
+	/* not for every buffer freed: once an eighth of staging is free (as TCP's
+	 * receiver avoids the silly window syndrome, RFC 1122 4.2.3.3) */
+	if (!rd->refused_n || rd->stages.count - rd->stages.in_use < (rd->stages.count + 7) / 8)
+		return;
+	braid_dlist_foreach(&rd->active, it) {
+		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
+
+		if (!f->refused)
+			continue;
+		f->refused = false;
+		rd->refused_n--;
+		f->wupdate = true;
+		f->need_ack = true;
+		f->ack_now = true;
+		rd_flow_ready(rd, f);
+	}
+}
+
+/* A flow's receive state goes: it owes no window update any more. */
+void rd_in_forget(struct braid_rd *rd, struct rd_flow *f)
+{
+	if (f->refused)
+		rd->refused_n--;
+	f->refused = false;
+	f->wupdate = false;
+}
+
+void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
+{
+	braid_pool_release(&rd->stages, s);
+	rd_in_room(rd);
+}
+
 static void stage_free_all(struct braid_rd *rd, struct rd_msg *m)
 {
 	while (m->stage) {
 		struct rd_stage *s = m->stage;
 
 		m->stage = s->next;
-		braid_pool_release(&rd->stages, s);
+		rd_stage_put(rd, s);
 	}
 }
 
@@ -387,8 +429,12 @@ static void match_in_order(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 
 uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	/* room to stage a window's worth of unmatched data, or none */
-	return rd->stages.in_use < rd->stages.count ? rd->cfg.window : 0;
+	/* the packets we can surely take now: as many as staging has room for
+	 * (data for a posted receive needs none, but which messages will find
+	 * one is not known here) */
+	size_t room = rd->stages.count - rd->stages.in_use;
+
+	return room < rd->cfg.window ? (uint32_t)room : rd->cfg.window;
 }
 
 static void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t now)
@@ -532,6 +578,12 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	return 0;
 
 no_buffer:
+	/* refused for want of buffer: an ACK with rwnd 0 now, a window update once
+	 * there is room again (rd_in_room) */
+	if (!f->refused) {
+		f->refused = true;
+		rd->refused_n++;
+	}
 	f->echo_psn = v->psn;
 	f->echo_time = v->tx_time;
 	f->echo_route = rd->in_route;
@@ -552,9 +604,17 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 		.cum_psn = conn->rcv_nxt,
 		.echo_psn = f->echo_psn,
 		.echo_time = f->echo_time,
-		.rwnd = rd_in_rwnd(rd, f),
+		.rwnd = f->refused ? 0 : rd_in_rwnd(rd, f),
 		.dups = f->rx_dups,
 	};
+
+	if (f->wupdate) {
+		/* a window update answers no packet: it echoes one already acknowledged,
+		 * which gives the sender no RTT sample (the wait for room is not a round trip) */
+		a.echo_psn = conn->rcv_nxt - 1;
+		a.echo_time = 0;
+		f->wupdate = false;
+	}
 
 	memset(a.sack, 0, sizeof(a.sack));
 	for (i = 0; i + 1 < w && i < BRAID_RD_SACK_BITS; i++) {
@@ -596,6 +656,7 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 	}
 	f->msgs_live = 0;
 	f->cts_n = 0;
+	rd_in_forget(rd, f);
 	memset(f->rcv_bits, 0, ((rd->cfg.window + 63) / 64) * sizeof(uint64_t));
 	f->need_ack = false;
 	f->ack_now = false;
@@ -668,6 +729,8 @@ int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uin
 		if (take == r || r->retired)
 			break;
 	}
+	/* a new receive is room too: refused data of a message it matches lands in it */
+	rd_in_room(rd);
 	return 0;
 }
 

@@ -185,6 +185,14 @@ struct rd_flow {
 	uint64_t last_tx;
 	bool tlp_out;
 	uint64_t last_progress;
+	/** @zwp_at: zero window: when the next probe may go (packets refused for want of
+	 * buffer wait in retxq for the receiver's window update, §4.3). */
+	uint64_t zwp_at;
+	/** @zwp_due: the zero-window probe may go (set by the timer at @zwp_at). */
+	bool zwp_due;
+	/** @refused: receive: we refused the peer's data for want of buffer and owe it a window
+	 * update; @wupdate: the next ACK is that update (it echoes nothing). */
+	bool refused, wupdate;
 	/** @probe_due: a rendezvous keepalive probe waits to go (§4.6); @probe_at: the last one sent. */
 	bool probe_due;
 	uint64_t probe_at;
@@ -269,6 +277,8 @@ struct braid_rd {
 	struct braid_rd_comp *comps;
 	uint32_t comp_head, comp_count, comp_cap;
 	uint64_t rng;
+	/** @refused_n: flows with @refused set. */
+	uint32_t refused_n;
 	/** @in_route: the route of the packet braid_rd_input_from() is handling, or -1. */
 	int32_t in_route;
 	size_t flow_size;
@@ -327,6 +337,9 @@ bool rd_in_idle(const struct rd_flow *flow);
 void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
 void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
 uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
+void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
+void rd_in_room(struct braid_rd *rd);
+void rd_in_forget(struct braid_rd *rd, struct rd_flow *flow);
 int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
 		    struct braid_rd_out *out, int max);
 uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);

@@ -23,7 +23,7 @@ void rd_out_release(struct braid_rd *rd, struct rd_send *op)
 	if (op->inject)
 		braid_pool_release(&rd->injects, op->inject);
 	if (op->stage)
-		braid_pool_release(&rd->stages, op->stage);
+		rd_stage_put(rd, op->stage);
 	braid_pool_release((op->flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends, op);
 }
 
@@ -378,6 +378,13 @@ static bool path_silent(const struct braid_rd *rd, const struct rd_flow *f, uint
 	return true;
 }
 
+/* A zero window holds back packets with nothing in flight to bring an ACK. */
+static bool zero_window_waits(const struct rd_flow *f)
+{
+	return !f->peer_rwnd && !f->inflight &&
+	       (!braid_dlist_empty(&f->retxq) || !braid_dlist_empty(&f->conn->sendq));
+}
+
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 {
 	uint64_t d = UINT64_MAX;
@@ -419,6 +426,8 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 		if (t < d)
 			d = t;
 	}
+	if (zero_window_waits(f) && !f->zwp_due && f->zwp_at < d)
+		d = f->zwp_at;
 	if (!out_busy(f, f->conn) && rd_out_waiting(f->conn) && !f->probe_due &&
 	    probe_deadline(rd, f) < d)
 		d = probe_deadline(rd, f);
@@ -541,6 +550,12 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 		rd->stats.peers_failed++;
 		rd_flow_fail(rd, f, FI_EHOSTUNREACH, BRAID_PERR_PEER_UNREACHABLE);
 		return;
+	}
+	/* a zero window with nothing in flight: the probe is due (the next one an RTO on) */
+	if (zero_window_waits(f) && !f->zwp_due && now >= f->zwp_at) {
+		f->zwp_due = true;
+		f->zwp_at = now + flow_rto(rd, f);
+		rd_flow_ready(rd, f);
 	}
 	/* rendezvous sends waiting for a CTS and nothing else going: ask the peer for a
 	 * sign of life now and then (§4.6), so a dead receiver fails them in bounded time */
@@ -758,6 +773,34 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		}
 	}
 	advance_una(rd, f);
+	/*
+	 * A zero window (§4.2 rule 6): the echoed packet was refused for want of
+	 * buffer, not lost. It waits in the retransmit queue, with no congestion or
+	 * path penalty, until the receiver's window update (or the probe an RTO
+	 * later, should the update be lost).
+	 */
+	if (!a->rwnd) {
+		/* the receiver refuses in arrival order: what we sent up to the refused
+		 * packet and is still unacknowledged met a full receiver too */
+		if (braid_seq_ge(a->echo_psn, f->snd_una) && braid_seq_lt(a->echo_psn, conn->snd_nxt)) {
+			struct rd_txpkt *p = tx_slot(rd, f, a->echo_psn);
+
+			if (p->state == RD_PKT_INFLIGHT && p->psn == a->echo_psn) {
+				uint32_t last = p->tx_seq;
+
+				while (!braid_dlist_empty(&f->txorder)) {
+					struct rd_txpkt *q = braid_container_of(f->txorder.next,
+										struct rd_txpkt, link);
+
+					if (braid_seq_gt(q->tx_seq, last))
+						break;
+					pkt_requeue(f, q);
+				}
+			}
+		}
+		f->zwp_at = now + flow_rto(rd, f);
+		f->zwp_due = false;
+	}
 	/* any ACK shows the peer alive, even one that refuses data for lack of
 	 * buffer (rwnd 0): the peer timeout measures silence, not slowness */
 	f->last_progress = now;
@@ -871,11 +914,15 @@ static void probe_write(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 	rd->stats.rdv_probes++;
 }
 
-static uint32_t send_allowance(struct braid_rd *rd, struct rd_flow *f)
+static uint32_t send_allowance(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 {
 	uint32_t cwnd = rd->cfg.cc->cwnd(&f->cc);
-	uint32_t rwnd = f->peer_rwnd ? f->peer_rwnd : (f->inflight ? 0 : 1);	/* zero window: probe with one */
+	uint32_t rwnd = f->peer_rwnd;
 
+	/* zero window: one probe at a time, an RTO after the last refusal (the
+	 * receiver's window update normally comes first) */
+	if (!rwnd)
+		return !f->inflight && f->zwp_due ? 1 : 0;
 	if (cwnd > rwnd)
 		cwnd = rwnd;
 	return f->inflight < cwnd ? cwnd - f->inflight : 0;
@@ -904,10 +951,11 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		}
 		f->probe_due = false;
 	}
-	allow = send_allowance(rd, f);
+	allow = send_allowance(rd, f, now);
 	/* a lost packet never waits for cwnd room held by packets that may be lost
-	 * too: one retransmission goes out per ACK or timer event regardless */
-	if (!allow && !braid_dlist_empty(&f->retxq))
+	 * too: one retransmission goes out per ACK or timer event regardless (not
+	 * into a zero window: refused packets wait for it to open) */
+	if (!allow && !braid_dlist_empty(&f->retxq) && f->peer_rwnd)
 		allow = 1;
 	/* retransmissions first, each on another path than it was lost on */
 	while (n < max && allow && !braid_dlist_empty(&f->retxq)) {

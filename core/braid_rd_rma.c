@@ -344,7 +344,7 @@ static void msg_free(struct braid_rd *rd, struct rd_msg *m)
 		struct rd_stage *s = m->stage;
 
 		m->stage = s->next;
-		braid_pool_release(&rd->stages, s);
+		rd_stage_put(rd, s);
 	}
 	braid_pool_release(&rd->msgs, m);
 }
