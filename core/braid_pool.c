@@ -38,18 +38,24 @@ void braid_pool_destruct(struct braid_pool *pool)
 	memset(pool, 0, sizeof(*pool));
 }
 
-void *braid_pool_alloc(struct braid_pool *pool)
+void *braid_pool_alloc_raw(struct braid_pool *pool)
 {
 	size_t i = pool->free_head;
-	void *obj;
 
 	if (i == SIZE_MAX || !pool->base)
 		return NULL;
 	pool->free_head = pool->next_free[i];
 	pool->next_free[i] = SIZE_MAX - 1;	/* marks "in use" */
 	pool->in_use++;
-	obj = braid_pool_at(pool, i);
-	memset(obj, 0, pool->obj_size);
+	return braid_pool_at(pool, i);
+}
+
+void *braid_pool_alloc(struct braid_pool *pool)
+{
+	void *obj = braid_pool_alloc_raw(pool);
+
+	if (obj)
+		memset(obj, 0, pool->obj_size);
 	return obj;
 }
 

@@ -535,7 +535,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	} else if (m->recv) {
 		recv_copy(m->recv, v->offset, v->payload, v->payload_len);
 	} else if (v->payload_len) {
-		struct rd_stage *s = braid_pool_alloc(&rd->stages);
+		struct rd_stage *s = braid_pool_alloc_raw(&rd->stages);	/* filled below */
 
 		if (!s) {
 			if (created && !m->matched) {

@@ -89,7 +89,7 @@ int rd_out_take_iov(struct braid_rd *rd, struct rd_send *op, const struct iovec 
 		op->iov_count = cnt;
 		return 0;
 	}
-	op->inject = braid_pool_alloc(&rd->injects);
+	op->inject = braid_pool_alloc_raw(&rd->injects);	/* the payload is copied in */
 	if (!op->inject) {
 		braid_pool_release(&rd->sends, op);
 		return -FI_EAGAIN;

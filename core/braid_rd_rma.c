@@ -259,7 +259,9 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 	if (!f)
 		return false;
 	if (fetch) {
-		res = braid_pool_alloc(&rd->stages);
+		res = braid_pool_alloc_raw(&rd->stages);	/* the fetched values fill it */
+		if (res)
+			res->next = NULL;
 		if (!res)
 			return false;
 	}

@@ -43,6 +43,13 @@ void braid_pool_destruct(struct braid_pool *pool);
 /** braid_pool_alloc() - take one zeroed object, or NULL when the pool is empty. */
 void *braid_pool_alloc(struct braid_pool *pool);
 
+/**
+ * braid_pool_alloc_raw() - braid_pool_alloc() without the zeroing, for
+ * buffers the caller fills at once (a packet's payload: zeroing a 64 KiB
+ * staging buffer to copy 8 bytes into it cost more than the copy).
+ */
+void *braid_pool_alloc_raw(struct braid_pool *pool);
+
 /** braid_pool_release() - give back an object taken from this pool. */
 void braid_pool_release(struct braid_pool *pool, void *obj);
 
