@@ -296,6 +296,14 @@ void rd_flow_fail(struct braid_rd *rd, struct rd_flow *f, int err, int prov_errn
 
 /* ---- open / close ---- */
 
+/* Small staging buffers: 16 per packet buffer, 256 to 8192 of them (at most 2 MiB). */
+static uint32_t rd_small_stages(const struct braid_rd_config *cfg)
+{
+	uint64_t n = (uint64_t)cfg->stage_pkts * 16;
+
+	return n < 256 ? 256 : n > 8192 ? 8192 : (uint32_t)n;
+}
+
 int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *peers,
 		  struct braid_rd **out)
 {
@@ -352,6 +360,9 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	if (!ret)
 		ret = braid_pool_construct(&rd->stages, stage_size, cfg->stage_pkts);
 	if (!ret)
+		ret = braid_pool_construct(&rd->stages_small, sizeof(struct rd_stage) + RD_STAGE_SMALL,
+					   rd_small_stages(cfg));
+	if (!ret)
 		ret = braid_pool_construct(&rd->flows, rd->flow_size, cfg->max_flows);
 	if (!ret)
 		ret = braid_pool_construct(&rd->injects, cfg->inject_size ? cfg->inject_size : 1,
@@ -386,6 +397,7 @@ void braid_rd_close(struct braid_rd *rd)
 	braid_pool_destruct(&rd->recvs);
 	braid_pool_destruct(&rd->msgs);
 	braid_pool_destruct(&rd->stages);
+	braid_pool_destruct(&rd->stages_small);
 	braid_pool_destruct(&rd->flows);
 	braid_pool_destruct(&rd->injects);
 	free(rd->comps);

@@ -34,14 +34,19 @@ void rd_in_room(struct braid_rd *rd)
 {
 	struct braid_dlist *it;
 
-	/* not for every buffer freed: once an eighth of staging is free (as TCP's
-	 * receiver avoids the silly window syndrome, RFC 1122 4.2.3.3) */
-	if (!rd->refused_n || rd->stages.count - rd->stages.in_use < (rd->stages.count + 7) / 8)
+	/* not for every buffer freed: once an eighth of the staging the refused data
+	 * needs is free (as TCP's receiver avoids the silly window syndrome, RFC 1122
+	 * 4.2.3.3) */
+	bool big = rd->stages.count - rd->stages.in_use >= (rd->stages.count + 7) / 8;
+	bool small = rd->stages_small.count - rd->stages_small.in_use >=
+		     (rd->stages_small.count + 7) / 8;
+
+	if (!rd->refused_n || (!big && !small))
 		return;
 	braid_dlist_foreach(&rd->active, it) {
 		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
 
-		if (!f->refused)
+		if (!f->refused || !(f->refused_small ? small || big : big))
 			continue;
 		f->refused = false;
 		rd->refused_n--;
@@ -63,9 +68,26 @@ void rd_in_forget(struct braid_rd *rd, struct rd_flow *f)
 
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
 {
-	braid_pool_release(&rd->stages, s);
+	braid_pool_release(s->small ? &rd->stages_small : &rd->stages, s);
 	rd_in_room(rd);
 }
+
+/* Staging for @len bytes: a small buffer when it fits one, else a packet's. */
+static struct rd_stage *stage_get(struct braid_rd *rd, size_t len)
+{
+	struct rd_stage *s = len <= RD_STAGE_SMALL ? braid_pool_alloc_raw(&rd->stages_small) : NULL;
+
+	if (s) {
+		s->small = true;
+		return s;
+	}
+	s = braid_pool_alloc_raw(&rd->stages);	/* filled by the caller */
+	if (s)
+		s->small = false;
+	return s;
+}
+
+
 
 static void stage_free_all(struct braid_rd *rd, struct rd_msg *m)
 {
@@ -429,9 +451,9 @@ static void match_in_order(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 
 uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	/* the packets we can surely take now: as many as staging has room for
-	 * (data for a posted receive needs none, but which messages will find
-	 * one is not known here) */
+	/* the packets we can surely take now: as many as packet staging has room
+	 * for (small payloads have buffers of their own besides; data for a posted
+	 * receive needs none, but which messages will find one is not known here) */
 	size_t room = rd->stages.count - rd->stages.in_use;
 
 	return room < rd->cfg.window ? (uint32_t)room : rd->cfg.window;
@@ -535,7 +557,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	} else if (m->recv) {
 		recv_copy(m->recv, v->offset, v->payload, v->payload_len);
 	} else if (v->payload_len) {
-		struct rd_stage *s = braid_pool_alloc_raw(&rd->stages);	/* filled below */
+		struct rd_stage *s = stage_get(rd, v->payload_len);	/* filled below */
 
 		if (!s) {
 			if (created && !m->matched) {
@@ -584,6 +606,7 @@ no_buffer:
 		f->refused = true;
 		rd->refused_n++;
 	}
+	f->refused_small = v->payload_len <= RD_STAGE_SMALL;
 	f->echo_psn = v->psn;
 	f->echo_time = v->tx_time;
 	f->echo_route = rd->in_route;

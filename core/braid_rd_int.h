@@ -107,8 +107,13 @@ struct rd_pathrack {
 struct rd_stage {
 	struct rd_stage *next;
 	uint32_t off, len;
+	/** @small: from stages_small (RD_STAGE_SMALL bytes of data), else from stages (a packet's). */
+	bool small;
 	uint8_t data[];
 };
+
+/* payloads up to this size are staged in small buffers, not a whole packet's */
+#define RD_STAGE_SMALL	256
 
 /** A posted receive (pool: max_recvs). */
 struct rd_recv {
@@ -193,6 +198,8 @@ struct rd_flow {
 	/** @refused: receive: we refused the peer's data for want of buffer and owe it a window
 	 * update; @wupdate: the next ACK is that update (it echoes nothing). */
 	bool refused, wupdate;
+	/** @refused_small: the refused data fits small staging (RD_STAGE_SMALL). */
+	bool refused_small;
 	/** @probe_due: a rendezvous keepalive probe waits to go (§4.6); @probe_at: the last one sent. */
 	bool probe_due;
 	uint64_t probe_at;
@@ -259,6 +266,9 @@ struct braid_rd {
 	/** @conns: key -> struct rd_conn. */
 	struct braid_map conns;
 	struct braid_pool sends, recvs, msgs, stages, flows, injects;
+	/** @stages_small: staging for small payloads (an 8-byte message took a 64 KiB
+	 * packet buffer: 257 of them filled loopback's whole staging budget) */
+	struct braid_pool stages_small;
 	/** @resps: the engine's own sends (RMA and delivery answers): never short of one because
 	 * the application's sends took them all (two peers full of requests to each other) */
 	struct braid_pool resps;

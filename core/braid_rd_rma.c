@@ -260,8 +260,10 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 		return false;
 	if (fetch) {
 		res = braid_pool_alloc_raw(&rd->stages);	/* the fetched values fill it */
-		if (res)
+		if (res) {
 			res->next = NULL;
+			res->small = false;
+		}
 		if (!res)
 			return false;
 	}
