@@ -34,6 +34,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <poll.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "bench_common.h"
 
@@ -258,6 +260,62 @@ static double measure(const char *prov, enum test t, size_t size, bool quick)
 	return r;
 }
 
+/*
+ * The floor: a plain UDP ping-pong of @size bytes between two processes on
+ * loopback (one socket each, busy-polling with MSG_DONTWAIT as the providers
+ * poll), half round trip in us, or -1. What any provider over UDP sockets
+ * pays at least per message.
+ */
+static ssize_t recv_spin(int fd, void *buf, size_t len)
+{
+	double deadline = now_s() + TIMEOUT_S;
+	ssize_t r;
+
+	while ((r = recv(fd, buf, len, MSG_DONTWAIT)) < 0 && errno == EAGAIN && now_s() < deadline)
+		;
+	return r;
+}
+
+static double raw_udp(size_t size, int iters)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in b = a;
+	socklen_t len = sizeof(a);
+	int sa = socket(AF_INET, SOCK_DGRAM, 0), sb = socket(AF_INET, SOCK_DGRAM, 0), i, status;
+	static char buf[65536];
+	double t0 = 0;
+	pid_t pid;
+
+	if (sa < 0 || sb < 0 || bind(sa, (struct sockaddr *)&a, sizeof(a)) ||
+	    bind(sb, (struct sockaddr *)&b, sizeof(b)) ||
+	    getsockname(sa, (struct sockaddr *)&a, &len) ||
+	    getsockname(sb, (struct sockaddr *)&b, &len) ||
+	    connect(sa, (struct sockaddr *)&b, sizeof(b)) || connect(sb, (struct sockaddr *)&a, sizeof(a)))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		alarm(TIMEOUT_S);
+		for (i = 0; i < iters + 100; i++)
+			if (recv_spin(sb, buf, sizeof(buf)) < 0 || send(sb, buf, size, 0) < 0)
+				_exit(3);
+		_exit(0);
+	}
+	for (i = -100; i < iters; i++) {
+		if (i == 0)
+			t0 = now_s();
+		if (send(sa, buf, size, 0) < 0 || recv_spin(sa, buf, sizeof(buf)) < 0)
+			break;
+	}
+	t0 = now_s() - t0;
+	waitpid(pid, &status, 0);
+	close(sa);
+	close(sb);
+	if (i < iters || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	return t0 / iters / 2 * 1e6;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -319,7 +377,7 @@ int main(int argc, char **argv)
 {
 	int reps = 5, opt, r, p, s;
 	bool quick = false, rma_only = false;
-	static double lat[NPROV][NLAT][16], bw[NPROV][NBW][16], rate[NPROV][16];
+	static double lat[NPROV][NLAT][16], bw[NPROV][NBW][16], rate[NPROV][16], floor8[16];
 	static double rma[NRMA][NRMAT][16];
 	double med_lat[NPROV][NLAT], med_bw[NPROV][NBW], med_rate[NPROV], med_rma[NRMA][NRMAT];
 
@@ -348,6 +406,8 @@ int main(int argc, char **argv)
 				bw[p][s][r] = measure(provs[p], T_BW, bw_sizes[s], quick);
 			rate[p][r] = measure(provs[p], T_RATE, 8, quick);
 		}
+		if (!rma_only)
+			floor8[r] = raw_udp(8, quick ? 500 : 2000);
 	}
 	for (p = 0; p < NRMA; p++)
 		for (s = 0; s < NRMAT; s++)
@@ -430,11 +490,15 @@ int main(int argc, char **argv)
 	printf("\n");
 	print_worst("rate", provs, NPROV, &rate[0][0], 16, reps, false, " %14.3f");
 
+	printf("\nthe floor: raw UDP ping-pong, 8 B, two processes busy-polling: %.2f us "
+	       "half round trip (median; worst %.2f)\n", median(floor8, reps), worst(floor8, reps, true));
 	printf("\ntargets (ratios from this run):\n");
 	printf("  small-message latency <= 0.9x tcp's:  8 B %.2fx  %s\n", med_lat[0][0] / med_lat[1][0],
 	       med_lat[0][0] <= 0.9 * med_lat[1][0] ? "met" : "NOT met");
 	printf("  1 MiB bandwidth >= 1.0x tcp's:        %.2fx  %s\n", med_bw[0][2] / med_bw[1][2],
 	       med_bw[0][2] >= med_bw[1][2] ? "met" : "NOT met");
+	printf("  8 B latency <= 1.3x the raw UDP floor: %.2fx  %s\n", med_lat[0][0] / median(floor8, reps),
+	       med_lat[0][0] <= 1.3 * median(floor8, reps) ? "met" : "NOT met");
 	printf("  small-message rate >= 10x rxd's:      %.1fx  %s\n", med_rate[0] / med_rate[2],
 	       med_rate[0] >= 10 * med_rate[2] ? "met" : "NOT met");
 	/* issue 5: a competent RC is within 20% of braid RD on a clean link */
