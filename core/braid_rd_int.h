@@ -321,10 +321,10 @@ bool rd_out_idle(const struct rd_flow *flow, const struct rd_conn *conn);
 void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
 				void *context);
-/* the op's payload: @iov itself, or with BRAID_RD_INJECT a copy (-FI_EAGAIN: none free; @op is released) */
-int rd_out_take_iov(struct braid_rd *rd, struct rd_send *op, const struct iovec *iov, size_t cnt,
-		    uint64_t len);
-void rd_out_queue(struct braid_rd *rd, struct rd_flow *f, struct rd_send *op, uint64_t now);
+int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
+		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
+		 struct rd_send **opp);
+void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now);
 void rd_out_send_done(struct braid_rd *rd, struct rd_send *op);
 void rd_out_release(struct braid_rd *rd, struct rd_send *op);
 bool rd_out_waiting(const struct rd_conn *conn);

@@ -80,31 +80,49 @@ struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint3
 	return op;
 }
 
-int rd_out_take_iov(struct braid_rd *rd, struct rd_send *op, const struct iovec *iov, size_t cnt,
-		    uint64_t len)
+/*
+ * The start of every application send and RMA request: the peer's conn and
+ * flow, an op from the application's pool, its payload (@iov itself, or with
+ * BRAID_RD_INJECT a copy). Return: 0 and *@opp, -FI_ENOMEM, -FI_EAGAIN.
+ */
+int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
+		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
+		 struct rd_send **opp)
 {
+	struct rd_conn *conn = rd_conn_get(rd, peer, true);
+	struct rd_send *op;
+
+	if (!conn)
+		return -FI_ENOMEM;
+	if (!rd_flow_attach(rd, conn, now))
+		return -FI_EAGAIN;
+	op = rd_out_new_send(rd, conn, flags, context);
+	if (!op)
+		return -FI_EAGAIN;
 	op->len = len;
-	if (!(op->flags & BRAID_RD_INJECT)) {
+	if (!(flags & BRAID_RD_INJECT)) {
 		memcpy(op->iov, iov, cnt * sizeof(struct iovec));
 		op->iov_count = cnt;
-		return 0;
+	} else {
+		op->inject = braid_pool_alloc_raw(&rd->injects);	/* the payload is copied in */
+		if (!op->inject) {
+			braid_pool_release(&rd->sends, op);
+			return -FI_EAGAIN;
+		}
+		braid_iov_gather(iov, cnt, op->inject);
+		op->iov[0].iov_base = op->inject;
+		op->iov[0].iov_len = len;
+		op->iov_count = 1;
 	}
-	op->inject = braid_pool_alloc_raw(&rd->injects);	/* the payload is copied in */
-	if (!op->inject) {
-		braid_pool_release(&rd->sends, op);
-		return -FI_EAGAIN;
-	}
-	braid_iov_gather(iov, cnt, op->inject);
-	op->iov[0].iov_base = op->inject;
-	op->iov[0].iov_len = len;
-	op->iov_count = 1;
+	*opp = op;
 	return 0;
 }
 
-/* Number @op and queue it behind the conn's other sends. */
-void rd_out_queue(struct braid_rd *rd, struct rd_flow *f, struct rd_send *op, uint64_t now)
+/* Number @op and queue it behind the conn's other sends (the conn has its flow). */
+void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
 {
 	struct rd_conn *conn = op->conn;
+	struct rd_flow *f = conn->flow;
 
 	op->msg_id = conn->next_msg_id++;
 	op->rdv = !op->rma.op && rd->cfg.rdv_threshold && op->len > rd->cfg.rdv_threshold;
@@ -118,10 +136,9 @@ void rd_out_queue(struct braid_rd *rd, struct rd_flow *f, struct rd_send *op, ui
 
 int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t now)
 {
-	struct rd_conn *conn;
-	struct rd_flow *f;
 	struct rd_send *op;
 	uint64_t len;
+	int ret;
 
 	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
 	    !req->peer || !braid_iov_valid(req->iov, req->iov_count) ||
@@ -132,22 +149,15 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 		return -FI_EMSGSIZE;
 	if ((req->flags & BRAID_RD_INJECT) && len > rd->cfg.inject_size)
 		return -FI_EMSGSIZE;
-	conn = rd_conn_get(rd, req->peer, true);
-	if (!conn)
-		return -FI_ENOMEM;
-	f = rd_flow_attach(rd, conn, now);
-	if (!f)
-		return -FI_EAGAIN;
-	op = rd_out_new_send(rd, conn, req->flags, req->context);
-	if (!op)
-		return -FI_EAGAIN;
-	if (rd_out_take_iov(rd, op, req->iov, req->iov_count, len))
-		return -FI_EAGAIN;
-	if (req->flags & BRAID_RD_DELIVERY)
-		braid_dlist_insert_tail(&op->rlink, &conn->rma_ops);	/* it waits for the RESP */
+	ret = rd_out_start(rd, req->peer, req->flags, req->context, req->iov, req->iov_count, len,
+			   now, &op);
+	if (ret)
+		return ret;
+	if (req->flags & BRAID_RD_DELIVERY)	/* it waits for the RESP */
+		braid_dlist_insert_tail(&op->rlink, &op->conn->rma_ops);
 	op->tag = req->tag;
 	op->data = req->data;
-	rd_out_queue(rd, f, op, now);
+	rd_out_queue(rd, op, now);
 	return 0;
 }
 

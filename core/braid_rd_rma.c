@@ -45,10 +45,9 @@ static enum braid_atomic_kind atomic_kind(uint8_t aop, bool fetch)
 int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t now)
 {
 	uint64_t len, rlen, sz;
-	struct rd_conn *conn;
-	struct rd_flow *f;
 	struct rd_send *op;
 	uint8_t wop;
+	int ret;
 
 	if (!req || !req->peer || req->iov_count > BRAID_RD_IOV_MAX ||
 	    req->res_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
@@ -93,17 +92,10 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 	default:
 		return -FI_EINVAL;
 	}
-	conn = rd_conn_get(rd, req->peer, true);
-	if (!conn)
-		return -FI_ENOMEM;
-	f = rd_flow_attach(rd, conn, now);
-	if (!f)
-		return -FI_EAGAIN;
-	op = rd_out_new_send(rd, conn, req->flags, req->context);
-	if (!op)
-		return -FI_EAGAIN;
-	if (rd_out_take_iov(rd, op, req->iov, req->iov_count, len))
-		return -FI_EAGAIN;
+	ret = rd_out_start(rd, req->peer, req->flags, req->context, req->iov, req->iov_count, len,
+			   now, &op);
+	if (ret)
+		return ret;
 	memcpy(op->res, req->res, req->res_count * sizeof(struct iovec));
 	op->res_count = req->res_count;
 	op->res_len = rlen;
@@ -117,8 +109,8 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 		  (wop == BRAID_RMA_WRITE ? 0 : req->count);
 	op->rma.rkey = req->rkey;
 	op->rma.raddr = req->raddr;
-	braid_dlist_insert_tail(&op->rlink, &conn->rma_ops);
-	rd_out_queue(rd, f, op, now);
+	braid_dlist_insert_tail(&op->rlink, &op->conn->rma_ops);
+	rd_out_queue(rd, op, now);
 	return 0;
 }
 
@@ -324,7 +316,7 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 		op->len = rlen;
 	}
 	op->stage = res;
-	rd_out_queue(rd, f, op, now);
+	rd_out_queue(rd, op, now);
 	if (!m->rma.op)
 		return true;
 	if (status == BRAID_RMA_OK) {

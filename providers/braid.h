@@ -605,6 +605,7 @@ void braid_rdm_close(struct braid_ep *ep);
 void braid_rdm_progress_locked(struct braid_ep *ep);
 /* braid_rdm.c, for braid_rdm_rma.c: an fi_addr's engine peer key; what follows a post (flush or progress) */
 int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key);
+bool braid_rdm_nocomp(const struct braid_ep *ep, uint64_t flags, bool inject);
 void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags);
 /* braid_rdm_rma.c: the most bytes of operands one atomic carries (fi_atomicvalid counts) */
 #define BRAID_ATOMIC_MAX	256

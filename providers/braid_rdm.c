@@ -280,6 +280,13 @@ int braid_rdm_cancel_locked(struct braid_ep *ep, void *context)
 
 /* ---- sends ---- */
 
+/* No success completion for this operation: fi_inject* (as if selective completion
+ * were on and FI_COMPLETION off, fi_msg(3)), no tx CQ, or selective without FI_COMPLETION. */
+bool braid_rdm_nocomp(const struct braid_ep *ep, uint64_t flags, bool inject)
+{
+	return inject || !ep->tx_cq || (ep->tx_selective && !(flags & FI_COMPLETION));
+}
+
 int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key)
 {
 	struct sockaddr_in sin;
@@ -337,8 +344,7 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	 * buffer, not once it was acknowledged into its staging (§4.7) */
 	if ((flags & FI_DELIVERY_COMPLETE) && !nocomp)
 		req.flags |= BRAID_RD_DELIVERY;
-	/* fi_inject*: as if selective completion were on and FI_COMPLETION off (fi_msg(3)) */
-	if (nocomp || !ep->tx_cq || (ep->tx_selective && !(flags & FI_COMPLETION)))
+	if (braid_rdm_nocomp(ep, flags, nocomp))
 		req.flags |= BRAID_RD_NO_COMP;
 
 	braid_domain_lock(ep->domain);

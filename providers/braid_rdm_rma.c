@@ -43,7 +43,7 @@ static ssize_t rma_post(struct braid_ep *ep, struct braid_rd_rma *req, fi_addr_t
 		req->flags |= BRAID_RD_CQ_DATA;
 	if (flags & FI_INJECT)
 		req->flags |= BRAID_RD_INJECT;
-	if (nocomp || !ep->tx_cq || (ep->tx_selective && !(flags & FI_COMPLETION)))
+	if (braid_rdm_nocomp(ep, flags, nocomp))
 		req->flags |= BRAID_RD_NO_COMP;
 	braid_domain_lock(ep->domain);
 	ret = braid_rd_rma(ep->rd, req, braid_now_ns());

@@ -41,8 +41,9 @@ int braid_srx_pull(void *ctx, struct braid_rc_recv *rr)
 	return 0;
 }
 
-static ssize_t srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
-			uint64_t flags, void *context)
+/* Post a receive to the shared context (its own calls, and fi_recv on a bound endpoint). */
+ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t count,
+		       uint64_t flags, void *context)
 {
 	struct srx_entry *e;
 	ssize_t ret = 0;
@@ -66,19 +67,13 @@ static ssize_t srx_post(struct braid_srx *srx, const struct iovec *iov, size_t c
 	return ret;
 }
 
-ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t count,
-		       uint64_t flags, void *context)
-{
-	return srx_post(srx, iov, count, flags, context);
-}
-
 static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
 			fi_addr_t src_addr, void *context)
 {
 	struct braid_srx *srx = srx_of(&ep_fid->fid);
 	struct iovec iov = { buf, len };
 
-	return srx_post(srx, &iov, 1, srx->op_flags | FI_COMPLETION, context);
+	return braid_srx_recv(srx, &iov, 1, srx->op_flags | FI_COMPLETION, context);
 }
 
 static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -86,14 +81,14 @@ static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **
 {
 	struct braid_srx *srx = srx_of(&ep_fid->fid);
 
-	return srx_post(srx, iov, count, srx->op_flags | FI_COMPLETION, context);
+	return braid_srx_recv(srx, iov, count, srx->op_flags | FI_COMPLETION, context);
 }
 
 static ssize_t srx_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return srx_post(srx_of(&ep_fid->fid), msg->msg_iov, msg->iov_count, flags, msg->context);
+	return braid_srx_recv(srx_of(&ep_fid->fid), msg->msg_iov, msg->iov_count, flags, msg->context);
 }
 
 /* a receive context does not send (fi_endpoint(3)) */
