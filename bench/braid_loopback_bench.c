@@ -6,6 +6,8 @@
  * repetitions and braid's ratio to each contender.
  *
  *   FI_PROVIDER_PATH=build/providers build/bench/braid_loopback_bench [-r REPS] [-q] [-R]
+ *   ... braid_loopback_bench -1 PROV,TEST,SIZE [-r REPS]   one measurement, each repetition
+ *       (TEST: lat, bw, rate, wlat, rlat, wbw, rbw, floor; for tuning, not for the tables)
  *
  * RMA (fi_write, fi_read) is measured for braid, tcp;ofi_rxm and
  * braid;ofi_rxm: the time from posting one operation to its completion
@@ -373,17 +375,52 @@ static void print_head(void)
 	printf("\n");
 }
 
+/* -1 PROV,TEST,SIZE: one measurement, every repetition printed */
+static int measure_one(const char *spec, int reps, bool quick)
+{
+	static const char *const names[] = { "lat", "bw", "rate", "wlat", "rlat", "wbw", "rbw" };
+	char prov[64], test[16];
+	size_t size;
+	int t, r;
+
+	if (sscanf(spec, "%63[^,],%15[^,],%zu", prov, test, &size) != 3) {
+		fprintf(stderr, "-1 PROV,TEST,SIZE (TEST: lat bw rate wlat rlat wbw rbw floor)\n");
+		return 2;
+	}
+	for (r = 0; r < reps; r++) {
+		double v;
+
+		if (!strcmp(test, "floor")) {
+			v = raw_udp(size, quick ? 500 : 2000);
+		} else {
+			for (t = 0; t < 7 && strcmp(test, names[t]); t++)
+				;
+			if (t == 7) {
+				fprintf(stderr, "unknown test %s\n", test);
+				return 2;
+			}
+			v = measure(prov, (enum test)t, size, quick);
+		}
+		printf("%s %s %zu: %.3f\n", prov, test, size, v);
+		fflush(stdout);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int reps = 5, opt, r, p, s;
 	bool quick = false, rma_only = false;
+	const char *one = NULL;
 	static double lat[NPROV][NLAT][16], bw[NPROV][NBW][16], rate[NPROV][16], floor8[16];
 	static double rma[NRMA][NRMAT][16];
 	double med_lat[NPROV][NLAT], med_bw[NPROV][NBW], med_rate[NPROV], med_rma[NRMA][NRMAT];
 
-	while ((opt = getopt(argc, argv, "r:qR")) != -1) {
+	while ((opt = getopt(argc, argv, "r:qR1:")) != -1) {
 		if (opt == 'r')
 			reps = atoi(argv[optind - 1]);
+		else if (opt == '1')
+			one = optarg;
 		else if (opt == 'q')
 			quick = true;
 		else if (opt == 'R')
@@ -392,6 +429,8 @@ int main(int argc, char **argv)
 	if (reps < 1 || reps > 16)
 		reps = 5;
 	signal(SIGPIPE, SIG_IGN);
+	if (one)
+		return measure_one(one, reps, quick);
 	printf("braid loopback benchmark: %d repetitions, contenders alternating: braid (native RDM), "
 	       "tcp;ofi_rxm, braid;ofi_rxd, braid;ofi_rxm (RDM over braid's RoCEv2 RC)\n", reps);
 	for (r = 0; r < reps; r++) {

@@ -17,6 +17,7 @@ static const char *const drop_names[BRAID_DROP_MAX] = {
 	[BRAID_DROP_DUPLICATE] = "duplicate",
 	[BRAID_DROP_NO_BUFFER] = "no_buffer",
 	[BRAID_DROP_NO_STATE] = "no_state",
+	[BRAID_DROP_BUNDLE] = "bad_bundle",
 };
 
 const char *braid_drop_reason_str(enum braid_drop_reason reason)
@@ -49,6 +50,7 @@ static const struct {
 	[BRAID_PKT_RD_CTS] = { sizeof(struct braid_rd_cts_hdr), 0 },
 	[BRAID_PKT_CM] = { sizeof(struct braid_cm_hdr), 0 },
 	[BRAID_PKT_RD_RMA] = { sizeof(struct braid_rd_rma_hdr), BRAID_RD_RMA_FLAGS },
+	[BRAID_PKT_RD_BUNDLE] = { BRAID_RD_BUNDLE_HDR, 0 },
 };
 
 int braid_base_hdr_check(const void *buf, size_t len)
@@ -71,6 +73,29 @@ int braid_base_hdr_check(const void *buf, size_t len)
 	if (b.flags & ~type_info[b.type].flags)
 		return DROP(BRAID_DROP_FLAGS);
 	return b.type;
+}
+
+int braid_rd_bundle_check(const void *buf, size_t len)
+{
+	const uint8_t *b = buf, *rec;
+	size_t off = BRAID_RD_BUNDLE_HDR, rec_len;
+	int type = braid_base_hdr_check(buf, len), n = 0;
+
+	if (type < 0)
+		return type;
+	if (type != BRAID_PKT_RD_BUNDLE)
+		return DROP(BRAID_DROP_TYPE);
+	while (off < len) {
+		if (!braid_rd_bundle_next(buf, len, &off, &rec, &rec_len) || off > len ||
+		    rec_len < sizeof(struct braid_base_hdr) || ++n > BRAID_RD_BUNDLE_MAX)
+			return DROP(BRAID_DROP_BUNDLE);
+		/* RD packets only (no bundle in a bundle), all from the bundle's sender */
+		if ((rec[2] != BRAID_PKT_RD_DATA && rec[2] != BRAID_PKT_RD_ACK &&
+		     rec[2] != BRAID_PKT_RD_CTS && rec[2] != BRAID_PKT_RD_RMA) ||
+		    rec[4] != b[4] || rec[5] != b[5])
+			return DROP(BRAID_DROP_BUNDLE);
+	}
+	return n ? n : DROP(BRAID_DROP_BUNDLE);
 }
 
 int braid_dgram_hdr_decode(const void *buf, size_t len, struct braid_dgram_view *view)
@@ -99,6 +124,14 @@ static void base_write(struct braid_base_hdr *b, uint8_t type, uint8_t flags,
 	b->flags = flags;
 	b->src_port = htobe16(src_port);
 	b->hdr_len = htobe16(hdr_len);
+}
+
+void braid_rd_bundle_hdr_write(void *buf, uint16_t src_port)
+{
+	struct braid_base_hdr b;
+
+	base_write(&b, BRAID_PKT_RD_BUNDLE, 0, src_port, BRAID_RD_BUNDLE_HDR);
+	memcpy(buf, &b, sizeof(b));
 }
 
 size_t braid_rd_data_write(void *buf, const struct braid_rd_data_view *v)

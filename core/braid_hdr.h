@@ -17,7 +17,14 @@ enum braid_pkt_type {
 	BRAID_PKT_RD_CTS = 4,	/* rendezvous clear-to-send, §4.6 */
 	BRAID_PKT_CM = 5,	/* connection management of FI_EP_MSG (RoCEv2 RC), §6 */
 	BRAID_PKT_RD_RMA = 6,	/* reliable datagram RMA and atomics: RD_DATA + RMA fields, §4.7 */
+	BRAID_PKT_RD_BUNDLE = 7,	/* several RD packets of one endpoint pair in one datagram, §4.8 */
 };
+
+/* RD_BUNDLE (§4.8): the common header (hdr_len 8, flags 0), then records, each a
+ * 2-byte length and that many bytes: one whole RD_DATA, RD_ACK, RD_CTS or RD_RMA packet */
+#define BRAID_RD_BUNDLE_HDR	8
+#define BRAID_RD_BUNDLE_REC	2
+#define BRAID_RD_BUNDLE_MAX	64	/* records in one bundle, at most */
 
 /* RD_RMA operations (§4.7). Frozen: never renumber, only append. */
 enum braid_rma_op {
@@ -251,6 +258,7 @@ enum braid_drop_reason {
 	BRAID_DROP_DUPLICATE,	/* RD: PSN already received (§4.2 rule 4) */
 	BRAID_DROP_NO_BUFFER,	/* RD: no room to take the payload (§4.2 rule 6) */
 	BRAID_DROP_NO_STATE,	/* RD: no flow state could be had for the peer */
+	BRAID_DROP_BUNDLE,	/* RD: a bundle whose records are not well framed (§4.8) */
 	BRAID_DROP_MAX
 };
 
@@ -304,6 +312,36 @@ size_t braid_rd_data_write(void *hdr, const struct braid_rd_data_view *v);
  * Return: 0, or a negative drop reason (-(reason + 1)).
  */
 int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v);
+
+/**
+ * braid_rd_bundle_check() - validate an RD_BUNDLE packet of @len bytes (§4.8)
+ * as a whole: one to BRAID_RD_BUNDLE_MAX records, each framed inside the
+ * packet, at least 8 bytes long, of a type a bundle carries and from the
+ * bundle's src_port. (Each record is then checked as a packet of its own.)
+ * Return: the number of records, or a negative drop reason (-(reason + 1)).
+ */
+int braid_rd_bundle_check(const void *buf, size_t len);
+
+/** braid_rd_bundle_hdr_write() - the 8-byte common header of an RD_BUNDLE (§4.8). */
+void braid_rd_bundle_hdr_write(void *buf, uint16_t src_port);
+
+/**
+ * braid_rd_bundle_next() - the record at *@off of a checked bundle (start with
+ * *@off = BRAID_RD_BUNDLE_HDR): its bytes and length; *@off moves past it.
+ * Return: false when there is none left.
+ */
+static inline int braid_rd_bundle_next(const void *buf, size_t len, size_t *off,
+				       const uint8_t **rec, size_t *rec_len)
+{
+	const uint8_t *b = (const uint8_t *)buf;
+
+	if (*off + BRAID_RD_BUNDLE_REC > len)
+		return 0;
+	*rec_len = (size_t)b[*off] << 8 | b[*off + 1];
+	*rec = b + *off + BRAID_RD_BUNDLE_REC;
+	*off += BRAID_RD_BUNDLE_REC + *rec_len;
+	return 1;
+}
 
 /** braid_rd_cts_write() - encode an RD_CTS packet. */
 void braid_rd_cts_write(struct braid_rd_cts_hdr *h, uint16_t src_port, uint32_t src_epoch,

@@ -86,6 +86,13 @@ struct braid_rd_config {
 	uint64_t peer_timeout_ns;
 	/** @ack_delay_ns: longest an ACK is held back for coalescing. */
 	uint64_t ack_delay_ns;
+	/**
+	 * @bundle: pack the packets one output call makes for one peer into
+	 * RD_BUNDLE datagrams where they fit (§4.8): a held-back ACK rides with
+	 * the data going back, small messages share a datagram. false: one
+	 * packet per datagram, ACKs alone.
+	 */
+	bool bundle;
 	/** @path_health: steer traffic by per-path health (false: plain round robin). */
 	bool path_health;
 	/** @cc: congestion control algorithm (NULL: braid_cc_swift). */
@@ -209,6 +216,15 @@ struct braid_rd_comp {
 
 /** struct braid_rd_out - one packet to transmit: header bytes, then payload. */
 struct braid_rd_out {
+	/**
+	 * @frame, @frame_len: bytes that go on the wire before @hdr (§4.8): 0
+	 * bytes for a packet that is its datagram alone; the RD_BUNDLE header and
+	 * the record length for the first record of a bundle (10 bytes); the
+	 * record length for each further record (2 bytes), which continues the
+	 * datagram of the record before it. braid_rd_out_dgram() assembles one.
+	 */
+	uint8_t frame[BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC];
+	uint8_t frame_len;
 	uint8_t hdr[BRAID_RD_MAX_HDR];
 	uint16_t hdr_len;
 	/** @payload: the payload gathered from the sender's buffers (valid until its send completes). */
@@ -247,6 +263,8 @@ struct braid_rd_stats {
 	uint64_t rdv_probes;
 	uint64_t rdv_msgs, cts_tx, cts_rx;
 	uint64_t flows_active;
+	/** @tx_bundles, @rx_bundles: datagrams that carried several RD packets (§4.8). */
+	uint64_t tx_bundles, rx_bundles;
 	/** @rma_ops: RMA and atomic operations completed as initiator; @rma_served: as target;
 	 * @rma_refused: requests refused (key, range, permission, op) as target. */
 	uint64_t rma_ops, rma_served, rma_refused;
@@ -343,8 +361,22 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 			int32_t src_route, bool ecn_ce, uint64_t now);
 
-/** braid_rd_output() - up to @max packets to transmit now. Return: how many. */
+/**
+ * braid_rd_output() - up to @max packets to transmit now. Return: how many.
+ * Consecutive packets may make one datagram (a bundle, §4.8: see @frame);
+ * braid_rd_out_dgram() takes them a datagram at a time.
+ */
 int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out, int max);
+
+/**
+ * braid_rd_out_dgram() - the datagram that begins at @out[0] (of @n): its
+ * bytes as up to @max_iov iovs (frame, header and payload of each of its
+ * packets; @max_iov >= BRAID_RD_BUNDLE_MAX * (BRAID_RD_IOV_MAX + 2) always
+ * suffices) in @iov, *@iovcnt of them, and its length in *@len. Its
+ * destination and route are @out[0]'s. Return: how many packets it holds.
+ */
+int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov, int max_iov,
+		       int *iovcnt, size_t *len);
 
 /**
  * braid_rd_unsent() - the wire could not take @n packets returned by the last

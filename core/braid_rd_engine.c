@@ -26,6 +26,7 @@ void braid_rd_config_default(struct braid_rd_config *cfg)
 	cfg->peer_timeout_ns = 5ULL * 1000 * 1000 * 1000;
 	cfg->ack_delay_ns = 10 * 1000ULL;
 	cfg->path_health = true;
+	cfg->bundle = true;
 	cfg->cc = &braid_cc_swift;
 	cfg->cc_target_ns = 25 * 1000ULL;
 	cfg->seed = 1;
@@ -163,6 +164,7 @@ void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
 void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
 		    size_t hdr_len, int32_t route)
 {
+	out->frame_len = 0;
 	out->hdr_len = (uint16_t)hdr_len;
 	out->payload_iovcnt = 0;
 	out->payload_len = 0;
@@ -446,15 +448,15 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 	return braid_rd_input_from(rd, pkt, len, src_ip, BRAID_RD_ROUTE_NONE, ecn_ce, now);
 }
 
-int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
-			int32_t src_route, bool ecn_ce, uint64_t now)
+/* One RD packet, alone in its datagram or a record of a bundle (§4.8). */
+static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+			bool ecn_ce, uint64_t now)
 {
 	struct braid_rd_data_view dv;
 	struct braid_rd_ack_view av;
 	struct rd_conn *conn;
 	int type, ret;
 
-	rd->in_route = src_route >= 0 && src_route <= 65535 ? src_route : BRAID_RD_ROUTE_NONE;
 	type = braid_base_hdr_check(pkt, len);
 	if (type < 0)
 		return rd_drop(rd, (enum braid_drop_reason)(-type - 1));
@@ -541,7 +543,51 @@ int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32
 	return rd_drop(rd, BRAID_DROP_TYPE);
 }
 
+int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+			int32_t src_route, bool ecn_ce, uint64_t now)
+{
+	const uint8_t *rec;
+	size_t off = BRAID_RD_BUNDLE_HDR, rec_len;
+	int n;
+
+	rd->in_route = src_route >= 0 && src_route <= 65535 ? src_route : BRAID_RD_ROUTE_NONE;
+	if (len < 3 || ((const uint8_t *)pkt)[2] != BRAID_PKT_RD_BUNDLE)
+		return rd_input_one(rd, pkt, len, src_ip, ecn_ce, now);
+	/* §4.8: the framing of the whole bundle first, then each record as a packet
+	 * that came alone by the same route (its own checks, its own drop counts) */
+	n = braid_rd_bundle_check(pkt, len);
+	if (n < 0)
+		return rd_drop(rd, (enum braid_drop_reason)(-n - 1));
+	rd->stats.rx_bundles++;
+	while (braid_rd_bundle_next(pkt, len, &off, &rec, &rec_len))
+		(void)rd_input_one(rd, rec, rec_len, src_ip, ecn_ce, now);
+	return 0;
+}
+
 /* ---- output and timers ---- */
+
+int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov, int max_iov,
+		       int *iovcnt, size_t *len)
+{
+	int i, k = 0;
+
+	*len = 0;
+	for (i = 0; i < n && (i == 0 || out[i].frame_len == BRAID_RD_BUNDLE_REC); i++) {
+		if (k + out[i].payload_iovcnt + 2 > max_iov)
+			break;
+		if (out[i].frame_len) {
+			iov[k].iov_base = (void *)out[i].frame;
+			iov[k++].iov_len = out[i].frame_len;
+		}
+		iov[k].iov_base = (void *)out[i].hdr;
+		iov[k++].iov_len = out[i].hdr_len;
+		memcpy(&iov[k], out[i].payload, (size_t)out[i].payload_iovcnt * sizeof(*iov));
+		k += out[i].payload_iovcnt;
+		*len += out[i].frame_len + out[i].hdr_len + out[i].payload_len;
+	}
+	*iovcnt = k;
+	return i;
+}
 
 int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out, int max)
 {
@@ -575,6 +621,8 @@ void braid_rd_timer(struct braid_rd *rd, uint64_t now)
 		if (f->ack_deadline && f->ack_deadline <= now) {
 			f->ack_deadline = 0;
 			f->ack_now = true;
+			if (f->ack_held)
+				f->pingpong = 0;	/* no answer in time: no ping-pong */
 			rd_flow_ready(rd, f);
 		}
 		/* CTS to repeat, a silent sender of half-received messages; it may fail the flow */

@@ -477,7 +477,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	uint32_t w = rd->cfg.window;
 	struct rd_flow *f = rd_flow_attach(rd, conn, now);
 	struct rd_msg *m, **slot;
-	bool created = false, gap, done;
+	bool created = false, gap, done, hold;
 	int32_t d;
 
 	if (!f)
@@ -596,7 +596,14 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	 * when it completed its message: the sender's completion waits for it, and
 	 * with manual progress the receiver may not be polled again soon.
 	 */
-	ack_soon(rd, f, gap || conn->rcv_nxt - v->psn > 1 || done, now);
+	if (done)
+		f->done_at = now;
+	/* ...except in a ping-pong (§4.3): the answer comes within the ACK delay,
+	 * and the ACK rides on it (§4.8); a late answer lets the ACK go at its deadline */
+	hold = done && f->pingpong && rd->cfg.bundle && !gap && conn->rcv_nxt - v->psn == 1;
+	if (hold)
+		f->ack_held = true;
+	ack_soon(rd, f, gap || conn->rcv_nxt - v->psn > 1 || (done && !hold), now);
 	return 0;
 
 no_buffer:
@@ -640,7 +647,10 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 	}
 
 	memset(a.sack, 0, sizeof(a.sack));
-	for (i = 0; i + 1 < w && i < BRAID_RD_SACK_BITS; i++) {
+	/* nothing beyond cum_psn has arrived (the usual case): no bit to look at */
+	for (i = 0; i < (w + 63) / 64 && !f->rcv_bits[i]; i++)
+		;
+	for (i = i < (w + 63) / 64 ? 0 : w; i + 1 < w && i < BRAID_RD_SACK_BITS; i++) {
 		if (bit_test(f->rcv_bits, (conn->rcv_nxt + 1 + i) % w))
 			a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
 	}

@@ -21,6 +21,8 @@
 /* payload bytes per RD_DATA packet, and per RD_RMA packet (§4.7) */
 #define RD_SEG(rd)	((rd)->cfg.mtu - sizeof(struct braid_rd_data_hdr))
 #define RD_RMA_SEG(rd)	((rd)->cfg.mtu - sizeof(struct braid_rd_rma_hdr))
+/* the header length of a send's packets */
+#define RD_HDR_LEN(s)	((s)->rma.op ? sizeof(struct braid_rd_rma_hdr) : sizeof(struct braid_rd_data_hdr))
 
 /** A send operation (pool: max_sends). */
 struct rd_send {
@@ -222,6 +224,16 @@ struct rd_flow {
 	int32_t data_route;
 	bool echo_ecn;
 	bool need_ack;
+	/**
+	 * @pingpong, @ack_held, @done_at: ping-pong detection (§4.3): the
+	 * application answers the peer's messages within the ACK delay, so the
+	 * ACK of a completed message waits for the answer to ride on (@ack_held:
+	 * one does); a held ACK that has to go alone ends it. @done_at: when the
+	 * latest message from the peer completed.
+	 */
+	uint8_t pingpong;
+	bool ack_held;
+	uint64_t done_at;
 	/** @cts_ids, @cts_sent, @cts_n: rendezvous messages with a buffer, waiting for their data. */
 	uint32_t cts_ids[RD_CTS_MAX];
 	uint64_t cts_sent[RD_CTS_MAX];

@@ -130,6 +130,10 @@ void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
 		rd->stats.rdv_msgs++;
 	if (rd_out_idle(f, conn))
 		f->last_progress = now;	/* the peer timeout counts from the first packet */
+	/* the application answers the peer's messages at once: a ping-pong (§4.3) */
+	if (!(op->flags & BRAID_RD_INTERNAL) && f->done_at &&
+	    now - f->done_at <= 2 * rd_ack_delay(rd, f) && f->pingpong < 8)
+		f->pingpong++;
 	braid_dlist_insert_tail(&op->node, &conn->sendq);
 	rd_flow_ready(rd, f);
 }
@@ -500,6 +504,8 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	bool any = false, dead = false;
 	uint32_t i;
 
+	if (braid_dlist_empty(&f->txorder))
+		return;		/* nothing in flight: nothing lost, no path silent */
 	/* dead paths first: a silent path's packets go elsewhere with no CC reaction */
 	for (i = 0; i < f->paths.n; i++) {
 		uint64_t when;
@@ -768,10 +774,19 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	n = ack_cum(rd, f, a->cum_psn, now);
 	/* SACK: bit i is PSN cum + 1 + i */
 	limit = rd->cfg.window < BRAID_RD_SACK_BITS ? rd->cfg.window : BRAID_RD_SACK_BITS;
+	/* only bits of PSNs sent and not yet acknowledged can mean anything */
+	if (braid_seq_ge(a->cum_psn, conn->snd_nxt))
+		limit = 0;
+	else if (braid_seq_ge(a->cum_psn, f->snd_una) && conn->snd_nxt - a->cum_psn < limit)
+		limit = conn->snd_nxt - a->cum_psn;
 	for (i = 0; i + 1 < limit; i++) {
 		uint32_t psn = a->cum_psn + 1 + i;
 		struct rd_txpkt *p;
 
+		if (!a->sack[i / 8]) {
+			i |= 7;		/* a byte of no bits */
+			continue;
+		}
 		if (!(a->sack[i / 8] & (1u << (i % 8))))
 			continue;
 		if (braid_seq_lt(psn, f->snd_una) || braid_seq_ge(psn, conn->snd_nxt))
@@ -889,6 +904,7 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	data_view(rd, f, op, p->psn, p->off, now, &v);
 	if (p->retx)
 		v.flags |= BRAID_RD_F_RETX;
+	out->frame_len = 0;
 	out->hdr_len = (uint16_t)braid_rd_data_write(out->hdr, &v);
 	gather(op, p->off, p->len, out);
 	out->dst_ip = f->conn->ip;
@@ -938,20 +954,82 @@ static uint32_t send_allowance(struct braid_rd *rd, struct rd_flow *f, uint64_t 
 	return f->inflight < cwnd ? cwnd - f->inflight : 0;
 }
 
+/* The datagram rd_out_flow is filling (§4.8). */
+struct rd_bundle {
+	/** @first: out index of its first packet; -1: none open. */
+	int first;
+	int count;
+	/** @bytes: its length as a bundle (header, each record's length field and bytes). */
+	size_t bytes;
+	/** @path: the path it goes by; -1: not chosen yet (an ACK alone so far). */
+	int path;
+};
+
+/* Frame the open bundle's packets as one datagram, if it has several. */
+static void bundle_close(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
+			 struct rd_bundle *b)
+{
+	int i;
+
+	if (b->first >= 0 && b->count >= 2) {
+		for (i = b->first; i < b->first + b->count; i++) {
+			struct braid_rd_out *o = &out[i];
+			size_t rec = o->hdr_len + o->payload_len;
+			uint8_t *fr = o->frame;
+
+			if (i == b->first) {
+				braid_rd_bundle_hdr_write(fr, rd->cfg.local_port);
+				fr += BRAID_RD_BUNDLE_HDR;
+			}
+			fr[0] = (uint8_t)(rec >> 8);
+			fr[1] = (uint8_t)rec;
+			o->frame_len = (uint8_t)(fr + BRAID_RD_BUNDLE_REC - o->frame);
+			if (o->reply_route >= 0) {
+				/* a held-back ACK rides with the data: by the data's path */
+				o->reply_route = BRAID_RD_ROUTE_NONE;
+				o->path = (uint16_t)b->path;
+				o->entropy = f->paths.p[b->path].entropy;
+			}
+		}
+		rd->stats.tx_bundles++;
+	}
+	b->first = -1;
+}
+
+/*
+ * The path of the next data packet, @rec bytes at out[@n] (§4.8): the open
+ * bundle's, when the packet fits in it and may go by its path; else it
+ * opens a bundle of its own. @want: the path it must take (-1: any);
+ * @avoid: one it should not (-1: none).
+ */
+static uint16_t bundle_place(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+			     struct braid_rd_out *out, int n, size_t rec, int want, int avoid)
+{
+	bool join = rd->cfg.bundle && b->first >= 0 && b->count < BRAID_RD_BUNDLE_MAX &&
+		    b->bytes + BRAID_RD_BUNDLE_REC + rec <= rd->cfg.mtu &&
+		    (b->path < 0 || ((want < 0 || want == b->path) && b->path != avoid));
+
+	if (!join) {
+		bundle_close(rd, f, out, b);
+		*b = (struct rd_bundle){ .first = n, .bytes = BRAID_RD_BUNDLE_HDR, .path = -1 };
+	}
+	if (b->path < 0)
+		b->path = want >= 0 ? want :
+			  (int)braid_pathset_pick(&f->paths, rd->cfg.path_health, avoid);
+	b->count++;
+	b->bytes += BRAID_RD_BUNDLE_REC + rec;
+	return (uint16_t)b->path;
+}
+
 int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct braid_rd_out *out,
 		int max)
 {
 	struct rd_conn *conn = f->conn;
+	struct rd_bundle b = { .first = -1, .path = -1 };
 	uint32_t allow;
+	bool data_next;
 	int n = 0;
 
-	if (f->need_ack && f->ack_now && n < max) {
-		rd_in_write_ack(rd, f, &out[n++]);
-		f->ack_now = false;
-		f->need_ack = false;
-		f->ack_count = 0;
-		f->ack_deadline = 0;
-	}
 	n += rd_in_write_cts(rd, f, now, out + n, max - n);
 	if (f->probe_due && n < max) {
 		/* the wait may have ended since the timer asked (a CTS came) */
@@ -967,17 +1045,33 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 	 * into a zero window: refused packets wait for it to open) */
 	if (!allow && !braid_dlist_empty(&f->retxq) && f->peer_rwnd)
 		allow = 1;
+	data_next = allow && (!braid_dlist_empty(&f->retxq) ||
+			      (!braid_dlist_empty(&conn->sendq) &&
+			       conn->snd_nxt - f->snd_una < rd->cfg.window));
+	/* the ACK when due, or earlier when data goes back now: it rides with it (§4.8) */
+	if (f->need_ack && (f->ack_now || (rd->cfg.bundle && data_next)) && n < max) {
+		b = (struct rd_bundle){ .first = n, .count = 1, .path = -1,
+					.bytes = BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC +
+						 sizeof(struct braid_rd_ack_hdr) };
+		rd_in_write_ack(rd, f, &out[n++]);
+		f->ack_now = false;
+		f->ack_held = false;
+		f->need_ack = false;
+		f->ack_count = 0;
+		f->ack_deadline = 0;
+	}
 	/* retransmissions first, each on another path than it was lost on */
 	while (n < max && allow && !braid_dlist_empty(&f->retxq)) {
 		struct rd_txpkt *p = braid_container_of(f->retxq.next, struct rd_txpkt, link);
+		size_t rec = RD_HDR_LEN(p->op) + p->len;
 
 		braid_dlist_remove(&p->link);
 		if (p->unsent) {
 			/* the wire was full last time: same packet, same path */
 			p->unsent = false;
+			p->path = bundle_place(rd, f, &b, out, n, rec, p->path, -1);
 		} else {
-			p->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health,
-							       p->path);
+			p->path = bundle_place(rd, f, &b, out, n, rec, -1, p->path);
 			p->retx++;
 		}
 		p->state = RD_PKT_INFLIGHT;
@@ -1007,7 +1101,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		p->len = seg;
 		p->retx = 0;
 		p->state = RD_PKT_INFLIGHT;
-		p->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+		p->path = bundle_place(rd, f, &b, out, n, RD_HDR_LEN(op) + seg, -1, -1);
 		braid_dlist_insert_tail(&p->link, &f->txorder);
 		braid_dlist_insert_tail(&p->plink, &f->prack[p->path].inflight);
 		f->inflight++;
@@ -1025,6 +1119,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		}
 		emit(rd, f, p, now, &out[n++]);
 	}
+	bundle_close(rd, f, out, &b);
 	return n;
 }
 

@@ -9,7 +9,7 @@
 			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
 #define RDM_RX_FLAGS	(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA | FI_MULTI_RECV)
 #define RDM_RX_BURST	32
-#define RDM_OUT_BURST	32
+#define RDM_OUT_BURST	64
 
 uint64_t braid_now_ns(void)
 {
@@ -105,36 +105,43 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 {
 	struct braid_rd_out out[RDM_OUT_BURST];
 	struct braid_pkt pkts[RDM_OUT_BURST];
-	struct iovec iovs[RDM_OUT_BURST][BRAID_RD_IOV_MAX + 1];
-	int n, i, sent;
+	struct iovec iovs[RDM_OUT_BURST * (BRAID_RD_IOV_MAX + 2)];
+	int first[RDM_OUT_BURST + 1];
+	int n, i, d, k, sent;
 
 	while ((n = braid_rd_output(ep->rd, now, out, RDM_OUT_BURST)) > 0) {
-		for (i = 0; i < n; i++) {
-			iovs[i][0].iov_base = out[i].hdr;
-			iovs[i][0].iov_len = out[i].hdr_len;
-			memcpy(&iovs[i][1], out[i].payload,
-			       (size_t)out[i].payload_iovcnt * sizeof(struct iovec));
-			pkts[i].iov = iovs[i];
-			pkts[i].iovcnt = out[i].payload_iovcnt + 1;
+		/* a datagram per packet, or per bundle of them (§4.8) */
+		for (i = 0, d = 0, k = 0; i < n; d++) {
+			size_t len;
+			int cnt, took = braid_rd_out_dgram(out + i, n - i, iovs + k,
+							   (int)(sizeof(iovs) / sizeof(iovs[0])) - k,
+							   &cnt, &len);
+
+			first[d] = i;
+			pkts[d].iov = iovs + k;
+			pkts[d].iovcnt = cnt;
+			k += cnt;
 			/* the path's entropy is the wire's route selector (UDP: the socket,
 			 * that is the source port); a reply goes from the home port to the
 			 * source port its packet came from: the reverse 5-tuple, which a
 			 * symmetric ECMP hash sends back along the same path */
-			pkts[i].path = out[i].entropy;
-			pkts[i].status = 0;
-			memset(&pkts[i].addr, 0, sizeof(pkts[i].addr));
-			pkts[i].addr.sin_family = AF_INET;
-			pkts[i].addr.sin_addr.s_addr = htonl(out[i].dst_ip);
-			pkts[i].addr.sin_port = htons(out[i].dst_port);
+			pkts[d].path = out[i].entropy;
+			pkts[d].status = 0;
+			memset(&pkts[d].addr, 0, sizeof(pkts[d].addr));
+			pkts[d].addr.sin_family = AF_INET;
+			pkts[d].addr.sin_addr.s_addr = htonl(out[i].dst_ip);
+			pkts[d].addr.sin_port = htons(out[i].dst_port);
 			if (out[i].reply_route >= 0)	/* its entropy is 0: the home socket */
-				pkts[i].addr.sin_port = htons((uint16_t)out[i].reply_route);
+				pkts[d].addr.sin_port = htons((uint16_t)out[i].reply_route);
+			i += took;
 		}
-		sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
+		first[d] = n;
+		sent = ep->wire->ops->tx_burst(ep->wire, pkts, d);
 		ep->stats.tx_pkts += (uint64_t)sent;
-		if (sent < n) {
+		if (sent < d) {
 			/* the socket is full: the rest goes back to the engine, to go next time */
-			ep->tx_refused += (uint64_t)(n - sent);
-			braid_rd_unsent(ep->rd, out + sent, n - sent);
+			ep->tx_refused += (uint64_t)(d - sent);
+			braid_rd_unsent(ep->rd, out + first[sent], n - first[sent]);
 			break;
 		}
 		now = braid_now_ns();	/* the next burst is stamped when it leaves */

@@ -35,11 +35,15 @@ struct braid_udp {
 	/** @fds: one socket per route selector (wire.entropies of them). */
 	int *fds;
 	/**
-	 * @epfd: an epoll set of every socket (data arrives on the home socket;
-	 * replies, ACKs and CTS, come back to the path socket their data left
-	 * from: the reverse 5-tuple), or -1 with one socket; the wait fd.
+	 * @epfd: the wait fd: an epoll set of the home socket and @pathfd, or -1
+	 * with one socket. Data arrives on the home socket; replies (ACKs, CTS)
+	 * come back to the path socket their data left from (the reverse 5-tuple).
+	 * @pathfd: an epoll set of the path sockets. A receive reads the home
+	 * socket at once and asks @pathfd which others have something: an
+	 * epoll_wait before every read of the home socket cost 0.6 us of each
+	 * half round trip of a loopback ping-pong (2.6 us against 2.0).
 	 */
-	int epfd;
+	int epfd, pathfd;
 };
 
 const struct braid_wire_ops braid_udp_wire_ops;
@@ -133,6 +137,8 @@ static void udp_close(struct braid_wire *wire)
 	}
 	if (udp->epfd >= 0)
 		close(udp->epfd);
+	if (udp->pathfd >= 0)
+		close(udp->pathfd);
 	free(udp->fds);
 	free(udp);
 }
@@ -160,6 +166,7 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 	for (i = 0; i < nfds; i++)
 		udp->fds[i] = -1;
 	udp->epfd = -1;
+	udp->pathfd = -1;
 	udp->wire.ops = &braid_udp_wire_ops;
 	udp->wire.paths = params->paths;
 	udp->wire.entropies = (uint32_t)nfds;
@@ -179,14 +186,20 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 			udp->wire.name = bound;
 	}
 	if (nfds > 1) {
+		struct epoll_event home = { .events = EPOLLIN, .data.u32 = 0 };
+		struct epoll_event paths = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+
 		udp->epfd = epoll_create1(EPOLL_CLOEXEC);
-		for (i = 0; udp->epfd >= 0 && i < nfds; i++) {
+		udp->pathfd = epoll_create1(EPOLL_CLOEXEC);
+		for (i = 1; udp->pathfd >= 0 && i < nfds; i++) {
 			struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
 
-			if (epoll_ctl(udp->epfd, EPOLL_CTL_ADD, udp->fds[i], &ev))
+			if (epoll_ctl(udp->pathfd, EPOLL_CTL_ADD, udp->fds[i], &ev))
 				break;
 		}
-		if (udp->epfd < 0 || i < nfds) {
+		if (udp->epfd < 0 || udp->pathfd < 0 || i < nfds ||
+		    epoll_ctl(udp->epfd, EPOLL_CTL_ADD, udp->fds[0], &home) ||
+		    epoll_ctl(udp->epfd, EPOLL_CTL_ADD, udp->pathfd, &paths)) {
 			udp_close(&udp->wire);
 			return -FI_ENOMEM;
 		}
@@ -311,11 +324,11 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		n = UDP_BURST_MAX;
 	if (n <= 0)
 		return 0;
-	if (udp->epfd < 0) {
-		got = udp_rx_sock(udp, 0, pkts, n);
-	} else {
-		/* one look at which sockets have something, then a recvmmsg on each */
-		k = epoll_wait(udp->epfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
+	/* the home socket at once, then one look at which path sockets have
+	 * something and a recvmmsg on each */
+	got = udp_rx_sock(udp, 0, pkts, n);
+	if (udp->pathfd >= 0 && got < n) {
+		k = epoll_wait(udp->pathfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
 		for (i = 0; i < k && got < n; i++)
 			got += udp_rx_sock(udp, (int)evs[i].data.u32, pkts + got, n - got);
 	}

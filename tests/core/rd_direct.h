@@ -6,6 +6,7 @@
 
 #include "braid_peer.h"
 #include "braid_rd.h"
+#include "rd_dgram.h"
 
 struct direct {
 	struct braid_peer_table *t[2];
@@ -60,15 +61,9 @@ static inline size_t direct_pump(struct direct *d)
 				braid_rd_timer(d->rd[i], d->now);
 			while ((n = braid_rd_output(d->rd[i], d->now, out, 32)) > 0) {
 				progress = 1;
-				for (int k = 0; k < n; k++) {
-					size_t len = out[k].hdr_len;
+				for (int k = 0; k < n;) {
+					size_t len = rd_dgram_copy(out + k, n - k, d->buf, &k);
 
-					memcpy(d->buf, out[k].hdr, len);
-					for (int j = 0; j < out[k].payload_iovcnt; j++) {
-						memcpy(d->buf + len, out[k].payload[j].iov_base,
-						       out[k].payload[j].iov_len);
-						len += out[k].payload[j].iov_len;
-					}
 					braid_rd_input(d->rd[!i], d->buf, len, 0x7f020001u + (uint32_t)i,
 						       false, d->now);
 					moved++;

@@ -9,6 +9,7 @@
 
 #include "braid_peer.h"
 #include "braid_rd.h"
+#include "rd_dgram.h"
 #include "sim/braid_sim.h"
 
 #define H_MAX_NODES	16
@@ -129,24 +130,19 @@ static inline void h_pump(struct harness *h)
 				braid_rd_timer(nd->rd, h->now);
 			while ((n = braid_rd_output(nd->rd, h->now, out, 64)) > 0) {
 				changed = 1;
-				for (k = 0; k < n; k++) {
+				for (k = 0; k < n;) {
 					uint8_t buf[65536];
-					size_t len = out[k].hdr_len;
-					int dst = h_node_of_ip(h, out[k].dst_ip);
+					const struct braid_rd_out *o = &out[k];
+					int dst = h_node_of_ip(h, o->dst_ip);
+					size_t len = rd_dgram_copy(o, n - k, buf, &k);
 
-					memcpy(buf, out[k].hdr, len);
-					for (int j = 0; j < out[k].payload_iovcnt; j++) {
-						memcpy(buf + len, out[k].payload[j].iov_base,
-						       out[k].payload[j].iov_len);
-						len += out[k].payload[j].iov_len;
-					}
 					/* a reply goes back on the path its packet came by
 					 * (a symmetric ECMP hash); the rest by entropy */
 					if (dst >= 0)
 						braid_sim_send(h->sim, h->now, i, dst,
-							       out[k].reply_route >= 0 ?
-							       out[k].reply_route % h->sim_paths :
-							       out[k].entropy % h->sim_paths, buf, len);
+							       o->reply_route >= 0 ?
+							       o->reply_route % h->sim_paths :
+							       o->entropy % h->sim_paths, buf, len);
 				}
 			}
 			while (nd->ncomps < H_MAX_COMPS &&
