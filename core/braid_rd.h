@@ -362,6 +362,28 @@ int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32
 			int32_t src_route, bool ecn_ce, uint64_t now);
 
 /**
+ * braid_rd_place() - receive a payload straight into place: for a datagram
+ * of @len bytes from @src_ip whose first @hdr_len bytes (its RD_DATA or
+ * RD_RMA header, at least) are @hdr, where its payload goes if the engine
+ * would take the packet now and put it in an application buffer (a matched
+ * receive, a WRITE's region, a read's result buffers): up to @max iovs in
+ * @iov. The caller may then receive the datagram as its header (exactly
+ * the header's length) followed by those iovs and hand it to
+ * braid_rd_input_placed(), with nothing done to the engine in between.
+ * Return: how many iovs; 0: receive it whole and use braid_rd_input_from()
+ * (a first packet, a duplicate, data to stage, a bundle, anything else).
+ */
+int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
+		   uint32_t src_ip, struct iovec *iov, int max);
+
+/**
+ * braid_rd_input_placed() - braid_rd_input_from() for a datagram received
+ * as braid_rd_place() said: @hdr holds its header, @len is its whole length.
+ */
+int braid_rd_input_placed(struct braid_rd *rd, const void *hdr, size_t len, uint32_t src_ip,
+			  int32_t src_route, bool ecn_ce, uint64_t now);
+
+/**
  * braid_rd_output() - up to @max packets to transmit now. Return: how many.
  * Consecutive packets may make one datagram (a bundle, §4.8: see @frame);
  * braid_rd_out_dgram() takes them a datagram at a time.

@@ -564,6 +564,18 @@ int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32
 	return 0;
 }
 
+int braid_rd_input_placed(struct braid_rd *rd, const void *hdr, size_t len, uint32_t src_ip,
+			  int32_t src_route, bool ecn_ce, uint64_t now)
+{
+	int ret;
+
+	rd->in_route = src_route >= 0 && src_route <= 65535 ? src_route : BRAID_RD_ROUTE_NONE;
+	rd->in_placed = true;
+	ret = rd_input_one(rd, hdr, len, src_ip, ecn_ce, now);
+	rd->in_placed = false;
+	return ret;
+}
+
 /* ---- output and timers ---- */
 
 int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov, int max_iov,

@@ -550,7 +550,9 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	}
 
 	/* §4.2 rule 6-7: place the payload, or stage it until the message is matched */
-	if (m->discard) {
+	if (rd->in_placed) {
+		/* braid_rd_place() found it a place, and the wire put it there */
+	} else if (m->discard) {
 		/* FI_DISCARD: count the bytes, keep none */
 	} else if (m->rma.op == BRAID_RMA_WRITE || m->rma.op == BRAID_RMA_RESP) {
 		rd_rma_in_place(rd, m, v);	/* straight into memory, from any path (§4.7) */
@@ -915,4 +917,47 @@ void braid_rd_flush_acks(struct braid_rd *rd)
 			rd_flow_ready(rd, f);
 		}
 	}
+}
+
+/*
+ * Where the payload of a packet rd_in_data() would take now goes, when that
+ * is an application buffer: the part of a matched receive, a WRITE's region,
+ * a RESP's result buffers. Only for packets of a message an earlier packet
+ * opened (the first packet of each goes the usual way), in the window, not
+ * received yet, agreeing with their message: everything rd_in_data() checks
+ * before it places a payload.
+ */
+int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
+		   uint32_t src_ip, struct iovec *iov, int max)
+{
+	uint32_t w = rd->cfg.window;
+	struct braid_rd_data_view v;
+	struct rd_conn *conn;
+	struct rd_flow *f;
+	struct rd_msg *m;
+	int32_t d;
+
+	if (hdr_len < sizeof(struct braid_rd_data_hdr) || len <= hdr_len ||
+	    (((const uint8_t *)hdr)[2] == BRAID_PKT_RD_RMA && hdr_len < sizeof(struct braid_rd_rma_hdr)) ||
+	    braid_rd_data_decode(hdr, len, &v) || !v.payload_len || v.msg_len > rd->cfg.max_msg_size)
+		return 0;
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false);
+	f = conn ? conn->flow : NULL;
+	if (!f || v.dst_epoch != rd->cfg.epoch || v.src_epoch != conn->peer->epoch)
+		return 0;
+	d = braid_seq_diff(v.psn, conn->rcv_nxt);
+	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, v.psn % w))
+		return 0;
+	m = f->msgs[v.msg_id % w];
+	if (!m || m->msg_id != v.msg_id || m->len != v.msg_len || m->tag != v.tag ||
+	    m->rma.op != v.rma.op || m->rma.ref != v.rma.ref || m->rma.rkey != v.rma.rkey ||
+	    m->rma.raddr != v.rma.raddr ||
+	    m->hflags != (v.flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA | BRAID_RD_F_DC)) ||
+	    (uint64_t)m->received + v.payload_len > m->len || m->discard)
+		return 0;
+	if (m->rma.op == BRAID_RMA_WRITE || m->rma.op == BRAID_RMA_RESP)
+		return rd_rma_in_where(rd, m, &v, iov, max);
+	if (m->rma.op || !m->recv || v.offset + v.payload_len > m->recv->capacity)
+		return 0;
+	return braid_iov_slice(m->recv->iov, m->recv->iov_count, v.offset, v.payload_len, iov, max);
 }

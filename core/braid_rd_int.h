@@ -303,6 +303,8 @@ struct braid_rd {
 	uint32_t refused_n;
 	/** @in_route: the route of the packet braid_rd_input_from() is handling, or -1. */
 	int32_t in_route;
+	/** @in_placed: its payload is in place already (braid_rd_input_placed()). */
+	bool in_placed;
 	size_t flow_size;
 	struct braid_rd_stats stats;
 };
@@ -343,6 +345,8 @@ bool rd_out_waiting(const struct rd_conn *conn);
 
 /* braid_rd_rma.c (RMA and atomics, §4.7) */
 struct rd_msg;
+int rd_rma_in_where(struct braid_rd *rd, const struct rd_msg *m, const struct braid_rd_data_view *v,
+		    struct iovec *iov, int max);
 bool rd_rma_in_open(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd_data_view *v);
 void rd_rma_in_place(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd_data_view *v);
 void rd_rma_in_settle(struct braid_rd *rd, struct rd_msg *m, uint64_t now);

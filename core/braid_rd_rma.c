@@ -163,6 +163,26 @@ static uint8_t mr_ok(struct braid_rd *rd, const struct rd_msg *m, uint64_t len, 
 	return BRAID_RMA_OK;
 }
 
+/* Where rd_rma_in_place() would put @v's payload (a WRITE's region, a RESP's
+ * result buffers), as iovs; 0: nowhere (a refusal, an atomic, a stale answer). */
+int rd_rma_in_where(struct braid_rd *rd, const struct rd_msg *m, const struct braid_rd_data_view *v,
+		    struct iovec *iov, int max)
+{
+	void *ptr;
+
+	if (m->rma.status != BRAID_RMA_OK || !v->payload_len || m->discard)
+		return 0;
+	if (m->rma.op == BRAID_RMA_RESP)
+		return m->req ? braid_iov_slice(m->req->res, m->req->res_count, v->offset,
+						v->payload_len, iov, max) : 0;
+	if (m->rma.op != BRAID_RMA_WRITE ||
+	    mr_ok(rd, m, m->len, BRAID_RD_ACC_WRITE, &ptr) != BRAID_RMA_OK || max < 1)
+		return 0;
+	iov[0].iov_base = (uint8_t *)ptr + v->offset;
+	iov[0].iov_len = v->payload_len;
+	return 1;
+}
+
 bool rd_rma_in_open(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd_data_view *v)
 {
 	struct braid_dlist *it;

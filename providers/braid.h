@@ -511,6 +511,13 @@ struct braid_ep {
 	 * would, and go-back-N resends them.
 	 */
 	uint64_t tx_refused;
+	/**
+	 * @rx_direct: large datagrams are arriving on the home route: peek at each
+	 * and receive its payload straight into place (braid_rdm.c); @rx_placed:
+	 * datagrams received so.
+	 */
+	bool rx_direct;
+	uint64_t rx_placed;
 	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
 	size_t min_multi_recv;
 	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */

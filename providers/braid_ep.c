@@ -154,13 +154,14 @@ static int ep_close(struct fid *fid)
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u closed: %lu data packets "
 			   "(%lu bytes) sent, %lu received (%lu bytes), %lu retransmitted, "
 			   "%lu messages sent, %lu received, %lu packets put back (socket full); "
-			   "%lu bundles sent, %lu received\n",
+			   "%lu bundles sent, %lu received; %lu datagrams received into place\n",
 			   ntohs(ep->wire->name.sin_port),
 			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
 			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
 			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
 			   (unsigned long)st->msgs_received, (unsigned long)ep->tx_refused,
-			   (unsigned long)st->tx_bundles, (unsigned long)st->rx_bundles);
+			   (unsigned long)st->tx_bundles, (unsigned long)st->rx_bundles,
+			   (unsigned long)ep->rx_placed);
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
 			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
 			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "

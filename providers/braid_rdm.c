@@ -10,6 +10,8 @@
 #define RDM_RX_FLAGS	(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA | FI_MULTI_RECV)
 #define RDM_RX_BURST	32
 #define RDM_OUT_BURST	64
+/* datagrams at least this long are received straight into place when they can be */
+#define RDM_DIRECT_MIN	8192
 
 uint64_t braid_now_ns(void)
 {
@@ -234,6 +236,66 @@ static void rdm_reap(struct braid_ep *ep)
 		rdm_report(ep, &c);
 }
 
+/*
+ * Large datagrams straight into place (architecture.md, "receive
+ * placement"): while they come, look at each one's header first and, when
+ * the engine knows where its payload goes (a matched receive, a WRITE's
+ * region, a read's result buffers), receive the payload there: one copy,
+ * the kernel's, instead of a second from the wire's buffer. Costs a peek
+ * per datagram, worth it only for large ones. Return: datagrams taken.
+ */
+static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
+{
+	const struct braid_wire_ops *ops = ep->wire->ops;
+	uint8_t hdr[BRAID_RD_MAX_HDR];
+	int taken = 0;
+
+	while (taken < RDM_RX_BURST) {
+		struct iovec iov[BRAID_RD_IOV_MAX + 1];
+		struct sockaddr_in from;
+		struct braid_pkt pkt = { .iov = iov };
+		size_t len = ops->rx_peek(ep->wire, hdr, sizeof(hdr), &from), hlen;
+		uint32_t ip = ntohl(from.sin_addr.s_addr);
+		int k;
+
+		if (len < RDM_DIRECT_MIN) {
+			if (len)
+				ep->rx_direct = false;	/* small ones again: the usual way */
+			break;
+		}
+		hlen = (size_t)hdr[6] << 8 | hdr[7];
+		k = braid_rd_place(ep->rd, hdr, sizeof(hdr), len, ip, iov + 1, BRAID_RD_IOV_MAX);
+		if (k) {
+			iov[0].iov_base = hdr;
+			iov[0].iov_len = hlen;
+			pkt.iovcnt = k + 1;
+		} else {
+			/* not for a place known yet (a message's first packet): whole */
+			iov[0].iov_base = ep->rx_bufs;
+			iov[0].iov_len = ep->wire->mtu;
+			pkt.iovcnt = 1;
+		}
+		if (ops->rx_home(ep->wire, &pkt, 1) != 1)
+			break;
+		*now = braid_now_ns();
+		ep->stats.rx_pkts++;
+		taken++;
+		if (pkt.flags & BRAID_PKT_TRUNC) {
+			ep->stats.drops[BRAID_DROP_BAD_LEN]++;
+			continue;
+		}
+		if (k) {
+			ep->rx_placed++;
+			braid_rd_input_placed(ep->rd, hdr, pkt.len, ntohl(pkt.addr.sin_addr.s_addr),
+					      ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
+		} else {
+			braid_rd_input_from(ep->rd, ep->rx_bufs, pkt.len, ntohl(pkt.addr.sin_addr.s_addr),
+					    ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
+		}
+	}
+	return taken;
+}
+
 void braid_rdm_progress_locked(struct braid_ep *ep)
 {
 	struct braid_pkt pkts[RDM_RX_BURST];
@@ -242,6 +304,8 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 	int n, i, rounds;
 
 	for (rounds = 0; rounds < 8; rounds++) {
+		if (ep->rx_direct && rdm_rx_direct(ep, &now) == RDM_RX_BURST)
+			continue;
 		for (i = 0; i < RDM_RX_BURST; i++) {
 			iovs[i].iov_base = ep->rx_bufs + (size_t)i * ep->wire->mtu;
 			iovs[i].iov_len = ep->wire->mtu;
@@ -260,6 +324,9 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 				ep->stats.drops[BRAID_DROP_BAD_LEN]++;
 				continue;
 			}
+			/* large datagrams on the home route: look before taking the next */
+			if (pkts[i].path == 0 && pkts[i].len >= RDM_DIRECT_MIN && ep->wire->ops->rx_peek)
+				ep->rx_direct = true;
 			braid_rd_input_from(ep->rd, iovs[i].iov_base, pkts[i].len,
 					    ntohl(pkts[i].addr.sin_addr.s_addr),
 					    ntohs(pkts[i].addr.sin_port),

@@ -17,7 +17,7 @@
  */
 
 #define BRAID_WIRE_MAX_PATHS	256
-#define BRAID_WIRE_IOV_MAX	16
+#define BRAID_WIRE_IOV_MAX	1024	/* a bundle gathers the pieces of up to 64 packets (UIO_MAXIOV) */
 
 /* braid_pkt.flags, set by rx_burst */
 #define BRAID_PKT_TRUNC		(1u << 0)	/* datagram longer than the buffers */
@@ -92,6 +92,17 @@ struct braid_wire_ops {
 	int (*rx_burst)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 	/** @wait_fd: a file descriptor readable when rx_burst has work, or -1. */
 	int (*wait_fd)(struct braid_wire *wire);
+	/**
+	 * @rx_peek: optional (NULL: the wire has none). The next datagram waiting
+	 * on the home route, left there: its first @cap bytes into @buf, its
+	 * sender into *@from. Return: its whole length; 0 when none waits. A
+	 * following @rx_home of one packet takes exactly that datagram, so a
+	 * receiver can read a header and then receive the payload straight to
+	 * where it belongs.
+	 */
+	size_t (*rx_peek)(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from);
+	/** @rx_home: with @rx_peek: @rx_burst from the home route only. */
+	int (*rx_home)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 };
 
 /**

@@ -336,6 +336,26 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	return got;
 }
 
+static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh = {
+		.msg_name = from, .msg_namelen = sizeof(*from), .msg_iov = &iov, .msg_iovlen = 1,
+	};
+	ssize_t r = recvmsg(udp->fds[0], &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
+
+	return r > 0 ? (size_t)r : 0;
+}
+
+static int udp_rx_home(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	int got = udp_rx_sock((struct braid_udp *)wire, 0, pkts, n < UDP_BURST_MAX ? n : UDP_BURST_MAX);
+
+	wire->rx_packets += (uint64_t)got;
+	return got;
+}
+
 static int udp_wait_fd(struct braid_wire *wire)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
@@ -350,4 +370,6 @@ const struct braid_wire_ops braid_udp_wire_ops = {
 	.tx_burst = udp_tx_burst,
 	.rx_burst = udp_rx_burst,
 	.wait_fd = udp_wait_fd,
+	.rx_peek = udp_rx_peek,
+	.rx_home = udp_rx_home,
 };
