@@ -32,6 +32,9 @@ struct harness {
 	int sim_paths;
 	uint64_t now;
 	uint64_t epoch_base;
+	/** @tap, @tap_arg: when set, shown each datagram h_pump sends (to count what goes on the wire). */
+	void (*tap)(struct harness *h, int src, int dst, const uint8_t *buf, size_t len, void *arg);
+	void *tap_arg;
 };
 
 static inline uint32_t h_ip(int i) { return 0x7f010001u + (uint32_t)i; }	/* 127.1.0.(i+1): never leaves the process */
@@ -136,6 +139,8 @@ static inline void h_pump(struct harness *h)
 					int dst = h_node_of_ip(h, o->dst_ip);
 					size_t len = rd_dgram_copy(o, n - k, buf, &k);
 
+					if (h->tap)
+						h->tap(h, i, dst, buf, len, h->tap_arg);
 					/* a reply goes back on the path its packet came by
 					 * (a symmetric ECMP hash); the rest by entropy */
 					if (dst >= 0)

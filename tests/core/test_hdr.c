@@ -261,3 +261,277 @@ Test(braid_rd_data_decode, rma_rejects_malformed)
 	/* a truncated RD_RMA header */
 	cr_assert_lt(braid_rd_data_decode(buf, 79, &d), 0);
 }
+
+/* ---- RD_BUNDLE (§4.8) ---- */
+
+#define BPORT 7000
+
+/* Append one record (2-byte big-endian length, then the packet) to the bundle of @len bytes. */
+static size_t rec_add(uint8_t *b, size_t len, const void *pkt, size_t pkt_len)
+{
+	b[len] = (uint8_t)(pkt_len >> 8);
+	b[len + 1] = (uint8_t)pkt_len;
+	memcpy(b + len + 2, pkt, pkt_len);
+	return len + 2 + pkt_len;
+}
+
+/* An RD_DATA packet of message @id from BPORT, @plen bytes of payload. */
+static size_t b_data(uint8_t *buf, uint32_t id, size_t plen)
+{
+	struct braid_rd_data_view v = { .src_port = BPORT, .flags = BRAID_RD_F_ACK, .src_epoch = 5,
+					.dst_epoch = 6, .psn = 100 + id, .ack_psn = 9, .msg_id = id,
+					.msg_len = (uint32_t)plen, .tx_time = 1 };
+	size_t n = braid_rd_data_write(buf, &v);
+
+	memset(buf + n, (int)id, plen);
+	return n + plen;
+}
+
+static size_t b_ack(uint8_t *buf, uint32_t cum)
+{
+	struct braid_rd_ack_view v = { .src_port = BPORT, .src_epoch = 5, .dst_epoch = 6,
+				       .cum_psn = cum, .echo_psn = cum - 1, .rwnd = 64 };
+
+	braid_rd_ack_write((struct braid_rd_ack_hdr *)buf, &v);
+	return sizeof(struct braid_rd_ack_hdr);
+}
+
+/* A bundle of one data record: the smallest well-formed bundle, and the records iterate back intact */
+Test(braid_rd_bundle_check, one_record)
+{
+	uint8_t b[512], pkt[256];
+	const uint8_t *rec;
+	size_t plen = b_data(pkt, 1, 10), len, off = BRAID_RD_BUNDLE_HDR, rec_len;
+	struct braid_rd_data_view d;
+
+	braid_rd_bundle_hdr_write(b, BPORT);
+	len = rec_add(b, BRAID_RD_BUNDLE_HDR, pkt, plen);
+	/* the common header on the wire: magic, version, type 7, no flags, port and hdr_len big-endian */
+	cr_assert_eq(b[0], BRAID_HDR_MAGIC);
+	cr_assert_eq(b[1], BRAID_PROTO_VERSION);
+	cr_assert_eq(b[2], BRAID_PKT_RD_BUNDLE);
+	cr_assert_eq(b[3], 0);
+	cr_assert_eq(b[4], BPORT >> 8);
+	cr_assert_eq(b[5], BPORT & 0xff);
+	cr_assert_eq(b[6], 0);
+	cr_assert_eq(b[7], 8);
+	cr_assert_eq(b[8], 0, "record length big-endian");
+	cr_assert_eq(b[9], plen);
+	cr_assert_eq(braid_rd_bundle_check(b, len), 1);
+	cr_assert(braid_rd_bundle_next(b, len, &off, &rec, &rec_len));
+	cr_assert_eq(rec_len, plen);
+	cr_assert_eq(rec, b + 10);
+	cr_assert_eq(braid_rd_data_decode(rec, rec_len, &d), 0);
+	cr_assert_eq(d.msg_id, 1);
+	cr_assert_eq(d.payload_len, 10);
+	cr_assert_not(braid_rd_bundle_next(b, len, &off, &rec, &rec_len), "one record only");
+}
+
+/* RD_DATA and RD_ACK records mixed (and CTS, RMA): counted, and each decodes as the packet it was */
+Test(braid_rd_bundle_check, mixed_records)
+{
+	uint8_t b[4096], pkt[1024];
+	struct braid_rd_data_view dv, rma = { .src_port = BPORT, .src_epoch = 5, .dst_epoch = 6,
+					      .psn = 7, .msg_id = 7,
+					      .rma = { .op = BRAID_RMA_READ_REQ, .ref = 64, .rkey = 3 } };
+	struct braid_rd_ack_view av;
+	struct braid_rd_cts_hdr cts;
+	const uint8_t *rec;
+	size_t len = BRAID_RD_BUNDLE_HDR, off = BRAID_RD_BUNDLE_HDR, rec_len, n;
+	uint16_t port;
+	uint32_t se, de, id;
+	int k = 0;
+
+	braid_rd_bundle_hdr_write(b, BPORT);
+	len = rec_add(b, len, pkt, b_ack(pkt, 40));
+	len = rec_add(b, len, pkt, b_data(pkt, 1, 0));
+	len = rec_add(b, len, pkt, b_data(pkt, 2, 300));
+	len = rec_add(b, len, pkt, b_ack(pkt, 41));
+	len = rec_add(b, len, pkt, b_data(pkt, 3, 8));
+	braid_rd_cts_write(&cts, BPORT, 5, 6, 44);
+	len = rec_add(b, len, &cts, sizeof(cts));
+	n = braid_rd_data_write(pkt, &rma);
+	len = rec_add(b, len, pkt, n);
+	cr_assert_eq(braid_rd_bundle_check(b, len), 7);
+
+	while (braid_rd_bundle_next(b, len, &off, &rec, &rec_len)) {
+		switch (k++) {
+		case 0:
+		case 3:
+			cr_assert_eq(braid_rd_ack_decode(rec, rec_len, &av), 0);
+			cr_assert_eq(av.cum_psn, k == 1 ? 40 : 41);
+			break;
+		case 1:
+		case 2:
+		case 4:
+			cr_assert_eq(braid_rd_data_decode(rec, rec_len, &dv), 0);
+			cr_assert_eq(dv.msg_id, k == 2 ? 1 : k == 3 ? 2 : 3);
+			cr_assert_eq(dv.payload_len, k == 2 ? 0 : k == 3 ? 300 : 8);
+			for (size_t i = 0; i < dv.payload_len; i++)
+				cr_assert_eq(dv.payload[i], dv.msg_id, "record %d byte %zu", k, i);
+			break;
+		case 5:
+			cr_assert_eq(braid_rd_cts_decode(rec, rec_len, &port, &se, &de, &id), 0);
+			cr_assert_eq(id, 44);
+			break;
+		case 6:
+			cr_assert_eq(braid_rd_data_decode(rec, rec_len, &dv), 0);
+			cr_assert_eq(dv.rma.op, BRAID_RMA_READ_REQ);
+			cr_assert_eq(dv.rma.ref, 64);
+			break;
+		}
+	}
+	cr_assert_eq(k, 7);
+	cr_assert_eq(off, len, "the records end where the bundle does");
+}
+
+/* BRAID_RD_BUNDLE_MAX records are taken; one more is not */
+Test(braid_rd_bundle_check, at_most_64_records)
+{
+	uint8_t b[8192], pkt[128];
+	size_t len = BRAID_RD_BUNDLE_HDR;
+	int i;
+
+	braid_rd_bundle_hdr_write(b, BPORT);
+	for (i = 0; i < BRAID_RD_BUNDLE_MAX; i++)
+		len = rec_add(b, len, pkt, i % 2 ? b_ack(pkt, (uint32_t)i) : b_data(pkt, (uint32_t)i, 4));
+	cr_assert_eq(braid_rd_bundle_check(b, len), BRAID_RD_BUNDLE_MAX);
+	len = rec_add(b, len, pkt, b_data(pkt, 99, 4));
+	cr_assert_eq(braid_rd_bundle_check(b, len), DROP(BRAID_DROP_BUNDLE), "65 records");
+}
+
+/* Every framing fault is a bad bundle, whatever the records before it */
+Test(braid_rd_bundle_check, rejects_bad_framing)
+{
+	uint8_t good[2048], b[2048], pkt[1024];
+	struct braid_dgram_hdr dg;
+	struct braid_cm_hdr cm;
+	struct braid_cm_view cv = { .kind = BRAID_CM_RTU, .conn_id = 1 };
+	size_t glen = BRAID_RD_BUNDLE_HDR, len, dlen;
+
+	braid_rd_bundle_hdr_write(good, BPORT);
+	glen = rec_add(good, glen, pkt, b_ack(pkt, 3));
+	dlen = b_data(pkt, 1, 20);
+	glen = rec_add(good, glen, pkt, dlen);
+	cr_assert_eq(braid_rd_bundle_check(good, glen), 2);
+
+	/* no record at all */
+	cr_assert_eq(braid_rd_bundle_check(good, BRAID_RD_BUNDLE_HDR), DROP(BRAID_DROP_BUNDLE));
+	/* a truncated last record: one byte short, or only part of its length field */
+	cr_assert_eq(braid_rd_bundle_check(good, glen - 1), DROP(BRAID_DROP_BUNDLE));
+	cr_assert_eq(braid_rd_bundle_check(good, glen - dlen), DROP(BRAID_DROP_BUNDLE),
+		     "a length field and no bytes");
+	cr_assert_eq(braid_rd_bundle_check(good, glen - dlen - 1), DROP(BRAID_DROP_BUNDLE),
+		     "half a length field");
+	/* one byte of trailing garbage */
+	memcpy(b, good, glen);
+	b[glen] = 0;
+	cr_assert_eq(braid_rd_bundle_check(b, glen + 1), DROP(BRAID_DROP_BUNDLE));
+	/* a record length pointing past the end */
+	memcpy(b, good, glen);
+	b[BRAID_RD_BUNDLE_HDR + 1] += 1;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_BUNDLE));
+	b[BRAID_RD_BUNDLE_HDR] = 0xff;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_BUNDLE));
+	/* records shorter than a common header: 0 and 7 bytes */
+	for (size_t short_len = 0; short_len < 8; short_len += 7) {
+		len = rec_add(b, rec_add(b, BRAID_RD_BUNDLE_HDR, pkt, b_ack(pkt, 3)), pkt, short_len);
+		cr_assert_eq(braid_rd_bundle_check(b, len), DROP(BRAID_DROP_BUNDLE), "%zu-byte record",
+			     short_len);
+	}
+	/* a bundle inside a bundle */
+	len = rec_add(b, BRAID_RD_BUNDLE_HDR, pkt, b_ack(pkt, 3));
+	len = rec_add(b, len, good, glen);
+	cr_assert_eq(braid_rd_bundle_check(b, len), DROP(BRAID_DROP_BUNDLE), "nested bundle");
+	/* a DGRAM and a CM packet are not RD packets */
+	braid_dgram_hdr_write(&dg, BPORT, 0, 0);
+	len = rec_add(b, BRAID_RD_BUNDLE_HDR, pkt, b_ack(pkt, 3));
+	len = rec_add(b, len, &dg, sizeof(dg));
+	cr_assert_eq(braid_rd_bundle_check(b, len), DROP(BRAID_DROP_BUNDLE), "DGRAM record");
+	braid_cm_write(&cm, BPORT, &cv);
+	len = rec_add(b, BRAID_RD_BUNDLE_HDR, &cm, sizeof(cm));
+	cr_assert_eq(braid_rd_bundle_check(b, len), DROP(BRAID_DROP_BUNDLE), "CM record");
+	/* nor is an unknown type */
+	len = rec_add(b, BRAID_RD_BUNDLE_HDR, pkt, b_ack(pkt, 3));
+	b[BRAID_RD_BUNDLE_HDR + 2 + 2] = 200;
+	cr_assert_eq(braid_rd_bundle_check(b, len), DROP(BRAID_DROP_BUNDLE), "type 200 record");
+	/* a record from another port than the bundle's: either byte differs */
+	memcpy(b, good, glen);
+	b[BRAID_RD_BUNDLE_HDR + 2 + 4] ^= 0x01;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_BUNDLE), "high byte");
+	memcpy(b, good, glen);
+	b[BRAID_RD_BUNDLE_HDR + 2 + sizeof(struct braid_rd_ack_hdr) + 2 + 5] ^= 0x80;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_BUNDLE), "low byte, 2nd record");
+	memcpy(b, good, glen);
+	braid_rd_bundle_hdr_write(b, BPORT + 1);
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_BUNDLE), "bundle's own port");
+}
+
+/* The common header rules (§2.3) come first; a lone RD packet is not a bundle */
+Test(braid_rd_bundle_check, common_header_checks)
+{
+	uint8_t good[512], b[512], pkt[256];
+	size_t glen, dlen = b_data(pkt, 1, 4);
+
+	braid_rd_bundle_hdr_write(good, BPORT);
+	glen = rec_add(good, BRAID_RD_BUNDLE_HDR, pkt, dlen);
+	cr_assert_eq(braid_rd_bundle_check(good, glen), 1);
+
+	cr_assert_eq(braid_rd_bundle_check(good, 0), DROP(BRAID_DROP_SHORT));
+	cr_assert_eq(braid_rd_bundle_check(good, 7), DROP(BRAID_DROP_SHORT));
+	memcpy(b, good, glen);
+	b[0] = 0xbe;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_MAGIC));
+	memcpy(b, good, glen);
+	b[1] = 2;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_VERSION));
+	memcpy(b, good, glen);
+	b[3] = 0x01;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_FLAGS), "a bundle has no flags");
+	memcpy(b, good, glen);
+	b[7] = 10;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_HDR_LEN));
+	memcpy(b, good, glen);
+	b[2] = 8;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_TYPE), "type 8 is not spoken");
+	cr_assert_eq(braid_rd_bundle_check(pkt, dlen), DROP(BRAID_DROP_TYPE), "an RD_DATA alone");
+	cr_assert_str_eq(braid_drop_reason_str(BRAID_DROP_BUNDLE), "bad_bundle");
+}
+
+/* Random records behind a bundle header: never a crash, never a record outside the bytes */
+Test(braid_rd_bundle_check, random_bytes_never_escape)
+{
+	uint8_t buf[300];
+	unsigned seed = 7;
+	int i, ok = 0;
+
+	for (i = 0; i < 100000; i++) {
+		size_t len = (size_t)rand_r(&seed) % sizeof(buf), off = BRAID_RD_BUNDLE_HDR, rl, tot = 0;
+		const uint8_t *rec;
+		int n;
+
+		for (size_t j = 0; j < len; j++)
+			buf[j] = (uint8_t)(rand_r(&seed) >> 7);
+		if (len >= BRAID_RD_BUNDLE_HDR)
+			braid_rd_bundle_hdr_write(buf, (uint16_t)(buf[4] << 8 | buf[5]));
+		/* short records of the right port and type, so that some bundles pass */
+		if (i % 2 && len > 12) {
+			buf[8] = 0;
+			buf[9] = (uint8_t)(len - 10);
+			buf[10 + 2] = BRAID_PKT_RD_ACK;
+			buf[10 + 4] = buf[4];
+			buf[10 + 5] = buf[5];
+		}
+		n = braid_rd_bundle_check(buf, len);
+		if (n <= 0)
+			continue;
+		ok++;
+		while (braid_rd_bundle_next(buf, len, &off, &rec, &rl)) {
+			cr_assert_geq(rl, 8);
+			cr_assert_leq(rec + rl, buf + len, "a record of a checked bundle lies inside it");
+			tot++;
+		}
+		cr_assert_eq(tot, (size_t)n);
+	}
+	cr_assert_gt(ok, 0, "some random bundles were well framed");
+}
