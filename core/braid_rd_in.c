@@ -949,6 +949,21 @@ int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t 
 	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, v.psn % w))
 		return 0;
 	m = f->msgs[v.msg_id % w];
+	if (!m && v.rma.op == BRAID_RMA_WRITE) {
+		/* a write's first packet: the message it opens is checked against the
+		 * key for all its length (rd_rma_in_place), so the region is known */
+		void *ptr;
+
+		d = braid_seq_diff(v.msg_id, conn->match_next);
+		if (d < 0 || d >= (int32_t)w || rd->msgs.in_use >= rd->msgs.count || max < 1 ||
+		    !rd->cfg.mr_check ||
+		    rd->cfg.mr_check(rd->cfg.mr_ctx, v.rma.rkey, v.rma.raddr, v.msg_len,
+				     BRAID_RD_ACC_WRITE, &ptr))
+			return 0;
+		iov[0].iov_base = (uint8_t *)ptr + v.offset;
+		iov[0].iov_len = v.payload_len;
+		return 1;
+	}
 	if (!m || m->msg_id != v.msg_id || m->len != v.msg_len || m->tag != v.tag ||
 	    m->rma.op != v.rma.op || m->rma.ref != v.rma.ref || m->rma.rkey != v.rma.rkey ||
 	    m->rma.raddr != v.rma.raddr ||

@@ -304,7 +304,10 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 	int n, i, rounds;
 
 	for (rounds = 0; rounds < 8; rounds++) {
-		if (ep->rx_direct && rdm_rx_direct(ep, &now) == RDM_RX_BURST)
+		bool direct = ep->rx_direct;
+
+		/* large datagrams: the home route one at a time, the others as usual */
+		if (direct && rdm_rx_direct(ep, &now) == RDM_RX_BURST)
 			continue;
 		for (i = 0; i < RDM_RX_BURST; i++) {
 			iovs[i].iov_base = ep->rx_bufs + (size_t)i * ep->wire->mtu;
@@ -312,7 +315,8 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 			pkts[i].iov = &iovs[i];
 			pkts[i].iovcnt = 1;
 		}
-		n = ep->wire->ops->rx_burst(ep->wire, pkts, RDM_RX_BURST);
+		n = (direct && ep->rx_direct ? ep->wire->ops->rx_routes :
+		     ep->wire->ops->rx_burst)(ep->wire, pkts, RDM_RX_BURST);
 		/* a fresh clock per burst: a stale one (the host may deschedule us
 		 * mid-progress) would make RTT samples lie, and the CC and every
 		 * RTT-scaled timer with them */

@@ -103,6 +103,8 @@ struct braid_wire_ops {
 	size_t (*rx_peek)(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from);
 	/** @rx_home: with @rx_peek: @rx_burst from the home route only. */
 	int (*rx_home)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
+	/** @rx_routes: with @rx_peek: @rx_burst from every route but the home one. */
+	int (*rx_routes)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 };
 
 /**

@@ -1,5 +1,6 @@
 /* braid_udp.c: the UDP wire: one socket per path, batched sendmmsg/recvmmsg. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -314,7 +315,8 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 	return got;
 }
 
-static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+/* Receive from the home socket (if @home), then from the path sockets with something. */
+static int udp_rx(struct braid_wire *wire, struct braid_pkt *pkts, int n, bool home)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
 	struct epoll_event evs[UDP_SPARE_MAX * 2 + BRAID_WIRE_MAX_PATHS];
@@ -326,7 +328,8 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		return 0;
 	/* the home socket at once, then one look at which path sockets have
 	 * something and a recvmmsg on each */
-	got = udp_rx_sock(udp, 0, pkts, n);
+	if (home)
+		got = udp_rx_sock(udp, 0, pkts, n);
 	if (udp->pathfd >= 0 && got < n) {
 		k = epoll_wait(udp->pathfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
 		for (i = 0; i < k && got < n; i++)
@@ -334,6 +337,16 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	}
 	wire->rx_packets += (uint64_t)got;
 	return got;
+}
+
+static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	return udp_rx(wire, pkts, n, true);
+}
+
+static int udp_rx_routes(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	return udp_rx(wire, pkts, n, false);
 }
 
 static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from)
@@ -372,4 +385,5 @@ const struct braid_wire_ops braid_udp_wire_ops = {
 	.wait_fd = udp_wait_fd,
 	.rx_peek = udp_rx_peek,
 	.rx_home = udp_rx_home,
+	.rx_routes = udp_rx_routes,
 };
