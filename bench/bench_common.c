@@ -17,12 +17,12 @@ void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_si
 	conn_open_caps(c, prov, node, buf_size, FI_TAGGED);
 }
 
+static void conn_open_ep(struct conn *c, size_t buf_size, uint64_t caps);
+
 void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t buf_size,
 		    uint64_t caps)
 {
 	struct fi_info *hints = fi_allocinfo(), *list, *cur;
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 
 	memset(c, 0, sizeof(*c));
 	if (!strcmp(prov, "tcp"))
@@ -46,6 +46,15 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 	}
 	TRY(fi_fabric(c->info->fabric_attr, &c->fabric, NULL));
 	TRY(fi_domain(c->fabric, c->info, &c->domain, NULL));
+	conn_open_ep(c, buf_size, caps);
+}
+
+/* The endpoint, its CQ, AV and buffer, in @c's domain. */
+static void conn_open_ep(struct conn *c, size_t buf_size, uint64_t caps)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+
 	TRY(fi_cq_open(c->domain, &cq_attr, &c->cq, NULL));
 	TRY(fi_av_open(c->domain, &av_attr, &c->av, NULL));
 	TRY(fi_endpoint(c->domain, c->info, &c->ep, NULL));
@@ -68,6 +77,16 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 	c->timeout_s = 20;
 }
 
+void conn_open_in(struct conn *c, const struct conn *base, size_t buf_size)
+{
+	memset(c, 0, sizeof(*c));
+	c->info = fi_dupinfo(base->info);
+	c->fabric = base->fabric;
+	c->domain = base->domain;
+	c->shared = true;
+	conn_open_ep(c, buf_size, base->mr ? FI_RMA : 0);
+}
+
 void conn_close(struct conn *c)
 {
 	fi_close(&c->ep->fid);
@@ -75,8 +94,10 @@ void conn_close(struct conn *c)
 		fi_close(&c->mr->fid);
 	fi_close(&c->av->fid);
 	fi_close(&c->cq->fid);
-	fi_close(&c->domain->fid);
-	fi_close(&c->fabric->fid);
+	if (!c->shared) {
+		fi_close(&c->domain->fid);
+		fi_close(&c->fabric->fid);
+	}
 	fi_freeinfo(c->info);
 	free(c->buf);
 }

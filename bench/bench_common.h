@@ -50,6 +50,8 @@ struct conn {
 	struct fid_mr *mr;
 	void *desc;
 	uint64_t key;
+	/** @shared: the fabric and domain are another conn's (conn_open_in). */
+	bool shared;
 };
 
 double now_s(void);
@@ -64,6 +66,11 @@ void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_si
 /* conn_open() asking for @caps (FI_TAGGED and, say, FI_RMA: then @buf is registered) */
 void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t buf_size,
 		    uint64_t caps);
+/*
+ * conn_open_in() - another endpoint (with its own CQ, AV and buffer) in the
+ * domain of @base, which must stay open until this one is closed.
+ */
+void conn_open_in(struct conn *c, const struct conn *base, size_t buf_size);
 void conn_close(struct conn *c);
 
 /* conn_name() - the endpoint's name into @name (@len in: room, out: size). */

@@ -72,6 +72,13 @@ struct braid_rd_config {
 	uint32_t max_msgs;
 	/** @stage_pkts: packet buffers for data that arrives before its message is matched. */
 	uint32_t stage_pkts;
+	/**
+	 * @rx_queue_pkts: full-size datagrams the wire's receive queue holds
+	 * (a UDP socket's buffer); the receive window never advertises more,
+	 * so a sender does not overrun a receiver that falls behind (the kernel
+	 * would drop the excess). 0: no such limit.
+	 */
+	uint32_t rx_queue_pkts;
 	/** @max_msg_size: largest message accepted (<= 4 GiB - 1). */
 	uint64_t max_msg_size;
 	/** @rdv_threshold: messages longer than this go by rendezvous (§4.6); 0: never. */

@@ -456,6 +456,9 @@ uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
 	 * receive needs none, but which messages will find one is not known here) */
 	size_t room = rd->stages.count - rd->stages.in_use;
 
+	/* nor more than the wire's receive queue holds (§4.3) */
+	if (rd->cfg.rx_queue_pkts && room > rd->cfg.rx_queue_pkts)
+		room = rd->cfg.rx_queue_pkts;
 	return room < rd->cfg.window ? (uint32_t)room : rd->cfg.window;
 }
 

@@ -64,6 +64,11 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.max_msgs = cfg.max_recvs * 2;
 	seg = cfg.mtu - (uint32_t)sizeof(struct braid_rd_data_hdr);
 	cfg.stage_pkts = (uint32_t)(braid_cfg.unexp_bytes / seg) + 1;
+	/* the home socket's buffer (the kernel doubles SO_RCVBUF and charges each
+	 * datagram its skb's size besides): what a sender may have in flight to us */
+	if (braid_cfg.sockbuf > 0)
+		cfg.rx_queue_pkts = (uint32_t)((2 * (uint64_t)braid_cfg.sockbuf) /
+					       (cfg.mtu + 1024) * 3 / 4) + 1;
 	cfg.inject_size = seg;
 	cfg.peer_timeout_ns = braid_cfg.peer_timeout_ms * 1000000ULL;
 	/* user-space progress on busy hosts: RTTs jump by scheduling delays, so the
