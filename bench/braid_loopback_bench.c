@@ -204,12 +204,12 @@ static int iters_for(enum test t, size_t size, bool quick)
 	return quick ? n / 4 + 1 : n;
 }
 
-/* Fork a server, run the client here; return the client's figure or -1. */
-static double measure(const char *prov, enum test t, size_t size, bool quick)
+/*
+ * Fork the server of a measurement, joined to us by a socketpair: in the
+ * server (0 returned) sv[1] is its end, in the client sv[0]. -1: failed.
+ */
+static pid_t fork_server(int sv[2])
 {
-	int sv[2], status;
-	struct conn c;
-	double r;
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
@@ -219,6 +219,24 @@ static double measure(const char *prov, enum test t, size_t size, bool quick)
 	if (pid == 0) {
 		close(sv[0]);
 		alarm(TIMEOUT_S * 3);
+	} else {
+		close(sv[1]);
+	}
+	return pid;
+}
+
+/* Fork a server, run the client here; return the client's figure or -1. */
+static double measure(const char *prov, enum test t, size_t size, bool quick)
+{
+	int sv[2], status;
+	struct conn c;
+	double r;
+	pid_t pid;
+
+	pid = fork_server(sv);
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
 		conn_open_caps(&c, prov, NULL, MAX_SIZE * 2, FI_TAGGED | (is_rma(t) ? FI_RMA : 0));
 		conn_connect(&c, sv[1]);
 		if (is_rma(t)) {
@@ -242,7 +260,6 @@ static double measure(const char *prov, enum test t, size_t size, bool quick)
 		conn_close(&c);
 		_exit(0);
 	}
-	close(sv[1]);
 	conn_open_caps(&c, prov, NULL, MAX_SIZE * 2, FI_TAGGED | (is_rma(t) ? FI_RMA : 0));
 	conn_connect(&c, sv[0]);
 	if (is_rma(t)) {
@@ -326,17 +343,13 @@ static double measure_rate2(const char *prov, bool shared, bool quick)
 	double r;
 	pid_t pid;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+	pid = fork_server(sv);
+	if (pid < 0)
 		return -1;
-	fflush(stdout);
-	pid = fork();
 	if (pid == 0) {
-		close(sv[0]);
-		alarm(TIMEOUT_S * 3);
 		rate2_side(prov, true, shared, sv[1], iters_for(T_RATE, 8, quick));
 		_exit(0);
 	}
-	close(sv[1]);
 	r = rate2_side(prov, false, shared, sv[0], iters_for(T_RATE, 8, quick));
 	waitpid(pid, &status, 0);
 	close(sv[0]);
