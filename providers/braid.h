@@ -169,6 +169,8 @@ struct braid_domain {
 	pthread_mutex_t pt_lock;
 	pthread_cond_t pt_cond;
 	bool pt_stop, pt_running;
+	/** @pt_node: in the list of domains whose thread runs (braid_progress_halt_all()). */
+	struct braid_dlist pt_node;
 	pid_t pt_pid;
 	/** @pt_passes: endpoint progress calls it made while the application was away. */
 	uint64_t pt_passes;
@@ -601,6 +603,7 @@ void braid_epset_progress_locked(struct braid_epset *set);
 /* braid_progress.c: the domain's progress thread */
 int braid_progress_start(struct braid_domain *dom);
 void braid_progress_stop(struct braid_domain *dom);
+void braid_progress_halt_all(void);
 /* Milliseconds until the earliest engine timer of @set's endpoints (-1: none). */
 int braid_epset_timer_ms(struct braid_epset *set);
 

@@ -97,8 +97,10 @@ static void braid_layering_init(void)
 	}
 }
 
+/* libfabric unloads the provider (fi_fini at exit): no progress thread may run its code after */
 static void braid_cleanup(void)
 {
+	braid_progress_halt_all();
 }
 
 struct fi_provider braid_prov = {

@@ -79,6 +79,14 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The domains whose thread runs: an application may exit with a domain
+ * open, and libfabric then unloads the provider (braid_cleanup) while the
+ * thread would still run its code.
+ */
+static pthread_mutex_t pt_all_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct braid_dlist pt_all = { &pt_all, &pt_all };
+
 int braid_progress_start(struct braid_domain *dom)
 {
 	pthread_condattr_t attr;
@@ -103,12 +111,17 @@ int braid_progress_start(struct braid_domain *dom)
 	}
 	dom->pt_pid = getpid();
 	dom->pt_running = true;
+	pthread_mutex_lock(&pt_all_lock);
+	braid_dlist_insert_tail(&dom->pt_node, &pt_all);
+	pthread_mutex_unlock(&pt_all_lock);
 	return 0;
 }
 
-void braid_progress_stop(struct braid_domain *dom)
+/* Stop the domain's thread, if it runs (the caller holds pt_all_lock). */
+static void progress_halt(struct braid_domain *dom)
 {
 	if (dom->pt_running) {
+		braid_dlist_remove(&dom->pt_node);
 		pthread_mutex_lock(&dom->pt_lock);
 		dom->pt_stop = true;
 		pthread_cond_signal(&dom->pt_cond);
@@ -122,5 +135,20 @@ void braid_progress_stop(struct braid_domain *dom)
 			   "the application was away\n", (unsigned long)dom->pt_passes);
 		dom->pt_running = false;
 	}
+}
+
+void braid_progress_stop(struct braid_domain *dom)
+{
+	pthread_mutex_lock(&pt_all_lock);
+	progress_halt(dom);
+	pthread_mutex_unlock(&pt_all_lock);
 	braid_epset_destruct(&dom->eps);
+}
+
+void braid_progress_halt_all(void)
+{
+	pthread_mutex_lock(&pt_all_lock);
+	while (!braid_dlist_empty(&pt_all))
+		progress_halt(braid_container_of(pt_all.next, struct braid_domain, pt_node));
+	pthread_mutex_unlock(&pt_all_lock);
 }
