@@ -362,6 +362,8 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 		       (unsigned long)rp.msgs, rp.seconds ? rp.msgs / rp.seconds : 0,
 		       (unsigned long)rp.errors, (unsigned long)rp.dups);
 	}
+	for (i = 0; i < MAX_CLIENTS; i++)
+		free(seen.bits[i]);
 	if (rp.errors || rp.dups)
 		exit(BENCH_EXIT_FAIL);
 }

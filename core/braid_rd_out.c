@@ -101,7 +101,8 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 		return -FI_EAGAIN;
 	op->len = len;
 	if (!(flags & BRAID_RD_INJECT)) {
-		memcpy(op->iov, iov, cnt * sizeof(struct iovec));
+		if (cnt)	/* a 0-byte message may have no iov at all */
+			memcpy(op->iov, iov, cnt * sizeof(struct iovec));
 		op->iov_count = cnt;
 	} else {
 		op->inject = braid_pool_alloc_raw(&rd->injects);	/* the payload is copied in */

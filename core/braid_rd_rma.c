@@ -96,7 +96,8 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 			   now, &op);
 	if (ret)
 		return ret;
-	memcpy(op->res, req->res, req->res_count * sizeof(struct iovec));
+	if (req->res_count)	/* none for a write (res may be NULL) */
+		memcpy(op->res, req->res, req->res_count * sizeof(struct iovec));
 	op->res_count = req->res_count;
 	op->res_len = rlen;
 	op->data = req->data;

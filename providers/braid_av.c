@@ -123,7 +123,7 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 		     fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct braid_av *av = braid_container_of(av_fid, struct braid_av, av_fid);
-	const struct sockaddr_in *sins = addr;
+	const uint8_t *addrs = addr;	/* the caller's array may be unaligned (a message buffer) */
 	int *sync_err = (flags & FI_SYNC_ERR) ? context : NULL;
 	bool async = av->flags & FI_EVENT;
 	int inserted = 0;
@@ -140,10 +140,13 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 
 	pthread_mutex_lock(&av->lock);
 	for (i = 0; i < count; i++) {
-		int64_t idx = av_check_addr(&sins[i]);
+		struct sockaddr_in sin;
+		int64_t idx;
 
+		memcpy(&sin, addrs + i * sizeof(sin), sizeof(sin));
+		idx = av_check_addr(&sin);
 		if (!idx)
-			idx = av_add_locked(av, &sins[i]);
+			idx = av_add_locked(av, &sin);
 		if (idx < 0) {
 			if (fi_addr)
 				fi_addr[i] = FI_ADDR_NOTAVAIL;
@@ -263,16 +266,17 @@ static int av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr, size_
 
 static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len)
 {
-	const struct sockaddr_in *sin = addr;
+	struct sockaddr_in sin;
 	char ip[INET_ADDRSTRLEN] = "(invalid)";
 	char tmp[64];
 	int n;
 
 	if (!addr || !len)
 		return NULL;
-	if (sin->sin_family == AF_INET)
-		inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
-	n = snprintf(tmp, sizeof(tmp), "fi_sockaddr_in://%s:%u", ip, ntohs(sin->sin_port));
+	memcpy(&sin, addr, sizeof(sin));	/* it may be unaligned */
+	if (sin.sin_family == AF_INET)
+		inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
+	n = snprintf(tmp, sizeof(tmp), "fi_sockaddr_in://%s:%u", ip, ntohs(sin.sin_port));
 	if (buf && *len) {
 		strncpy(buf, tmp, *len - 1);
 		buf[*len - 1] = '\0';

@@ -458,7 +458,8 @@ int braid_name_copy(const struct sockaddr_in *bound, void *addr, size_t *addrlen
 		name.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	len = *addrlen;
 	*addrlen = sizeof(name);
-	memcpy(addr, &name, len < sizeof(name) ? len : sizeof(name));
+	if (len)
+		memcpy(addr, &name, len < sizeof(name) ? len : sizeof(name));
 	return len < sizeof(name) ? -FI_ETOOSMALL : 0;
 }
 

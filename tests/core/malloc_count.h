@@ -6,14 +6,42 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+static atomic_long allocs;
+static atomic_int counting;
+
+#if defined(__SANITIZE_ADDRESS__)
+/*
+ * Under AddressSanitizer the allocator is the sanitizer's: interposing
+ * malloc would fight its interceptors (it aborts at start), so count
+ * through the hook it calls on every allocation instead.
+ */
+/* from the sanitizer's allocator interface (its header is not always installed) */
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+					       void (*free_hook)(const volatile void *));
+
+static void malloc_count_hook(const volatile void *p, size_t n)
+{
+	(void)p;
+	(void)n;
+	if (atomic_load(&counting))
+		atomic_fetch_add(&allocs, 1);
+}
+
+static void free_count_hook(const volatile void *p)
+{
+	(void)p;
+}
+
+__attribute__((constructor)) static void malloc_count_init(void)
+{
+	__sanitizer_install_malloc_and_free_hooks(malloc_count_hook, free_count_hook);
+}
+#else
 /* glibc's own entry points, so the counters below can wrap them */
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
-
-static atomic_long allocs;
-static atomic_int counting;
 
 void *malloc(size_t n)
 {
@@ -42,5 +70,6 @@ void *aligned_alloc(size_t a, size_t n)
 		atomic_fetch_add(&allocs, 1);
 	return __libc_memalign(a, n);
 }
+#endif
 
 #endif /* MALLOC_COUNT_H */

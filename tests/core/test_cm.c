@@ -95,7 +95,8 @@ static void wire_send(struct world *w, int src, int dst, const struct braid_cm_v
 
 	cr_assert_leq(v->pdata_len, BRAID_CM_DATA_MAX);
 	braid_cm_write((struct braid_cm_hdr *)buf, node_port[src], v);
-	memcpy(buf + sizeof(struct braid_cm_hdr), v->pdata, v->pdata_len);
+	if (v->pdata_len)
+		memcpy(buf + sizeof(struct braid_cm_hdr), v->pdata, v->pdata_len);
 	w->sent[src][v->kind]++;
 	w->sent_at[src][v->kind] = w->now;
 	if (*drop) {

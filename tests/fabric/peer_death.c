@@ -96,6 +96,7 @@ int main(int argc, char **argv)
 {
 	struct conn c;
 	size_t size;
+	int ret;
 
 	if (argc != 5 || (strcmp(argv[1], "recv") && strcmp(argv[1], "send")))
 		return BENCH_EXIT_USAGE;
@@ -108,5 +109,7 @@ int main(int argc, char **argv)
 		return BENCH_EXIT_SETUP;
 	}
 	c.timeout_s = 30;
-	return !strcmp(argv[1], "recv") ? do_recv(&c, argv[3], size) : do_send(&c, argv[3], size);
+	ret = !strcmp(argv[1], "recv") ? do_recv(&c, argv[3], size) : do_send(&c, argv[3], size);
+	conn_close(&c);
+	return ret;
 }

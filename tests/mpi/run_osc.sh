@@ -72,7 +72,12 @@ export FI_BRAID_IFACE=${FI_BRAID_IFACE:-lo}
 # braid's own RDM endpoint only: the layered braid;ofi_rxm and braid;ofi_rxd are offered by
 # their full names only (fi_braid(7)), so a request naming no provider never gets them
 export FI_BRAID_LAYERING=0
-fwd=(-x FI_BRAID_IFACE -x FI_BRAID_LAYERING -x "LD_PRELOAD=$trace")
+# a sanitized build's trace library needs the sanitizer's runtime loaded first
+# (the MPI program is not built with it)
+preload=$trace
+asan=$(ldd "$trace" 2>/dev/null | awk '/libasan\.so/ { print $3 }')
+[ -n "$asan" ] && preload="$asan $trace"
+fwd=(-x FI_BRAID_IFACE -x FI_BRAID_LAYERING -x "LD_PRELOAD=$preload")
 [ -n "${FI_PROVIDER_PATH:-}" ] && fwd+=(-x FI_PROVIDER_PATH)
 
 udp_out() { awk '/^Udp:/ { if (++n == 2) print $5 }' /proc/net/snmp; }

@@ -903,6 +903,7 @@ Test(fi_srx_context, accepted_endpoint_takes_receives_from_it, .timeout = 60)
 	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256], rx[3][64];
 	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
 	struct fi_rx_attr rattr = { .size = 16 };
+	char msgs[3][16];
 	struct fi_cq_data_entry c;
 	struct fid_ep *srx = NULL;
 	struct mpair p;
@@ -926,10 +927,10 @@ Test(fi_srx_context, accepted_endpoint_takes_receives_from_it, .timeout = 60)
 	cr_assert_eq(fi_recv(p.sep, rx[1], sizeof(rx[1]), NULL, FI_ADDR_UNSPEC, (void *)101), 0);
 	cr_assert_eq(fi_send(srx, "x", 2, NULL, 0, NULL), -FI_ENOSYS, "a receive context sends");
 	for (i = 0; i < 3; i++) {
-		char msg[16];
-
-		snprintf(msg, sizeof(msg), "message %d", i);
-		cr_assert_eq(fi_send(p.cep, msg, strlen(msg) + 1, NULL, 0, (void *)(uintptr_t)(i + 1)), 0);
+		/* a send's buffer stays the application's to keep until it completes */
+		snprintf(msgs[i], sizeof(msgs[i]), "message %d", i);
+		cr_assert_eq(fi_send(p.cep, msgs[i], strlen(msgs[i]) + 1, NULL, 0,
+				     (void *)(uintptr_t)(i + 1)), 0);
 	}
 	for (i = 0; i < 2; i++) {
 		char want[16];
