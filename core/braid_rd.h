@@ -100,6 +100,13 @@ struct braid_rd_config {
 	 * packet per datagram, ACKs alone.
 	 */
 	bool bundle;
+	/**
+	 * @gso_segs: the wire can send up to this many full-size packets to one
+	 * destination by one route as one segmentation-offload write (UDP GSO);
+	 * runs of full-size packets of a flow then share a path, that many at
+	 * most (§4.5, informative). 0 or 1: every packet its own path.
+	 */
+	uint32_t gso_segs;
 	/** @path_health: steer traffic by per-path health (false: plain round robin). */
 	bool path_health;
 	/** @cc: congestion control algorithm (NULL: braid_cc_swift). */
@@ -232,6 +239,13 @@ struct braid_rd_out {
 	 */
 	uint8_t frame[BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC];
 	uint8_t frame_len;
+	/**
+	 * @gso_cont: a full-size packet that continues the run of the record
+	 * before it: same destination, same path, same length (but the run's
+	 * last, which may be shorter), for one segmentation-offload write
+	 * (cfg.gso_segs; braid_rd_out_dgram() returns the run whole).
+	 */
+	bool gso_cont;
 	uint8_t hdr[BRAID_RD_MAX_HDR];
 	uint16_t hdr_len;
 	/** @payload: the payload gathered from the sender's buffers (valid until its send completes). */
@@ -402,10 +416,14 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
  * bytes as up to @max_iov iovs (frame, header and payload of each of its
  * packets; @max_iov >= BRAID_RD_BUNDLE_MAX * (BRAID_RD_IOV_MAX + 2) always
  * suffices) in @iov, *@iovcnt of them, and its length in *@len. Its
- * destination and route are @out[0]'s. Return: how many packets it holds.
+ * destination and route are @out[0]'s. A run of full-size packets
+ * (@gso_cont) comes whole, as the bytes of its datagrams one after the
+ * other, and *@seg (when not NULL) is the length of each but the last (for
+ * a segmentation-offload write); else *@seg is 0.
+ * Return: how many packets it holds.
  */
 int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov, int max_iov,
-		       int *iovcnt, size_t *len);
+		       int *iovcnt, size_t *len, size_t *seg);
 
 /**
  * braid_rd_unsent() - the wire could not take @n packets returned by the last

@@ -165,6 +165,7 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 		    size_t hdr_len, int32_t route)
 {
 	out->frame_len = 0;
+	out->gso_cont = false;
 	out->hdr_len = (uint16_t)hdr_len;
 	out->payload_iovcnt = 0;
 	out->payload_len = 0;
@@ -579,12 +580,16 @@ int braid_rd_input_placed(struct braid_rd *rd, const void *hdr, size_t len, uint
 /* ---- output and timers ---- */
 
 int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov, int max_iov,
-		       int *iovcnt, size_t *len)
+		       int *iovcnt, size_t *len, size_t *seg)
 {
+	bool gso = n > 1 && out[1].gso_cont;
 	int i, k = 0;
 
 	*len = 0;
-	for (i = 0; i < n && (i == 0 || out[i].frame_len == BRAID_RD_BUNDLE_REC); i++) {
+	if (seg)
+		*seg = gso ? out[0].hdr_len + out[0].payload_len : 0;
+	for (i = 0; i < n && (i == 0 || (gso ? out[i].gso_cont :
+					  out[i].frame_len == BRAID_RD_BUNDLE_REC)); i++) {
 		if (k + out[i].payload_iovcnt + 2 > max_iov)
 			break;
 		if (out[i].frame_len) {

@@ -906,6 +906,7 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	if (p->retx)
 		v.flags |= BRAID_RD_F_RETX;
 	out->frame_len = 0;
+	out->gso_cont = false;
 	out->hdr_len = (uint16_t)braid_rd_data_write(out->hdr, &v);
 	gather(op, p->off, p->len, out);
 	out->dst_ip = f->conn->ip;
@@ -1027,6 +1028,8 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 {
 	struct rd_conn *conn = f->conn;
 	struct rd_bundle b = { .first = -1, .path = -1 };
+	/* the run of full-size packets being filled for one GSO write */
+	struct { int first, count, path; } g = { -1, 0, -1 };
 	uint32_t allow;
 	bool data_next;
 	int n = 0;
@@ -1102,7 +1105,22 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		p->len = seg;
 		p->retx = 0;
 		p->state = RD_PKT_INFLIGHT;
-		p->path = bundle_place(rd, f, &b, out, n, RD_HDR_LEN(op) + seg, -1, -1);
+		if (rd->cfg.gso_segs > 1 && RD_HDR_LEN(op) + seg == rd->cfg.mtu) {
+			/* a full packet: it goes by the path of the run before it, if it
+			 * continues one, so the wire writes the run at once */
+			bundle_close(rd, f, out, &b);
+			if (g.first >= 0 && g.first + g.count == n &&
+			    g.count < (int)rd->cfg.gso_segs) {
+				g.count++;
+			} else {
+				g.first = n;
+				g.count = 1;
+				g.path = (int)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+			}
+			p->path = (uint16_t)g.path;
+		} else {
+			p->path = bundle_place(rd, f, &b, out, n, RD_HDR_LEN(op) + seg, -1, -1);
+		}
 		braid_dlist_insert_tail(&p->link, &f->txorder);
 		braid_dlist_insert_tail(&p->plink, &f->prack[p->path].inflight);
 		f->inflight++;
@@ -1118,7 +1136,9 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 			braid_dlist_remove(&op->node);
 			braid_dlist_insert_tail(&op->node, &conn->paused);
 		}
-		emit(rd, f, p, now, &out[n++]);
+		emit(rd, f, p, now, &out[n]);
+		out[n].gso_cont = g.first >= 0 && g.first < n && g.first + g.count == n + 1;
+		n++;
 	}
 	bundle_close(rd, f, out, &b);
 	return n;

@@ -69,6 +69,8 @@ struct braid_config {
 	size_t eq_size;
 	/** @sockbuf: socket buffer bytes per socket (0: system default). */
 	int sockbuf;
+	/** @gso: send runs of full-size RDM packets with UDP GSO where the kernel has it. */
+	int gso;
 	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */
 	size_t unexp_bytes;
 	/** @peer_timeout_ms: RDM: a peer silent this long fails its operations; MSG: connect timeout. */

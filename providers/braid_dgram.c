@@ -242,6 +242,7 @@ void braid_dgram_flush_locked(struct braid_ep *ep)
 		pkts[i].addr = tx->dest;
 		pkts[i].path = ep->next_path++ % (uint32_t)ep->wire->paths;
 		pkts[i].status = 0;
+		pkts[i].gso_size = 0;
 	}
 	sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
 	for (i = 0; i < sent; i++) {

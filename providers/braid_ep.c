@@ -404,8 +404,10 @@ static int ep_enable(struct braid_ep *ep)
 	ep->app_ns = braid_now_ns();
 	ep->enabled = true;
 	braid_domain_unlock(ep->domain);
-	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu\n",
-		   ntohs(ep->wire->name.sin_port), ep->wire->paths, ep->max_msg_size);
+	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu, "
+		   "mtu %zu, UDP GSO runs of up to %u datagrams\n",
+		   ntohs(ep->wire->name.sin_port), ep->wire->paths, ep->max_msg_size,
+		   ep->wire->mtu, ep->type == FI_EP_RDM && braid_cfg.gso ? ep->wire->gso_segs : 0);
 	return 0;
 }
 

@@ -14,6 +14,7 @@ struct braid_config braid_cfg = {
 	.cq_size = 1024,
 	.eq_size = 256,
 	.sockbuf = 4 << 20,
+	.gso = 1,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
 	.rc_timeout = BRAID_RC_DEFAULT_TIMEOUT,
@@ -145,6 +146,10 @@ static void braid_init_env(void)
 	fi_param_define(&braid_prov, "sockbuf", FI_PARAM_INT,
 			"Socket send/receive buffer bytes per UDP socket; 0 keeps the "
 			"system default. (default: %d)", braid_cfg.sockbuf);
+	fi_param_define(&braid_prov, "gso", FI_PARAM_BOOL,
+			"RDM: send runs of full-size packets to a peer by one path in one "
+			"UDP GSO write where the kernel has it (UDP_SEGMENT). (default: %d)",
+			braid_cfg.gso);
 
 	fi_param_define(&braid_prov, "unexp_bytes", FI_PARAM_SIZE_T,
 			"RDM: bytes per endpoint for data that arrives before a receive "
@@ -221,6 +226,8 @@ static void braid_init_env(void)
 		braid_cfg.eq_size = sz;
 	if (!fi_param_get_int(&braid_prov, "sockbuf", &val) && val >= 0)
 		braid_cfg.sockbuf = val;
+	if (!fi_param_get_bool(&braid_prov, "gso", &val))
+		braid_cfg.gso = !!val;
 	if (!fi_param_get_size_t(&braid_prov, "unexp_bytes", &sz) && sz)
 		braid_cfg.unexp_bytes = sz;
 	if (!fi_param_get_int(&braid_prov, "peer_timeout_ms", &val) && val > 0)

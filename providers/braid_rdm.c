@@ -56,6 +56,8 @@ int braid_rdm_enable(struct braid_ep *ep)
 		cfg.epoch = 1;
 	cfg.mtu = (uint32_t)ep->wire->mtu;
 	cfg.paths = (uint32_t)ep->wire->paths;
+	/* runs of full packets in one write where the wire offers segmentation offload */
+	cfg.gso_segs = braid_cfg.gso ? ep->wire->gso_segs : 0;
 	cfg.entropies = ep->wire->entropies;
 	cfg.max_sends = (uint32_t)(ep->info->tx_attr && ep->info->tx_attr->size ?
 				   ep->info->tx_attr->size : braid_cfg.tx_size);
@@ -119,12 +121,13 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 	while ((n = braid_rd_output(ep->rd, now, out, RDM_OUT_BURST)) > 0) {
 		/* a datagram per packet, or per bundle of them (§4.8) */
 		for (i = 0, d = 0, k = 0; i < n; d++) {
-			size_t len;
+			size_t len, seg;
 			int cnt, took = braid_rd_out_dgram(out + i, n - i, iovs + k,
 							   (int)(sizeof(iovs) / sizeof(iovs[0])) - k,
-							   &cnt, &len);
+							   &cnt, &len, &seg);
 
 			first[d] = i;
+			pkts[d].gso_size = (uint16_t)seg;	/* a run of full packets: one GSO write */
 			pkts[d].iov = iovs + k;
 			pkts[d].iovcnt = cnt;
 			k += cnt;

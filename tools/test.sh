@@ -51,8 +51,11 @@ if $sanitize; then
 		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 		export LSAN_OPTIONS=suppressions=$supp
 		# Open MPI's own components leak at exit (not braid's): its suite runs without
-		# the leak check, every other report still fails it
-		ASAN_OPTIONS=detect_leaks=1 run_suite build-asan --no-suite mpi "$@"
+		# the leak check, every other report still fails it. The A/B (suite ab) is left
+		# out: it judges the baselines' (rxd's) timing on an impaired fabric, which a
+		# sanitized provider under them slows (rxd timed out at 0.2 ms of delay once);
+		# braid over the fabric under the sanitizers is the fabric suite's.
+		ASAN_OPTIONS=detect_leaks=1 run_suite build-asan --no-suite mpi --no-suite ab "$@"
 		ASAN_OPTIONS=detect_leaks=0 run_suite build-asan --suite mpi "$@"
 	else
 		echo "test: building build-asan failed"

@@ -49,6 +49,12 @@ struct braid_pkt {
 	int status;
 	/** @addr: tx: destination; rx: source. */
 	struct sockaddr_in addr;
+	/**
+	 * @gso_size: tx: 0, or the bytes are a run of datagrams of this length
+	 * (the last may be shorter) for the wire to cut (UDP GSO); at most
+	 * wire.gso_segs of them.
+	 */
+	uint16_t gso_size;
 };
 
 struct braid_wire;
@@ -127,6 +133,12 @@ struct braid_wire {
 	 * other path uses), on DPDK the UDP source port it writes itself.
 	 */
 	uint32_t entropies;
+	/**
+	 * @gso_segs: datagrams one tx packet may carry as a run for the wire to
+	 * cut (braid_pkt.gso_size), or 0 when it cannot (UDP: UDP_SEGMENT, at
+	 * most 64 segments and 64 KiB in all).
+	 */
+	uint32_t gso_segs;
 	/** @tx_errors: packets the wire refused. */
 	uint64_t tx_errors;
 	/** @rx_packets, @tx_packets: datagrams moved. */

@@ -15,8 +15,13 @@ static inline size_t rd_dgram_copy(const struct braid_rd_out *out, int n, uint8_
 {
 	struct iovec iov[BRAID_RD_BUNDLE_MAX * (BRAID_RD_IOV_MAX + 2)];
 	size_t len, at = 0;
-	int cnt, took = braid_rd_out_dgram(out, n, iov, (int)(sizeof(iov) / sizeof(iov[0])), &cnt,
-					   &len);
+	int cnt, took;
+
+	/* a GSO run's packets leave as datagrams of their own, as the kernel cuts it */
+	if ((n > 1 && out[1].gso_cont) || out[0].gso_cont)
+		n = 1;
+	took = braid_rd_out_dgram(out, n, iov, (int)(sizeof(iov) / sizeof(iov[0])), &cnt, &len,
+				  NULL);
 
 	for (int j = 0; j < cnt; j++) {
 		memcpy(buf + at, iov[j].iov_base, iov[j].iov_len);

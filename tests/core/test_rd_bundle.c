@@ -353,7 +353,8 @@ static void ack_rides_with_data(bool bundle)
 	cr_assert_eq(out[0].dst_ip, PEER_IP);
 	cr_assert_eq(out[0].dst_port, PEER_PORT);
 	/* one datagram: bundle header, [len][ACK], [len][DATA + payload] */
-	cr_assert_eq(braid_rd_out_dgram(out, n, div, (int)(sizeof(div) / sizeof(div[0])), &cnt, &len), 2);
+	cr_assert_eq(braid_rd_out_dgram(out, n, div, (int)(sizeof(div) / sizeof(div[0])), &cnt, &len,
+					 NULL), 2);
 	for (int j = 0; j < cnt; j++) {
 		memcpy(dg + at, div[j].iov_base, div[j].iov_len);
 		at += div[j].iov_len;

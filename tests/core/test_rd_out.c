@@ -225,3 +225,75 @@ Test(braid_rd_send, inject_copies_and_pools_bound_ops)
 	cr_assert_eq(i, 17, "16 ops, then -FI_EAGAIN (i = %d)", i);
 	direct_close(&d);
 }
+
+/*
+ * UDP GSO (cfg.gso_segs): full-size packets of a flow leave in runs, each
+ * run by one path and at most gso_segs long, marked for one write
+ * (gso_cont) and handed out whole by braid_rd_out_dgram() with the
+ * segment length; everything else (the message's short tail) goes alone.
+ * Cut as the kernel would, the runs deliver the message intact.
+ */
+Test(braid_rd_output, gso_runs_of_full_packets)
+{
+	static uint8_t src[20000], dst[20000];
+	struct braid_rd_config c;
+	struct braid_rd_out out[64];
+	struct iovec iov = { src, sizeof(src) }, riov = { dst, sizeof(dst) };
+	struct braid_rd_send s = { .iov = &iov, .iov_count = 1 };
+	struct braid_rd_recv r = { .iov = &riov, .iov_count = 1 };
+	struct braid_rd_comp comp;
+	struct direct d;
+	int n, i, run = 1, runs = 0, full = 0;
+
+	braid_rd_config_default(&c);
+	c.mtu = 1000;
+	c.paths = 8;
+	c.gso_segs = 8;
+	cr_assert_eq(direct_open(&d, &c), 0);
+	d.now = 1000 * US;
+	for (i = 0; i < (int)sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	s.peer = d.key[1];
+	cr_assert_eq(braid_rd_post_recv(d.rd[1], &r, d.now), 0);
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, d.now), 0);
+	n = braid_rd_output(d.rd[0], d.now, out, 64);
+	cr_assert_gt(n, 8, "the first burst: %d packets", n);
+	for (i = 0; i < n; i++) {
+		size_t rec = out[i].hdr_len + out[i].payload_len;
+
+		full += rec == c.mtu;
+		if (!out[i].gso_cont) {
+			if (i + 1 < n && out[i + 1].gso_cont) {
+				struct iovec v[64 * (BRAID_RD_IOV_MAX + 2)];
+				size_t len, seg;
+				int cnt, took = braid_rd_out_dgram(out + i, n - i, v, 64 * 10, &cnt, &len,
+								   &seg);
+
+				cr_assert_eq(seg, c.mtu, "a run's segment is one full packet");
+				cr_assert_geq(took, 2);
+				cr_assert_leq(took, (int)c.gso_segs, "a run of %d", took);
+				cr_assert_eq(len, (size_t)took * c.mtu, "every packet of a run is full");
+				runs++;
+			}
+			run = 1;
+			continue;
+		}
+		run++;
+		cr_assert_leq(run, (int)c.gso_segs, "no run longer than gso_segs");
+		cr_assert_eq(rec, c.mtu, "only full packets continue a run");
+		cr_assert_eq(out[i - 1].hdr_len + out[i - 1].payload_len, c.mtu);
+		cr_assert_eq(out[i].path, out[i - 1].path, "a run goes by one path");
+		cr_assert_eq(out[i].entropy, out[i - 1].entropy);
+		cr_assert_eq(out[i].dst_port, out[i - 1].dst_port);
+	}
+	cr_assert_geq(runs, 1, "full packets went in runs (%d full of %d)", full, n);
+	braid_rd_unsent(d.rd[0], out, n);	/* the same again through the harness */
+	direct_pump(&d);
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 1);
+	cr_assert_eq(comp.err, 0);
+	cr_assert_eq(comp.len, sizeof(src));
+	cr_assert_eq(memcmp(dst, src, sizeof(src)), 0, "the message arrives intact");
+	cr_assert_eq(braid_rd_poll(d.rd[0], &comp, 1), 1, "and its send completes");
+	cr_assert_eq(comp.err, 0);
+	direct_close(&d);
+}
