@@ -7,7 +7,9 @@
 # With --sanitize (the default when CI=true) the suite runs a second time from
 # build-asan/, built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (meson's b_sanitize): any sanitizer report, a leak included, fails the test
-# that made it. The summary counts both runs.
+# that made it; then every libFuzzer target of tests/fuzz runs 30 seconds
+# (tools/fuzz.sh --smoke, build-fuzz/; skipped without clang), a test each.
+# The summary counts them all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,6 +64,21 @@ if $sanitize; then
 		total_fail=$((total_fail + 1))
 		rc=1
 	fi
+	echo "test: a fuzz smoke run of every parser and receive path (tools/fuzz.sh --smoke)"
+	log=$(mktemp)
+	bash tools/fuzz.sh --smoke 2>&1 | tee "$log"
+	r=${PIPESTATUS[0]}
+	if [ "$r" -eq 77 ]; then
+		total_skip=$((total_skip + 1))
+	else
+		total_ok=$((total_ok + $(grep -c '^fuzz .*: ok$' "$log")))
+		total_fail=$((total_fail + $(grep -c '^fuzz .*FAILED' "$log")))
+		if [ "$r" -ne 0 ]; then
+			[ "$(grep -c '^fuzz .*FAILED' "$log")" -eq 0 ] && total_fail=$((total_fail + 1))
+			rc=1
+		fi
+	fi
+	rm -f "$log"
 fi
 
 echo "$total_ok passed, $total_fail failed, $total_skip skipped"
