@@ -474,6 +474,16 @@ static void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t
 	rd_flow_schedule(rd, f);
 }
 
+/* Packets of one message must agree; overlapping offsets would overrun. */
+static bool msg_agrees(const struct rd_msg *m, const struct braid_rd_data_view *v)
+{
+	return m->len == v->msg_len && m->tag == v->tag && m->rma.op == v->rma.op &&
+	       m->rma.ref == v->rma.ref && m->rma.rkey == v->rma.rkey &&
+	       m->rma.raddr == v->rma.raddr &&
+	       m->hflags == (v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA | BRAID_RD_F_DC)) &&
+	       (uint64_t)m->received + v->payload_len <= m->len;
+}
+
 int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
 	       bool ecn, uint64_t now)
 {
@@ -535,12 +545,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		*slot = m;
 		f->msgs_live++;
 		created = true;
-	} else if (m->len != v->msg_len || m->tag != v->tag || m->rma.op != v->rma.op ||
-		   m->rma.ref != v->rma.ref || m->rma.rkey != v->rma.rkey || m->rma.raddr != v->rma.raddr ||
-		   m->hflags != (v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA |
-					     BRAID_RD_F_DC)) ||
-		   (uint64_t)m->received + v->payload_len > m->len) {
-		/* packets of one message must agree; overlapping offsets would overrun */
+	} else if (!msg_agrees(m, v)) {
 		return rd_drop(rd, BRAID_DROP_BAD_LEN);
 	}
 	if ((v->flags & BRAID_RD_F_RDV) && !v->rma.op)
@@ -953,25 +958,14 @@ int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t 
 		return 0;
 	m = f->msgs[v.msg_id % w];
 	if (!m && v.rma.op == BRAID_RMA_WRITE) {
-		/* a write's first packet: the message it opens is checked against the
-		 * key for all its length (rd_rma_in_place), so the region is known */
-		void *ptr;
-
+		/* a write's first packet: the message it opens (a slot and a record
+		 * free) is checked against the key for all its length, so the region is known */
 		d = braid_seq_diff(v.msg_id, conn->match_next);
-		if (d < 0 || d >= (int32_t)w || rd->msgs.in_use >= rd->msgs.count || max < 1 ||
-		    !rd->cfg.mr_check ||
-		    rd->cfg.mr_check(rd->cfg.mr_ctx, v.rma.rkey, v.rma.raddr, v.msg_len,
-				     BRAID_RD_ACC_WRITE, &ptr))
+		if (d < 0 || d >= (int32_t)w || rd->msgs.in_use >= rd->msgs.count)
 			return 0;
-		iov[0].iov_base = (uint8_t *)ptr + v.offset;
-		iov[0].iov_len = v.payload_len;
-		return 1;
+		return rd_rma_in_where(rd, NULL, &v, iov, max);
 	}
-	if (!m || m->msg_id != v.msg_id || m->len != v.msg_len || m->tag != v.tag ||
-	    m->rma.op != v.rma.op || m->rma.ref != v.rma.ref || m->rma.rkey != v.rma.rkey ||
-	    m->rma.raddr != v.rma.raddr ||
-	    m->hflags != (v.flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA | BRAID_RD_F_DC)) ||
-	    (uint64_t)m->received + v.payload_len > m->len || m->discard)
+	if (!m || m->msg_id != v.msg_id || !msg_agrees(m, &v) || m->discard)
 		return 0;
 	if (m->rma.op == BRAID_RMA_WRITE || m->rma.op == BRAID_RMA_RESP)
 		return rd_rma_in_where(rd, m, &v, iov, max);

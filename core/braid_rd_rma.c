@@ -155,29 +155,39 @@ void rd_rma_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_er
 /* ---- target (and the initiator's side of a RESP) ---- */
 
 /* The key check of a request's range: 0 or BRAID_RMA_ACCESS. */
-static uint8_t mr_ok(struct braid_rd *rd, const struct rd_msg *m, uint64_t len, uint32_t access,
-		     void **ptr)
+/* The target's key check of [addr, addr + len) of region @key for @access (§4.7). */
+static uint8_t mr_region(struct braid_rd *rd, uint64_t key, uint64_t addr, uint64_t len,
+			 uint32_t access, void **ptr)
 {
-	if (!rd->cfg.mr_check || rd->cfg.mr_check(rd->cfg.mr_ctx, m->rma.rkey, m->rma.raddr, (size_t)len,
-						   access, ptr))
+	if (!rd->cfg.mr_check || rd->cfg.mr_check(rd->cfg.mr_ctx, key, addr, (size_t)len, access, ptr))
 		return BRAID_RMA_ACCESS;
 	return BRAID_RMA_OK;
 }
 
+static uint8_t mr_ok(struct braid_rd *rd, const struct rd_msg *m, uint64_t len, uint32_t access,
+		     void **ptr)
+{
+	return mr_region(rd, m->rma.rkey, m->rma.raddr, len, access, ptr);
+}
+
 /* Where rd_rma_in_place() would put @v's payload (a WRITE's region, a RESP's
- * result buffers), as iovs; 0: nowhere (a refusal, an atomic, a stale answer). */
+ * result buffers), as iovs; 0: nowhere (a refusal, an atomic, a stale answer).
+ * @m NULL: a WRITE's first packet, its message not open yet: the whole
+ * message's range is checked, as rd_rma_in_place() will. */
 int rd_rma_in_where(struct braid_rd *rd, const struct rd_msg *m, const struct braid_rd_data_view *v,
 		    struct iovec *iov, int max)
 {
+	const struct braid_rma_fields *rma = m ? &m->rma : &v->rma;
 	void *ptr;
 
-	if (m->rma.status != BRAID_RMA_OK || !v->payload_len || m->discard)
+	if (!v->payload_len || max < 1 || (m && (m->rma.status != BRAID_RMA_OK || m->discard)))
 		return 0;
-	if (m->rma.op == BRAID_RMA_RESP)
+	if (m && m->rma.op == BRAID_RMA_RESP)
 		return m->req ? braid_iov_slice(m->req->res, m->req->res_count, v->offset,
 						v->payload_len, iov, max) : 0;
-	if (m->rma.op != BRAID_RMA_WRITE ||
-	    mr_ok(rd, m, m->len, BRAID_RD_ACC_WRITE, &ptr) != BRAID_RMA_OK || max < 1)
+	if (rma->op != BRAID_RMA_WRITE ||
+	    mr_region(rd, rma->rkey, rma->raddr, m ? m->len : v->msg_len, BRAID_RD_ACC_WRITE,
+		      &ptr) != BRAID_RMA_OK)
 		return 0;
 	iov[0].iov_base = (uint8_t *)ptr + v->offset;
 	iov[0].iov_len = v->payload_len;
