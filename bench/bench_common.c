@@ -33,15 +33,17 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup(prov);
-	TRY(fi_getinfo(FI_VERSION(1, 17), node ? node : "127.0.0.1", "0", FI_SOURCE, hints,
-		       &list));
+	/* BENCH_NODE: the local address when it is not loopback (a DPDK port's) */
+	if (!node)
+		node = getenv("BENCH_NODE") ? getenv("BENCH_NODE") : "127.0.0.1";
+	TRY(fi_getinfo(FI_VERSION(1, 17), node, "0", FI_SOURCE, hints, &list));
 	for (cur = list; cur && !c->info; cur = cur->next)
 		if (!strcmp(cur->fabric_attr->prov_name, prov))
 			c->info = fi_dupinfo(cur);
 	fi_freeinfo(list);
 	fi_freeinfo(hints);
 	if (!c->info) {
-		fprintf(stderr, "no %s RDM endpoint on %s\n", prov, node ? node : "127.0.0.1");
+		fprintf(stderr, "no %s RDM endpoint on %s\n", prov, node);
 		exit(BENCH_EXIT_SETUP);
 	}
 	TRY(fi_fabric(c->info->fabric_attr, &c->fabric, NULL));

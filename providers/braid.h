@@ -90,6 +90,14 @@ struct braid_config {
 	int layering;
 	/** @progress_us: the progress thread's period (0: no thread), braid_progress.c. */
 	int progress_us;
+	/**
+	 * @dpdk_args, @dpdk_port, @dpdk_ip, @dpdk_mtu, @dpdk_neigh: the DPDK
+	 * wire: EAL arguments, the ethdev port it uses, its IPv4 address
+	 * ("a.b.c.d/len"; NULL: the shadowed kernel interface's), its IP MTU,
+	 * and neighbours known without ARP ("ip=mac,...").
+	 */
+	char *dpdk_args, *dpdk_ip, *dpdk_neigh;
+	int dpdk_port, dpdk_mtu;
 };
 
 extern struct braid_config braid_cfg;

@@ -248,8 +248,28 @@ int braid_iface_list(struct braid_iface **list, size_t *count)
 {
 	struct ifaddrs *ifa_list, *ifa;
 	struct braid_iface *out = NULL, *tmp;
+	const struct braid_wire_ops *wire = braid_wire_find(braid_cfg.wire);
 	size_t n = 0;
 
+	if (wire && wire->iface) {
+		/* a wire with its own port (DPDK) offers that port only */
+		int ret;
+
+		out = calloc(1, sizeof(*out));
+		if (!out)
+			return -FI_ENOMEM;
+		ret = wire->iface(out->name, sizeof(out->name), &out->addr, &out->mask,
+				  &out->mtu_payload);
+		if (ret || (braid_cfg.iface && strcmp(braid_cfg.iface, out->name))) {
+			free(out);
+			*list = NULL;
+			*count = 0;
+			return ret ? ret : 0;
+		}
+		*list = out;
+		*count = 1;
+		return 0;
+	}
 	if (getifaddrs(&ifa_list))
 		return -FI_ENODATA;
 	for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
@@ -733,15 +753,26 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 		memcpy(&dest, hints->dest_addr, sizeof(dest));
 		have_dest = true;
 	}
-	if (have_dest && !src_fixed) {
-		if (route_source(&dest, &src.sin_addr))
-			return -FI_ENODATA;
-		src_fixed = true;
-	}
-
 	ret = braid_iface_list(&ifs, &nifs);
 	if (ret)
 		return ret;
+	if (have_dest && !src_fixed) {
+		const struct braid_wire_ops *wire = braid_wire_find(braid_cfg.wire);
+
+		if (wire && wire->iface) {
+			/* the wire's own port (DPDK) reaches its subnet, nothing else: no router */
+			if (!nifs || (dest.sin_addr.s_addr & ifs[0].mask.s_addr) !=
+				     (ifs[0].addr.s_addr & ifs[0].mask.s_addr)) {
+				free(ifs);
+				return -FI_ENODATA;
+			}
+			src.sin_addr = ifs[0].addr;
+		} else if (route_source(&dest, &src.sin_addr)) {
+			free(ifs);
+			return -FI_ENODATA;
+		}
+		src_fixed = true;
+	}
 	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++) {
 		const struct ep_kind *kind = &ep_kinds[k];
 

@@ -283,7 +283,8 @@ static ssize_t eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_
 	if (flags & ~FI_PEEK)
 		return -FI_EBADFLAGS;
 	for (;;) {
-		int slice = 10;
+		/* a polled wire (DPDK) has no fd to wake us: look again every millisecond */
+		int slice = braid_wire_find(braid_cfg.wire)->polled ? 1 : 10;
 
 		braid_eq_progress(eq);
 		pthread_mutex_lock(&eq->lock);

@@ -22,6 +22,7 @@ struct braid_config braid_cfg = {
 	.rc_rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY,
 	.rc_min_rnr_timer = BRAID_RC_DEFAULT_MIN_RNR_TIMER,
 	.progress_us = 1000,
+	.dpdk_mtu = 1500,
 };
 
 /* an integer setting within [@lo, @hi]; out of range: a warning, the default stays */
@@ -121,8 +122,28 @@ static void braid_init_env(void)
 	int val;
 
 	fi_param_define(&braid_prov, "wire", FI_PARAM_STRING,
-			"Wire that carries braid's packets: udp (kernel UDP sockets). "
-			"(default: udp)");
+			"Wire that carries braid's packets: udp (kernel UDP sockets) "
+			"or dpdk (Ethernet frames through a DPDK port, kernel bypass; "
+			"only when braid was built with libdpdk). (default: udp)");
+	fi_param_define(&braid_prov, "dpdk_args", FI_PARAM_STRING,
+			"dpdk wire: the EAL's arguments, split at blanks, e.g. "
+			"\"-a 0000:3b:00.0\" for a NIC, or \"--no-huge --no-shconf -m 512 "
+			"--no-pci --vdev=net_memif0,role=server,socket=/run/x.sock\" "
+			"for a memif port without hugepages. The EAL starts once per "
+			"process, at the first fi_getinfo. (default: none)");
+	fi_param_define(&braid_prov, "dpdk_port", FI_PARAM_INT,
+			"dpdk wire: the DPDK port (ethdev id) to use. (default: 0)");
+	fi_param_define(&braid_prov, "dpdk_ip", FI_PARAM_STRING,
+			"dpdk wire: the port's IPv4 address and prefix, a.b.c.d/len. "
+			"(default: the address of the kernel interface with the "
+			"port's MAC, as for net_af_packet and net_af_xdp)");
+	fi_param_define(&braid_prov, "dpdk_mtu", FI_PARAM_INT,
+			"dpdk wire: the port's IP MTU, 576 to 9000 (less if the port "
+			"cannot). (default: %d)", braid_cfg.dpdk_mtu);
+	fi_param_define(&braid_prov, "dpdk_neigh", FI_PARAM_STRING,
+			"dpdk wire: neighbours known without ARP, "
+			"ip=mac[,ip=mac...]; others are resolved with ARP, which the "
+			"wire also answers for its own address. (default: none)");
 	fi_param_define(&braid_prov, "iface", FI_PARAM_STRING,
 			"Only offer this network interface (e.g. eth0, lo). "
 			"(default: every interface that is up and has an IPv4 address)");
@@ -213,6 +234,14 @@ static void braid_init_env(void)
 
 	if (!fi_param_get_str(&braid_prov, "wire", &str) && str && *str)
 		braid_cfg.wire = str;
+	if (!fi_param_get_str(&braid_prov, "dpdk_args", &str) && str)
+		braid_cfg.dpdk_args = str;
+	if (!fi_param_get_str(&braid_prov, "dpdk_ip", &str) && str && *str)
+		braid_cfg.dpdk_ip = str;
+	if (!fi_param_get_str(&braid_prov, "dpdk_neigh", &str) && str && *str)
+		braid_cfg.dpdk_neigh = str;
+	braid_param_int("dpdk_port", 0, 65535, &braid_cfg.dpdk_port);
+	braid_param_int("dpdk_mtu", 576, 9000, &braid_cfg.dpdk_mtu);
 	if (!fi_param_get_str(&braid_prov, "iface", &str) && str && *str)
 		braid_cfg.iface = str;
 	braid_param_int("paths", 1, BRAID_WIRE_MAX_PATHS, &braid_cfg.paths);

@@ -23,6 +23,17 @@ int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested, struct 
 		wait->set = braid_waitset_of(set);
 		requested = FI_WAIT_FD;
 	}
+	if (braid_wire_find(braid_cfg.wire)->polled) {
+		/*
+		 * A polled wire (DPDK) has no fd to sleep on: a blocking read
+		 * yields between looks (FI_WAIT_UNSPEC becomes FI_WAIT_YIELD,
+		 * FI_GETWAITOBJ says so); an fd to give the application there is not.
+		 */
+		if (requested == FI_WAIT_UNSPEC)
+			requested = FI_WAIT_YIELD;
+		else if (requested == FI_WAIT_FD)
+			return -FI_ENOSYS;
+	}
 	switch (requested) {
 	case FI_WAIT_NONE:
 	case FI_WAIT_YIELD:

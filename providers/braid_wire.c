@@ -4,9 +4,15 @@
 #include "braid/braid_wire.h"
 
 extern const struct braid_wire_ops braid_udp_wire_ops;
+#ifdef BRAID_HAVE_DPDK
+extern const struct braid_wire_ops braid_dpdk_wire_ops;
+#endif
 
 static const struct braid_wire_ops *const braid_wires[] = {
 	&braid_udp_wire_ops,
+#ifdef BRAID_HAVE_DPDK
+	&braid_dpdk_wire_ops,
+#endif
 };
 
 const struct braid_wire_ops *braid_wire_find(const char *name)

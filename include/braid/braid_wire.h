@@ -2,6 +2,7 @@
 #ifndef BRAID_WIRE_H
 #define BRAID_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -77,6 +78,8 @@ struct braid_wire_params {
 struct braid_wire_ops {
 	/** @name: as selected by FI_BRAID_WIRE ("udp", "sim", "dpdk"). */
 	const char *name;
+	/** @polled: the wire has no wait fd (@wait_fd is always -1): it is polled. */
+	bool polled;
 	/**
 	 * @open: create a wire endpoint. Return 0 and *@wire, or a negative
 	 * FI_E* (-FI_EADDRINUSE when the home port is taken, -FI_EINVAL for bad
@@ -96,7 +99,11 @@ struct braid_wire_ops {
 	 * how many arrived (0 when none is waiting); never blocks, never negative.
 	 */
 	int (*rx_burst)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
-	/** @wait_fd: a file descriptor readable when rx_burst has work, or -1. */
+	/**
+	 * @wait_fd: a file descriptor readable when rx_burst has work, or -1 when
+	 * the wire is polled (DPDK): then nothing can sleep on it, and braid's
+	 * wait objects poll instead (FI_WAIT_UNSPEC is FI_WAIT_YIELD).
+	 */
 	int (*wait_fd)(struct braid_wire *wire);
 	/**
 	 * @rx_peek: optional (NULL: the wire has none). The next datagram waiting
@@ -111,6 +118,14 @@ struct braid_wire_ops {
 	int (*rx_home)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 	/** @rx_routes: with @rx_peek: @rx_burst from every route but the home one. */
 	int (*rx_routes)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
+	/**
+	 * @iface: optional (NULL: the wire uses the kernel's interfaces). The one
+	 * interface the wire owns itself (a DPDK port): its name, IPv4 address,
+	 * netmask and datagram payload limit. Starts the wire's port if it has
+	 * not started. Return 0, or a negative FI_E* when the port cannot start.
+	 */
+	int (*iface)(char *name, size_t namelen, struct in_addr *addr, struct in_addr *mask,
+		     size_t *mtu);
 };
 
 /**
