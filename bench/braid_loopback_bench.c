@@ -9,6 +9,8 @@
  *   ... braid_loopback_bench -1 PROV,TEST,SIZE [-r REPS]   one measurement, each repetition
  *       (TEST: lat, bw, rate, wlat, rlat, wbw, rbw, floor, rate2 (two threads, one domain),
  *       rate2d (a domain each), ceiling (raw UDP stream); for tuning, not for the tables)
+ *   ... braid_loopback_bench -W [-r REPS]   braid's UDP wire against its DPDK wire (net_memif
+ *       between the two processes): 8 B latency, 8 B rate, 1 MiB bandwidth (issue 18's targets)
  *
  * RMA (fi_write, fi_read) is measured for braid, tcp;ofi_rxm and
  * braid;ofi_rxm: the time from posting one operation to its completion
@@ -550,6 +552,130 @@ static void print_head(void)
 }
 
 /* -1 PROV,TEST,SIZE: one measurement, every repetition printed */
+/* ---- -W: braid's UDP wire against its DPDK wire (net_memif), both sides forked ---- */
+
+static char wire_dir[64];
+
+/*
+ * Side @side's wire, set before this process's first libfabric call: the UDP
+ * wire on loopback, or the DPDK wire on a net_memif port (side 0 the memif
+ * server at 10.78.0.1, side 1 the client at .2), no hugepages, no PCI.
+ */
+static void wire_env(bool dpdk, int side)
+{
+	char args[512];
+
+	if (!dpdk) {
+		setenv("FI_BRAID_WIRE", "udp", 1);
+		return;
+	}
+	snprintf(args, sizeof(args),
+		 "--no-huge --no-shconf -m 512 --no-pci --no-telemetry --log-level=3 "
+		 "--file-prefix=braid_bench%d_%d --vdev=net_memif0,role=%s,socket=%s/memif.sock",
+		 side, (int)getppid(), side ? "client" : "server", wire_dir);
+	setenv("FI_BRAID_WIRE", "dpdk", 1);
+	setenv("FI_BRAID_DPDK_ARGS", args, 1);
+	setenv("FI_BRAID_DPDK_IP", side ? "10.78.0.2/24" : "10.78.0.1/24", 1);
+	setenv("BENCH_NODE", side ? "10.78.0.2" : "10.78.0.1", 1);
+}
+
+/*
+ * One measurement with braid's native RDM over the UDP or the DPDK wire:
+ * both sides are forked (the EAL starts once per process and libfabric reads
+ * FI_BRAID_WIRE once, so this process never calls libfabric), the server
+ * first (a memif client connects once, when its port starts). The client's
+ * figure, or -1.
+ */
+static double measure_wire(bool dpdk, enum test t, size_t size, bool quick)
+{
+	int sv[2], go[2], res[2], st[2];
+	pid_t pid[2];
+	double r = -1;
+	char b = 'x';
+	struct conn c;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || pipe(go) || pipe(res))
+		return -1;
+	fflush(stdout);
+	for (int side = 0; side < 2; side++) {
+		pid[side] = fork();
+		if (pid[side] < 0)
+			return -1;
+		if (pid[side])
+			continue;
+		alarm(TIMEOUT_S * 3);
+		if (side == 1 && read(go[0], &b, 1) != 1)
+			_exit(3);
+		wire_env(dpdk, side);
+		conn_open_caps(&c, "braid", NULL, MAX_SIZE * 2, FI_TAGGED);
+		if (side == 0 && write(go[1], &b, 1) != 1)
+			_exit(3);
+		conn_connect(&c, sv[side]);
+		r = run_side(&c, side == 0, t, size, iters_for(t, size, quick));
+		/* the client's last sends need the server's ACKs: close after both are done */
+		if (write(sv[side], &b, 1) != 1 || read(sv[side], &b, 1) != 1)
+			_exit(3);
+		conn_close(&c);
+		if (side == 1 && write(res[1], &r, sizeof(r)) != sizeof(r))
+			_exit(3);
+		_exit(0);
+	}
+	close(go[0]);
+	close(go[1]);
+	close(res[1]);
+	if (read(res[0], &r, sizeof(r)) != sizeof(r))
+		r = -1;
+	for (int side = 0; side < 2; side++)
+		if (waitpid(pid[side], &st[side], 0) < 0 || !WIFEXITED(st[side]) ||
+		    WEXITSTATUS(st[side]))
+			r = -1;
+	close(res[0]);
+	close(sv[0]);
+	close(sv[1]);
+	return r;
+}
+
+static int measure_wires(int reps, bool quick)
+{
+	static const char *const what[] = { "8 B latency, us", "8 B rate, M msg/s",
+					    "1 MiB bandwidth, MB/s" };
+	static const enum test tests[] = { T_LAT, T_RATE, T_BW };
+	static const size_t sizes[] = { 8, 8, 1 << 20 };
+	double v[2][3][16], med[2][3];
+	int r, w, k;
+
+	snprintf(wire_dir, sizeof(wire_dir), "/tmp/braid-bench.XXXXXX");
+	if (!mkdtemp(wire_dir))
+		return 3;
+	printf("braid's native RDM over its two wires, %d repetitions alternating: udp (kernel "
+	       "sockets, loopback) and dpdk (a net_memif port pair between the two processes, "
+	       "no hugepages); each process busy-polls its own core\n", reps);
+	for (r = 0; r < reps; r++) {
+		fprintf(stderr, "  repetition %d/%d\n", r + 1, reps);
+		for (k = 0; k < 3; k++)
+			for (w = 0; w < 2; w++)
+				v[w][k][r] = measure_wire(w == 1, tests[k], sizes[k], quick);
+	}
+	rmdir(wire_dir);
+	printf("\n  %-24s %12s %12s %9s %22s\n", "(median; worst)", "udp", "dpdk", "dpdk/udp",
+	       "worst udp, dpdk");
+	for (k = 0; k < 3; k++) {
+		for (w = 0; w < 2; w++)
+			med[w][k] = median(v[w][k], reps);
+		printf("  %-24s %12.3f %12.3f %8.2fx %10.3f, %10.3f\n", what[k], med[0][k], med[1][k],
+		       med[1][k] / med[0][k], worst(v[0][k], reps, k == 0),
+		       worst(v[1][k], reps, k == 0));
+	}
+	printf("\ntargets (issue 18; ratios from this run):\n");
+	printf("  8 B rate on memif >= 5x the UDP wire's:  %.1fx  %s\n", med[1][1] / med[0][1],
+	       med[1][1] >= 5 * med[0][1] ? "met" : "NOT met");
+	printf("  8 B rate on memif >= 2 M msg/s:          %.2f  %s\n", med[1][1],
+	       med[1][1] >= 2 ? "met" : "NOT met");
+	printf("  8 B latency <= 0.5x the UDP wire's:      %.2fx  %s\n", med[1][0] / med[0][0],
+	       med[1][0] > 0 && med[1][0] <= 0.5 * med[0][0] ? "met" : "NOT met");
+	return 0;
+}
+
 static int measure_one(const char *spec, int reps, bool quick)
 {
 	static const char *const names[] = { "lat", "bw", "rate", "wlat", "rlat", "wbw", "rbw" };
@@ -595,7 +721,9 @@ int main(int argc, char **argv)
 	static double rma[NRMA][NRMAT][16];
 	double med_lat[NPROV][NLAT], med_bw[NPROV][NBW], med_rate[NPROV], med_rma[NRMA][NRMAT];
 
-	while ((opt = getopt(argc, argv, "r:qR1:")) != -1) {
+	bool wires = false;
+
+	while ((opt = getopt(argc, argv, "r:qRW1:")) != -1) {
 		if (opt == 'r')
 			reps = atoi(argv[optind - 1]);
 		else if (opt == '1')
@@ -604,12 +732,16 @@ int main(int argc, char **argv)
 			quick = true;
 		else if (opt == 'R')
 			rma_only = true;
+		else if (opt == 'W')
+			wires = true;
 	}
 	if (reps < 1 || reps > 16)
 		reps = 5;
 	signal(SIGPIPE, SIG_IGN);
 	if (one)
 		return measure_one(one, reps, quick);
+	if (wires)
+		return measure_wires(reps, quick);
 	printf("braid loopback benchmark: %d repetitions, contenders alternating: braid (native RDM), "
 	       "tcp;ofi_rxm, braid;ofi_rxd, braid;ofi_rxm (RDM over braid's RoCEv2 RC)\n", reps);
 	for (r = 0; r < reps; r++) {

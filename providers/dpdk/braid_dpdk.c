@@ -262,8 +262,19 @@ static void dpdk_start(void)
 	}
 	rte_eth_dev_get_name_by_port(dp.port, dp.name);
 	dp.ip_mtu = (uint16_t)braid_cfg.dpdk_mtu;
-	if (info.max_mtu && dp.ip_mtu > info.max_mtu)
-		dp.ip_mtu = (uint16_t)info.max_mtu;
+	{
+		/* what the port can receive in a frame (memif: 1500 whatever its max_mtu says) */
+		uint32_t cap = info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN ?
+			       info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN : 0;
+
+		if (info.max_mtu && info.max_mtu < cap)
+			cap = info.max_mtu;
+		if (cap && dp.ip_mtu > cap) {
+			BRAID_WARN(FI_LOG_CORE, "dpdk wire: port %s takes an MTU of %u at most, not %u\n",
+				   dp.name, cap, dp.ip_mtu);
+			dp.ip_mtu = (uint16_t)cap;
+		}
+	}
 	/* one segment per frame: the buffers fit the MTU */
 	dp.pool = rte_pktmbuf_pool_create("braid_pool", DPDK_POOL, 256, 0,
 					  (uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_ETHER_HDR_LEN +
