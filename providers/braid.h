@@ -93,10 +93,11 @@ struct braid_config {
 	/**
 	 * @dpdk_args, @dpdk_port, @dpdk_ip, @dpdk_mtu, @dpdk_neigh: the DPDK
 	 * wire: EAL arguments, the ethdev port it uses, its IPv4 address
-	 * ("a.b.c.d/len"; NULL: the shadowed kernel interface's), its IP MTU,
-	 * and neighbours known without ARP ("ip=mac,...").
+	 * ("a.b.c.d/len"; NULL: the shadowed kernel interface's), its router
+	 * (NULL: the shadowed interface's default gateway), its IP MTU, and
+	 * neighbours known without ARP ("ip=mac,...").
 	 */
-	char *dpdk_args, *dpdk_ip, *dpdk_neigh;
+	char *dpdk_args, *dpdk_ip, *dpdk_gw, *dpdk_neigh;
 	int dpdk_port, dpdk_mtu;
 };
 

@@ -760,9 +760,8 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 		const struct braid_wire_ops *wire = braid_wire_find(braid_cfg.wire);
 
 		if (wire && wire->iface) {
-			/* the wire's own port (DPDK) reaches its subnet, nothing else: no router */
-			if (!nifs || (dest.sin_addr.s_addr & ifs[0].mask.s_addr) !=
-				     (ifs[0].addr.s_addr & ifs[0].mask.s_addr)) {
+			/* the wire's own port (DPDK) is the way to anywhere (its router, if any) */
+			if (!nifs) {
 				free(ifs);
 				return -FI_ENODATA;
 			}

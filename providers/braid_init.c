@@ -137,6 +137,10 @@ static void braid_init_env(void)
 			"dpdk wire: the port's IPv4 address and prefix, a.b.c.d/len. "
 			"(default: the address of the kernel interface with the "
 			"port's MAC, as for net_af_packet and net_af_xdp)");
+	fi_param_define(&braid_prov, "dpdk_gw", FI_PARAM_STRING,
+			"dpdk wire: the router (an address on the port's subnet) that "
+			"frames to other subnets go to. (default: the shadowed kernel "
+			"interface's default gateway; none: other subnets are unreachable)");
 	fi_param_define(&braid_prov, "dpdk_mtu", FI_PARAM_INT,
 			"dpdk wire: the port's IP MTU, 576 to 9000 (less if the port "
 			"cannot). (default: %d)", braid_cfg.dpdk_mtu);
@@ -238,6 +242,8 @@ static void braid_init_env(void)
 		braid_cfg.dpdk_args = str;
 	if (!fi_param_get_str(&braid_prov, "dpdk_ip", &str) && str && *str)
 		braid_cfg.dpdk_ip = str;
+	if (!fi_param_get_str(&braid_prov, "dpdk_gw", &str) && str && *str)
+		braid_cfg.dpdk_gw = str;
 	if (!fi_param_get_str(&braid_prov, "dpdk_neigh", &str) && str && *str)
 		braid_cfg.dpdk_neigh = str;
 	braid_param_int("dpdk_port", 0, 65535, &braid_cfg.dpdk_port);

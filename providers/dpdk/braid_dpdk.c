@@ -74,6 +74,7 @@ static struct {
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
 	uint32_t ip, mask;	/* network order */
+	uint32_t gw;		/* the router off-subnet frames go to (network order), or 0 */
 	uint16_t ip_mtu;
 	uint64_t tx_offload;	/* RTE_ETH_TX_OFFLOAD_* checksums the port computes */
 	/* @lock: the tables; @rx: the receive queue; @tx: the transmit queue and @neigh */
@@ -156,8 +157,30 @@ static int dpdk_parse_cidr(const char *s, uint32_t *ip, uint32_t *mask)
 	return 0;
 }
 
-/* The address of the kernel interface this port shadows (same MAC: af_packet, af_xdp). */
-static int dpdk_shadowed_ip(uint32_t *ip, uint32_t *mask)
+/* The default gateway of kernel interface @ifname (/proc/net/route), or 0. */
+static uint32_t dpdk_kernel_gw(const char *ifname)
+{
+	char line[256], name[IF_NAMESIZE + 1];
+	unsigned long dst, gw, flags;
+	uint32_t found = 0;
+	FILE *f = fopen("/proc/net/route", "r");
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%16s %lx %lx %lx", name, &dst, &gw, &flags) == 4 &&
+		    !strcmp(name, ifname) && dst == 0 && (flags & 0x2 /* RTF_GATEWAY */))
+			found = (uint32_t)gw;	/* printed as the kernel holds it: network order */
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The kernel interface this port shadows (the same MAC: net_af_packet,
+ * net_af_xdp): its address into @ip and @mask, its default gateway into @gw.
+ */
+static int dpdk_shadowed_ip(uint32_t *ip, uint32_t *mask, uint32_t *gw)
 {
 	struct ifaddrs *list, *a, *b;
 	int ret = -FI_ENODATA;
@@ -175,6 +198,7 @@ static int dpdk_shadowed_ip(uint32_t *ip, uint32_t *mask)
 			    !strcmp(a->ifa_name, b->ifa_name) && b->ifa_netmask) {
 				*ip = ((struct sockaddr_in *)b->ifa_addr)->sin_addr.s_addr;
 				*mask = ((struct sockaddr_in *)b->ifa_netmask)->sin_addr.s_addr;
+				*gw = dpdk_kernel_gw(a->ifa_name);
 				ret = 0;
 				break;
 			}
@@ -232,6 +256,7 @@ static void dpdk_start(void)
 	bool have_cpus;
 	char **argv;
 	int argc = 0, ret;
+	unsigned room;
 
 	pthread_spin_init(&dp.rx, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&dp.tx, PTHREAD_PROCESS_PRIVATE);
@@ -275,10 +300,12 @@ static void dpdk_start(void)
 			dp.ip_mtu = (uint16_t)cap;
 		}
 	}
-	/* one segment per frame: the buffers fit the MTU */
-	dp.pool = rte_pktmbuf_pool_create("braid_pool", DPDK_POOL, 256, 0,
-					  (uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_ETHER_HDR_LEN +
-						     dp.ip_mtu + RTE_ETHER_CRC_LEN),
+	/* one segment per frame: the buffers fit the MTU, and at least DPDK's default
+	 * (net_af_packet wants a whole ring frame, 2 KiB by default, in one) */
+	room = RTE_PKTMBUF_HEADROOM + RTE_ETHER_HDR_LEN + dp.ip_mtu + RTE_ETHER_CRC_LEN;
+	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
+		room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	dp.pool = rte_pktmbuf_pool_create("braid_pool", DPDK_POOL, 256, 0, (uint16_t)room,
 					  (int)rte_eth_dev_socket_id(dp.port) < 0 ? SOCKET_ID_ANY :
 					  rte_eth_dev_socket_id(dp.port));
 	if (!dp.pool) {
@@ -313,11 +340,23 @@ static void dpdk_start(void)
 			dp.err = -FI_EINVAL;
 			return;
 		}
-	} else if (dpdk_shadowed_ip(&dp.ip, &dp.mask)) {
+	} else if (dpdk_shadowed_ip(&dp.ip, &dp.mask, &dp.gw)) {
 		BRAID_WARN(FI_LOG_CORE, "dpdk wire: port %s has no IPv4 address: set FI_BRAID_DPDK_IP\n",
 			   dp.name);
 		dp.err = -FI_EADDRNOTAVAIL;
 		return;
+	}
+	if (braid_cfg.dpdk_gw && *braid_cfg.dpdk_gw) {
+		struct in_addr a;
+
+		if (inet_pton(AF_INET, braid_cfg.dpdk_gw, &a) != 1 ||
+		    (a.s_addr & dp.mask) != (dp.ip & dp.mask)) {
+			BRAID_WARN(FI_LOG_CORE, "dpdk wire: FI_BRAID_DPDK_GW=%s is not an address on "
+				   "the port's subnet\n", braid_cfg.dpdk_gw);
+			dp.err = -FI_EINVAL;
+			return;
+		}
+		dp.gw = a.s_addr;
 	}
 	if (dpdk_static_neigh(braid_cfg.dpdk_neigh)) {
 		BRAID_WARN(FI_LOG_CORE, "dpdk wire: FI_BRAID_DPDK_NEIGH=%s is not ip=mac,...\n",
@@ -330,8 +369,11 @@ static void dpdk_start(void)
 
 		inet_ntop(AF_INET, &dp.ip, ip, sizeof(ip));
 		rte_ether_format_addr(mac, sizeof(mac), &dp.mac);
-		BRAID_INFO(FI_LOG_CORE, "dpdk wire: port %u %s (%s), %s, MTU %u, checksums %s\n",
-			   dp.port, dp.name, info.driver_name, ip, dp.ip_mtu,
+		char gw[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &dp.gw, gw, sizeof(gw));
+		BRAID_INFO(FI_LOG_CORE, "dpdk wire: port %u %s (%s), %s, gateway %s, MTU %u, checksums %s\n",
+			   dp.port, dp.name, info.driver_name, ip, dp.gw ? gw : "none", dp.ip_mtu,
 			   dp.tx_offload ? "offloaded" : "computed by braid");
 		(void)mac;
 	}
@@ -459,10 +501,13 @@ static bool dpdk_resolve(uint32_t ip, struct rte_mbuf *m, struct rte_ether_hdr *
 	uint64_t now;
 
 	if ((ip & dp.mask) != (dp.ip & dp.mask)) {
-		/* off the subnet: braid has no router; the wire is one Ethernet segment */
-		dp.tx_arp_drop++;
-		rte_pktmbuf_free(m);
-		return false;
+		/* off the subnet: to the router, if there is one */
+		if (!dp.gw) {
+			dp.tx_arp_drop++;
+			rte_pktmbuf_free(m);
+			return false;
+		}
+		next = dp.gw;
 	}
 	n = dpdk_neigh_slot(next, true);
 	if (n && n->known) {
