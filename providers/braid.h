@@ -98,6 +98,8 @@ struct braid_config {
 	 * neighbours known without ARP ("ip=mac,...").
 	 */
 	char *dpdk_args, *dpdk_ip, *dpdk_gw, *dpdk_neigh;
+	/** @sim: the sim wire's fabric: "seed=,paths=,loss=,dup=,reorder=,..." (braid_sim_wire.c). */
+	char *sim;
 	int dpdk_port, dpdk_mtu;
 };
 

@@ -103,6 +103,7 @@ static void braid_layering_init(void)
 static void braid_cleanup(void)
 {
 	braid_progress_halt_all();
+	braid_wire_cleanup_all();	/* a DPDK port braid started, the sim */
 }
 
 struct fi_provider braid_prov = {
@@ -122,9 +123,16 @@ static void braid_init_env(void)
 	int val;
 
 	fi_param_define(&braid_prov, "wire", FI_PARAM_STRING,
-			"Wire that carries braid's packets: udp (kernel UDP sockets) "
-			"or dpdk (Ethernet frames through a DPDK port, kernel bypass; "
-			"only when braid was built with libdpdk). (default: udp)");
+			"Wire that carries braid's packets: udp (kernel UDP sockets), "
+			"dpdk (Ethernet frames through a DPDK port, kernel bypass; "
+			"only when braid was built with libdpdk) or sim (every "
+			"endpoint of the process on one simulated lossy fabric, "
+			"FI_BRAID_SIM; for tests). (default: udp)");
+	fi_param_define(&braid_prov, "sim", FI_PARAM_STRING,
+			"sim wire: the simulated fabric, key=value,... of seed, paths "
+			"(1 to 256), loss, dup, reorder (fractions of packets, 0 to "
+			"1, per path), reorder_us, delay_us, jitter_us, rate_mbit. "
+			"(default: seed=1,paths=4 and a perfect network)");
 	fi_param_define(&braid_prov, "dpdk_args", FI_PARAM_STRING,
 			"dpdk wire: the EAL's arguments, split at blanks, e.g. "
 			"\"-a 0000:3b:00.0\" for a NIC, or \"--no-huge --no-shconf -m 512 "
@@ -242,6 +250,8 @@ static void braid_init_env(void)
 		braid_cfg.dpdk_args = str;
 	if (!fi_param_get_str(&braid_prov, "dpdk_ip", &str) && str && *str)
 		braid_cfg.dpdk_ip = str;
+	if (!fi_param_get_str(&braid_prov, "sim", &str) && str && *str)
+		braid_cfg.sim = str;
 	if (!fi_param_get_str(&braid_prov, "dpdk_gw", &str) && str && *str)
 		braid_cfg.dpdk_gw = str;
 	if (!fi_param_get_str(&braid_prov, "dpdk_neigh", &str) && str && *str)

@@ -493,13 +493,7 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 	int n, i, rounds, t;
 
 	for (rounds = 0; rounds < 8; rounds++) {
-		for (i = 0; i < MSG_RX_BURST; i++) {
-			iovs[i].iov_base = port->rx_bufs + (size_t)i * port->wire->mtu;
-			iovs[i].iov_len = port->wire->mtu;
-			pkts[i].iov = &iovs[i];
-			pkts[i].iovcnt = 1;
-		}
-		n = port->wire->ops->rx_burst(port->wire, pkts, MSG_RX_BURST);
+		n = braid_wire_rx(port->wire, pkts, iovs, port->rx_bufs, MSG_RX_BURST);
 		for (i = 0; i < n; i++) {
 			const uint8_t *b = iovs[i].iov_base;
 			struct braid_ep *dst;
@@ -529,6 +523,7 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 			if (t == *ntouched && t < max_touched)
 				touched[(*ntouched)++] = dst;
 		}
+		braid_wire_rx_done(port->wire, pkts, n);
 		if (n < MSG_RX_BURST)
 			break;
 	}

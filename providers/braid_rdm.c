@@ -317,14 +317,18 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 		/* large datagrams: the home route one at a time, the others as usual */
 		if (direct && rdm_rx_direct(ep, &now) == RDM_RX_BURST)
 			continue;
-		for (i = 0; i < RDM_RX_BURST; i++) {
-			iovs[i].iov_base = ep->rx_bufs + (size_t)i * ep->wire->mtu;
-			iovs[i].iov_len = ep->wire->mtu;
-			pkts[i].iov = &iovs[i];
-			pkts[i].iovcnt = 1;
+		if (direct && ep->rx_direct) {
+			for (i = 0; i < RDM_RX_BURST; i++) {
+				iovs[i].iov_base = ep->rx_bufs + (size_t)i * ep->wire->mtu;
+				iovs[i].iov_len = ep->wire->mtu;
+				pkts[i].iov = &iovs[i];
+				pkts[i].iovcnt = 1;
+			}
+			n = ep->wire->ops->rx_routes(ep->wire, pkts, RDM_RX_BURST);
+		} else {
+			/* the DPDK wire lends its frames: the engine reads them in place */
+			n = braid_wire_rx(ep->wire, pkts, iovs, ep->rx_bufs, RDM_RX_BURST);
 		}
-		n = (direct && ep->rx_direct ? ep->wire->ops->rx_routes :
-		     ep->wire->ops->rx_burst)(ep->wire, pkts, RDM_RX_BURST);
 		/* a fresh clock per burst: a stale one (the host may deschedule us
 		 * mid-progress) would make RTT samples lie, and the CC and every
 		 * RTT-scaled timer with them */
@@ -344,6 +348,7 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 					    ntohs(pkts[i].addr.sin_port),
 					    pkts[i].flags & BRAID_PKT_ECN_CE, now);
 		}
+		braid_wire_rx_done(ep->wire, pkts, n);
 		if (n < RDM_RX_BURST)
 			break;
 	}

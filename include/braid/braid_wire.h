@@ -56,6 +56,8 @@ struct braid_pkt {
 	 * wire.gso_segs of them.
 	 */
 	uint16_t gso_size;
+	/** @lent: rx_lend: the wire's own buffer behind @iov, for rx_return. */
+	void *lent;
 };
 
 struct braid_wire;
@@ -119,6 +121,18 @@ struct braid_wire_ops {
 	/** @rx_routes: with @rx_peek: @rx_burst from every route but the home one. */
 	int (*rx_routes)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 	/**
+	 * @rx_lend: optional (NULL: the wire has none). @rx_burst without a
+	 * copy: the wire lends its own buffers. Each packet's @iov (the caller
+	 * gives one struct iovec per packet, @iovcnt 1) is set to the payload
+	 * inside the wire's buffer, with @len, @addr, @path and @flags as
+	 * @rx_burst sets them; the bytes stay valid, and the caller may read
+	 * them, until @rx_return gives the packets back, which the caller must
+	 * do before its next receive call on this wire.
+	 */
+	int (*rx_lend)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
+	/** @rx_return: with @rx_lend: give back @n packets it lent. */
+	void (*rx_return)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
+	/**
 	 * @iface: optional (NULL: the wire uses the kernel's interfaces). The one
 	 * interface the wire owns itself (a DPDK port): its name, IPv4 address,
 	 * netmask and datagram payload limit. Starts the wire's port if it has
@@ -126,6 +140,12 @@ struct braid_wire_ops {
 	 */
 	int (*iface)(char *name, size_t namelen, struct in_addr *addr, struct in_addr *mask,
 		     size_t *mtu);
+	/**
+	 * @cleanup: optional: the provider is being unloaded (fi_fini): release
+	 * what the wire holds for the whole process (a port it started, its
+	 * buffers), if no wire endpoint is open.
+	 */
+	void (*cleanup)(void);
 };
 
 /**
@@ -167,11 +187,50 @@ struct braid_wire {
 const struct braid_wire_ops *braid_wire_find(const char *name);
 
 /**
+ * struct braid_wire_ports - the UDP ports of a wire that owns its address
+ * (DPDK, sim): which endpoint owns each port and which of its route
+ * selectors the port stands for. The wire serialises the calls (its lock).
+ */
+struct braid_wire_ports {
+	/** @owner: by port: the owning wire endpoint, or NULL. */
+	void *owner[65536];
+	/** @sel: by port: the owner's route selector (0: its home port). */
+	uint16_t sel[65536];
+	/** @next: where the search for a free port goes on (32768 .. 65535). */
+	uint16_t next;
+};
+
+/**
+ * braid_wire_ports_bind() - give @owner @n ports into @ports: the home port
+ * @home (0: any free one), then one per route selector 1 .. @n-1.
+ * Return: 0, or -FI_EADDRINUSE (nothing taken).
+ */
+int braid_wire_ports_bind(struct braid_wire_ports *t, void *owner, uint16_t home,
+			  uint16_t *ports, int n);
+/** braid_wire_ports_unbind() - give back @n ports. */
+void braid_wire_ports_unbind(struct braid_wire_ports *t, const uint16_t *ports, int n);
+
+/** braid_wire_cleanup_all() - every built-in wire's @cleanup (provider unload). */
+void braid_wire_cleanup_all(void);
+
+/**
  * braid_wire_if_mtu() - the datagram payload limit for a local IPv4 address:
  * the interface MTU less IPv4 and UDP headers, capped at 65507. For
  * INADDR_ANY, the smallest over the interfaces that are up.
  * Return: bytes, or 1472 when the interface cannot be found.
  */
 size_t braid_wire_if_mtu(struct in_addr addr);
+
+/**
+ * braid_wire_rx() - receive up to @n datagrams of at most wire->mtu bytes:
+ * lent by the wire where it can (@rx_lend), else copied into @bufs (@n
+ * buffers of wire->mtu bytes). @iovs: one iovec per packet, which the
+ * packets point to. Give the packets back with braid_wire_rx_done() once
+ * their bytes are used. Return: how many arrived.
+ */
+int braid_wire_rx(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec *iovs,
+		  uint8_t *bufs, int n);
+/** braid_wire_rx_done() - give back what braid_wire_rx() received (if lent). */
+void braid_wire_rx_done(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 
 #endif /* BRAID_WIRE_H */

@@ -49,7 +49,6 @@
 #define DPDK_ARP_SLOTS		256	/* neighbours cached (open addressing) */
 #define DPDK_ARP_HELD		16	/* frames held per neighbour while ARP resolves */
 #define DPDK_ARP_RETRY_NS	200000000ull	/* an unanswered ARP request is sent again after */
-#define DPDK_PORT_LO		32768	/* endpoints' ports are drawn from here .. 65535 */
 #define DPDK_SPARE_MAX		32	/* as the UDP wire: spare route selectors */
 #define DPDK_HDRS		(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + \
 				 sizeof(struct rte_udp_hdr))
@@ -77,12 +76,15 @@ static struct {
 	uint32_t gw;		/* the router off-subnet frames go to (network order), or 0 */
 	uint16_t ip_mtu;
 	uint64_t tx_offload;	/* RTE_ETH_TX_OFFLOAD_* checksums the port computes */
+	/* the EAL's arguments, kept for the life of the EAL (it may keep pointers into them) */
+	char **argv, **args;
+	bool own_eal;		/* braid started the EAL (not the application) */
+	bool port_started;
+	int open_wires;
 	/* @lock: the tables; @rx: the receive queue; @tx: the transmit queue and @neigh */
 	pthread_mutex_t lock;
 	pthread_spinlock_t rx, tx;
-	struct braid_dpdk *owner[65536];	/* by local UDP port: its endpoint */
-	uint16_t sel[65536];			/* by local UDP port: its route selector */
-	uint16_t next_port;
+	struct braid_wire_ports ports;	/* changed under @lock and @rx, read under @rx */
 	unsigned ring_id;
 	struct dpdk_neigh neigh[DPDK_ARP_SLOTS];
 	/* frames dropped before an endpoint saw them, by reason */
@@ -260,17 +262,21 @@ static void dpdk_start(void)
 
 	pthread_spin_init(&dp.rx, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&dp.tx, PTHREAD_PROCESS_PRIVATE);
-	dp.next_port = DPDK_PORT_LO;
 	argv = dpdk_argv(braid_cfg.dpdk_args, &argc);
-	if (!argv) {
+	dp.args = argv ? malloc(((size_t)argc + 1) * sizeof(*argv)) : NULL;
+	if (!dp.args) {
 		dp.err = -FI_ENOMEM;
 		return;
 	}
+	/* rte_eal_init reorders argv: keep every string reachable through a copy of the list */
+	memcpy(dp.args, argv, ((size_t)argc + 1) * sizeof(*argv));
+	dp.argv = argv;
 	/* the EAL pins the calling thread to its main lcore: give the application its CPUs back */
 	have_cpus = !pthread_getaffinity_np(pthread_self(), sizeof(cpus), &cpus);
 	ret = rte_eal_init(argc, argv);	/* keeps argv */
 	if (have_cpus)
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	dp.own_eal = ret >= 0;
 	if (ret < 0 && rte_errno != EALREADY) {
 		BRAID_WARN(FI_LOG_CORE, "dpdk wire: the EAL did not start (FI_BRAID_DPDK_ARGS=\"%s\"): %s\n",
 			   braid_cfg.dpdk_args ? braid_cfg.dpdk_args : "", rte_strerror(rte_errno));
@@ -332,6 +338,7 @@ static void dpdk_start(void)
 		dp.err = -FI_ENODEV;
 		return;
 	}
+	dp.port_started = true;
 	rte_eth_macaddr_get(dp.port, &dp.mac);
 	if (braid_cfg.dpdk_ip && *braid_cfg.dpdk_ip) {
 		if (dpdk_parse_cidr(braid_cfg.dpdk_ip, &dp.ip, &dp.mask)) {
@@ -618,8 +625,8 @@ static void dpdk_deliver(struct rte_mbuf **ms, int n)
 			rte_pktmbuf_free(m);
 			continue;
 		}
-		to = __atomic_load_n(&dp.owner[dport], __ATOMIC_ACQUIRE);
-		m->hash.usr = dp.sel[dport];
+		to = dp.ports.owner[dport];
+		m->hash.usr = dp.ports.sel[dport];
 		if (!to) {
 			dp.rx_not_ours++;
 			rte_pktmbuf_free(m);
@@ -644,56 +651,90 @@ static void dpdk_poll(void)
 	pthread_spin_unlock(&dp.rx);
 }
 
-/* Copy a received frame's UDP payload into @pkt and fill in the rest. */
-static void dpdk_frame_to_pkt(struct braid_dpdk *d, struct rte_mbuf *m, struct braid_pkt *pkt)
+/*
+ * A received frame's UDP payload (one segment: dpdk_frame_check made it so)
+ * into *@payload, and @pkt's length, flags, sender and route.
+ */
+static size_t dpdk_frame_meta(struct rte_mbuf *m, struct braid_pkt *pkt, uint8_t **payload)
 {
 	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, m->l2_len);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((char *)ip + m->l3_len);
-	size_t len = rte_be_to_cpu_16(udp->dgram_len) - sizeof(*udp);
-	uint32_t off = (uint32_t)(m->l2_len + m->l3_len + sizeof(*udp));
-	size_t done = 0;
-	int i;
 
-	for (i = 0; i < pkt->iovcnt && done < len; i++) {
-		size_t take = pkt->iov[i].iov_len < len - done ? pkt->iov[i].iov_len : len - done;
-		const void *src = rte_pktmbuf_read(m, off + (uint32_t)done, (uint32_t)take,
-						   pkt->iov[i].iov_base);
-
-		if (src && src != pkt->iov[i].iov_base)
-			memcpy(pkt->iov[i].iov_base, src, take);
-		done += take;
-	}
-	pkt->len = len;
-	pkt->flags = done < len ? BRAID_PKT_TRUNC : 0;
-	if ((ip->type_of_service & 0x3) == 0x3)
-		pkt->flags |= BRAID_PKT_ECN_CE;
+	*payload = (uint8_t *)(udp + 1);
+	pkt->len = rte_be_to_cpu_16(udp->dgram_len) - sizeof(*udp);
+	pkt->flags = (ip->type_of_service & 0x3) == 0x3 ? BRAID_PKT_ECN_CE : 0;
 	pkt->path = (uint32_t)m->hash.usr;
 	memset(&pkt->addr, 0, sizeof(pkt->addr));
 	pkt->addr.sin_family = AF_INET;
 	pkt->addr.sin_addr.s_addr = ip->src_addr;
 	pkt->addr.sin_port = udp->src_port;
-	(void)d;
+	return pkt->len;
 }
 
-static int dpdk_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+/* Up to @n of this endpoint's frames, polling the port first if it has none. */
+static int dpdk_take(struct braid_dpdk *d, struct rte_mbuf **ms, int n)
 {
-	struct braid_dpdk *d = (struct braid_dpdk *)wire;
-	struct rte_mbuf *ms[DPDK_BURST];
-	int got, i;
-
 	if (n > DPDK_BURST)
 		n = DPDK_BURST;
 	if (n <= 0)
 		return 0;
 	if (rte_ring_empty(d->ring))
 		dpdk_poll();
-	got = (int)rte_ring_mc_dequeue_burst(d->ring, (void **)ms, (unsigned)n, NULL);
+	n = (int)rte_ring_mc_dequeue_burst(d->ring, (void **)ms, (unsigned)n, NULL);
+	d->wire.rx_packets += (uint64_t)n;
+	return n;
+}
+
+static int dpdk_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	struct rte_mbuf *ms[DPDK_BURST];
+	int got = dpdk_take((struct braid_dpdk *)wire, ms, n), i;
+
 	for (i = 0; i < got; i++) {
-		dpdk_frame_to_pkt(d, ms[i], &pkts[i]);
+		struct braid_pkt *pkt = &pkts[i];
+		uint8_t *src;
+		size_t len = dpdk_frame_meta(ms[i], pkt, &src), done = 0;
+		int k;
+
+		for (k = 0; k < pkt->iovcnt && done < len; k++) {
+			size_t take = pkt->iov[k].iov_len < len - done ? pkt->iov[k].iov_len : len - done;
+
+			memcpy(pkt->iov[k].iov_base, src + done, take);
+			done += take;
+		}
+		if (done < len)
+			pkt->flags |= BRAID_PKT_TRUNC;
 		rte_pktmbuf_free(ms[i]);
 	}
-	wire->rx_packets += (uint64_t)got;
 	return got;
+}
+
+/* rx_burst without the copy: the engine reads the payload inside the frame. */
+static int dpdk_rx_lend(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	struct rte_mbuf *ms[DPDK_BURST];
+	int got = dpdk_take((struct braid_dpdk *)wire, ms, n), i;
+
+	for (i = 0; i < got; i++) {
+		uint8_t *src;
+
+		pkts[i].iov[0].iov_len = dpdk_frame_meta(ms[i], &pkts[i], &src);
+		pkts[i].iov[0].iov_base = src;
+		pkts[i].iovcnt = 1;
+		pkts[i].lent = ms[i];
+	}
+	return got;
+}
+
+static void dpdk_rx_return(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		rte_pktmbuf_free(pkts[i].lent);
+		pkts[i].lent = NULL;
+	}
+	(void)wire;
 }
 
 /*
@@ -856,14 +897,6 @@ static int dpdk_wait_fd(struct braid_wire *wire)
 	return -1;	/* polled: nothing to sleep on */
 }
 
-static void dpdk_unbind(struct braid_dpdk *d, int upto)
-{
-	int i;
-
-	for (i = 0; i < upto; i++)
-		__atomic_store_n(&dp.owner[d->ports[i]], NULL, __ATOMIC_RELEASE);
-}
-
 static void dpdk_close(struct braid_wire *wire)
 {
 	struct braid_dpdk *d = (struct braid_dpdk *)wire;
@@ -872,8 +905,9 @@ static void dpdk_close(struct braid_wire *wire)
 	pthread_mutex_lock(&dp.lock);
 	/* the poller hands frames over under the rx lock: after it, none can reach us */
 	pthread_spin_lock(&dp.rx);
-	dpdk_unbind(d, (int)wire->entropies);
+	braid_wire_ports_unbind(&dp.ports, d->ports, (int)wire->entropies);
 	pthread_spin_unlock(&dp.rx);
+	dp.open_wires--;
 	pthread_mutex_unlock(&dp.lock);
 	BRAID_INFO(FI_LOG_EP_DATA, "dpdk wire: port %u closed; %lu rx %lu tx; port drops: %lu not ours, "
 		   "%lu malformed, %lu ring full, %lu without link, %lu without ARP\n",
@@ -889,28 +923,11 @@ static void dpdk_close(struct braid_wire *wire)
 	free(d);
 }
 
-/* A free local port (dp.lock held): @want if free, else the next free one from the range. */
-static int dpdk_take_port(uint16_t want)
-{
-	int i;
-
-	if (want)
-		return dp.owner[want] ? -FI_EADDRINUSE : want;
-	for (i = 0; i < 65536 - DPDK_PORT_LO; i++) {
-		uint16_t p = dp.next_port;
-
-		dp.next_port = p == 65535 ? DPDK_PORT_LO : (uint16_t)(p + 1);
-		if (!dp.owner[p])
-			return p;
-	}
-	return -FI_EADDRINUSE;
-}
-
 static int dpdk_open(const struct braid_wire_params *params, struct braid_wire **wire)
 {
 	struct braid_dpdk *d;
 	char ring[RTE_RING_NAMESIZE];
-	int ret, i, nsel;
+	int ret, nsel;
 
 	if (!params || !wire || params->paths < 1 || params->paths > BRAID_WIRE_MAX_PATHS ||
 	    params->addr.sin_family != AF_INET)
@@ -939,19 +956,16 @@ static int dpdk_open(const struct braid_wire_params *params, struct braid_wire *
 		free(d);
 		return -FI_ENOMEM;
 	}
-	for (i = 0; i < nsel; i++) {
-		ret = dpdk_take_port(i ? 0 : ntohs(params->addr.sin_port));
-		if (ret < 0) {
-			dpdk_unbind(d, i);
-			pthread_mutex_unlock(&dp.lock);
-			rte_ring_free(d->ring);
-			free(d);
-			return ret;
-		}
-		d->ports[i] = (uint16_t)ret;
-		dp.sel[ret] = (uint16_t)i;
-		__atomic_store_n(&dp.owner[ret], d, __ATOMIC_RELEASE);
+	pthread_spin_lock(&dp.rx);	/* the poller reads the table under it */
+	ret = braid_wire_ports_bind(&dp.ports, d, ntohs(params->addr.sin_port), d->ports, nsel);
+	pthread_spin_unlock(&dp.rx);
+	if (ret) {
+		pthread_mutex_unlock(&dp.lock);
+		rte_ring_free(d->ring);
+		free(d);
+		return ret;
 	}
+	dp.open_wires++;
 	pthread_mutex_unlock(&dp.lock);
 	d->wire.name.sin_family = AF_INET;
 	d->wire.name.sin_addr.s_addr = dp.ip;
@@ -974,6 +988,46 @@ static int dpdk_iface(char *name, size_t namelen, struct in_addr *addr, struct i
 	return 0;
 }
 
+/* Provider unload: stop what braid started (the port, the EAL if it was braid's), free what it holds. */
+static void dpdk_cleanup(void)
+{
+	int i, k;
+
+	pthread_mutex_lock(&dp.lock);
+	if (dp.open_wires) {
+		pthread_mutex_unlock(&dp.lock);
+		return;	/* endpoints still use the port: leave it all */
+	}
+	for (i = 0; i < DPDK_ARP_SLOTS; i++) {
+		for (k = 0; k < dp.neigh[i].held; k++)
+			rte_pktmbuf_free(dp.neigh[i].hold[k]);
+		dp.neigh[i].held = 0;
+	}
+	if (dp.port_started) {
+		rte_eth_dev_stop(dp.port);
+		rte_eth_dev_close(dp.port);
+		dp.port_started = false;
+	}
+	if (dp.pool) {
+		rte_mempool_free(dp.pool);
+		dp.pool = NULL;
+	}
+	if (dp.own_eal) {
+		rte_eal_cleanup();
+		dp.own_eal = false;
+	}
+	if (dp.args) {
+		for (i = 0; dp.args[i]; i++)
+			free(dp.args[i]);
+		free(dp.args);
+		free(dp.argv);
+		dp.args = dp.argv = NULL;
+	}
+	if (!dp.err)
+		dp.err = -FI_ENODEV;	/* the EAL does not start twice in a process */
+	pthread_mutex_unlock(&dp.lock);
+}
+
 const struct braid_wire_ops braid_dpdk_wire_ops = {
 	.name = "dpdk",
 	.polled = true,
@@ -982,5 +1036,8 @@ const struct braid_wire_ops braid_dpdk_wire_ops = {
 	.tx_burst = dpdk_tx_burst,
 	.rx_burst = dpdk_rx_burst,
 	.wait_fd = dpdk_wait_fd,
+	.rx_lend = dpdk_rx_lend,
+	.rx_return = dpdk_rx_return,
 	.iface = dpdk_iface,
+	.cleanup = dpdk_cleanup,
 };

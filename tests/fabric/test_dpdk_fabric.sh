@@ -35,7 +35,10 @@ on() {
 		"$ab" "$@"
 }
 
-probe=$("$fabric" exec h1 -- env FI_PROVIDER_PATH="$build/providers" FI_BRAID_WIRE=dpdk \
+# fi_info is not sanitized: under ASan (build-asan) the provider needs its runtime preloaded
+asan=$(ldd "$build/providers/libbraid-fi.so" 2>/dev/null | awk '/libasan\.so/ { print $3 }')
+probe=$("$fabric" exec h1 -- env ${asan:+LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0} \
+	FI_PROVIDER_PATH="$build/providers" FI_BRAID_WIRE=dpdk \
 	FI_LOG_LEVEL=warn FI_BRAID_DPDK_ARGS="$eal --file-prefix=$BRAID_FABRIC_PREFIX-probe --vdev=net_af_packet0,iface=eth0" \
 	timeout 30 fi_info -p braid -t FI_EP_RDM 2>&1)
 if ! grep -q 'domain: net_af_packet0' <<<"$probe"; then
