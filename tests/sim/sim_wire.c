@@ -9,7 +9,9 @@
  *   sim_wire [SEED]
  *
  * It sets the wire before its first libfabric call and asserts that what ran
- * is braid's own RDM on the sim ("braid", domain "sim0"). Exit 0 passed, 1
+ * is braid's own RDM on the sim ("braid", domain "sim0"). Then the wait
+ * objects of a polled wire: no FI_WAIT_FD, FI_WAIT_UNSPEC is FI_WAIT_YIELD,
+ * a blocking read polls and times out. Exit 0 passed, 1
  * failed (said why). tests/sim/run_sim_wire.sh also checks, from braid's
  * log, that the sim did lose and duplicate packets and braid recovered them.
  */
@@ -153,6 +155,32 @@ poll:
 		drain(&s[1], 1);
 		CHECK(now_s() < deadline, "after %.0f s: sent %d/%d, received %d/%d", TIMEOUT,
 		      s[0].sent, s[1].sent, s[0].recvd, s[1].recvd);
+	}
+	/*
+	 * A polled wire has no fd: a CQ offers no FI_WAIT_FD, FI_WAIT_UNSPEC is
+	 * FI_WAIT_YIELD and says so, and a blocking read on it polls and times out.
+	 */
+	{
+		struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD };
+		struct fi_cq_tagged_entry e;
+		enum fi_wait_obj obj = FI_WAIT_NONE;
+		struct fid_cq *cq = NULL;
+		double t0;
+		int ret;
+
+		ret = fi_cq_open(s[0].c.domain, &attr, &cq, NULL);
+		CHECK(ret == -FI_ENOSYS, "a CQ with FI_WAIT_FD on a polled wire: %d, not -FI_ENOSYS", ret);
+		attr.wait_obj = FI_WAIT_UNSPEC;
+		ret = fi_cq_open(s[0].c.domain, &attr, &cq, NULL);
+		CHECK(!ret, "a CQ with FI_WAIT_UNSPEC: %s", fi_strerror(-ret));
+		ret = fi_control(&cq->fid, FI_GETWAITOBJ, &obj);
+		CHECK(!ret && obj == FI_WAIT_YIELD, "FI_GETWAITOBJ: %d, wait object %d, not FI_WAIT_YIELD",
+		      ret, (int)obj);
+		t0 = now_s();
+		ret = (int)fi_cq_sread(cq, &e, 1, NULL, 50);
+		CHECK(ret == -FI_EAGAIN && now_s() - t0 >= 0.045 && now_s() - t0 < 2,
+		      "fi_cq_sread of an empty CQ for 50 ms: %d after %.3f s", ret, now_s() - t0);
+		fi_close(&cq->fid);
 	}
 	for (int i = 0; i < 2; i++)
 		conn_close(&s[i].c);
