@@ -219,6 +219,8 @@ struct braid_rc_port {
 	int refs;
 	uint8_t *rx_bufs;
 	uint64_t unknown_qp;
+	/** @wrong_source: packets for a QP from an address other than its peer's (dropped). */
+	uint64_t wrong_source;
 };
 
 /* braid_msg.c */
@@ -336,12 +338,15 @@ int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int t
 struct braid_cq_slot {
 	struct fi_cq_tagged_entry entry;
 	fi_addr_t src;
+	/** @ep: the endpoint whose operation it completes (discarded when it closes). */
+	const struct braid_ep *ep;
 };
 
 struct braid_cq_err {
 	struct braid_dlist node;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
+	const struct braid_ep *ep;
 };
 
 struct braid_cq {
@@ -574,11 +579,18 @@ int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 bool braid_cq_has_room(struct braid_cq *cq);
 /* braid_cq_room() - room for one more entry; a CQ not bound (NULL) always has room. */
 bool braid_cq_room(struct braid_cq *cq);
-int braid_cq_write(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
-		   void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
-int braid_cq_write_err(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
-		       void *buf, uint64_t data, uint64_t tag, size_t olen, int err,
-		       int prov_errno, fi_addr_t src);
+/* Completions of endpoint @ep's operations (the CQ's lock, the domain's, held). */
+int braid_cq_write(struct braid_cq *cq, const struct braid_ep *ep, void *context, uint64_t flags,
+		   size_t len, void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
+int braid_cq_write_err(struct braid_cq *cq, const struct braid_ep *ep, void *context,
+		       uint64_t flags, size_t len, void *buf, uint64_t data, uint64_t tag,
+		       size_t olen, int err, int prov_errno, fi_addr_t src);
+/*
+ * braid_cq_discard() - drop the completions of @ep still in @cq: it is being
+ * closed (fi_endpoint(3) lets a provider discard them; a layer above, ofi_rxm,
+ * would otherwise repost a completed receive's buffer to the closed endpoint).
+ */
+void braid_cq_discard(struct braid_cq *cq, const struct braid_ep *ep);
 /* braid_cntr.c */
 int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		    struct fid_cntr **cntr, void *context);

@@ -36,8 +36,8 @@ static void cq_wake(struct braid_cq *cq)
 	braid_wait_wake(&cq->wait);
 }
 
-int braid_cq_write(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
-		   void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
+int braid_cq_write(struct braid_cq *cq, const struct braid_ep *ep, void *context, uint64_t flags,
+		   size_t len, void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
 {
 	struct braid_cq_slot *slot;
 
@@ -51,14 +51,15 @@ int braid_cq_write(struct braid_cq *cq, void *context, uint64_t flags, size_t le
 	slot->entry.data = data;
 	slot->entry.tag = tag;
 	slot->src = src;
+	slot->ep = ep;
 	cq->count++;
 	cq_wake(cq);
 	return 0;
 }
 
-int braid_cq_write_err(struct braid_cq *cq, void *context, uint64_t flags, size_t len,
-		       void *buf, uint64_t data, uint64_t tag, size_t olen, int err,
-		       int prov_errno, fi_addr_t src)
+int braid_cq_write_err(struct braid_cq *cq, const struct braid_ep *ep, void *context,
+		       uint64_t flags, size_t len, void *buf, uint64_t data, uint64_t tag,
+		       size_t olen, int err, int prov_errno, fi_addr_t src)
 {
 	struct braid_cq_err *e;
 
@@ -77,10 +78,38 @@ int braid_cq_write_err(struct braid_cq *cq, void *context, uint64_t flags, size_
 	e->err.err = err;
 	e->err.prov_errno = prov_errno;
 	e->src = src;
+	e->ep = ep;
 	braid_dlist_insert_tail(&e->node, &cq->errs);
 	cq->err_count++;
 	cq_wake(cq);
 	return 0;
+}
+
+void braid_cq_discard(struct braid_cq *cq, const struct braid_ep *ep)
+{
+	struct braid_dlist *it, *next;
+	size_t i, kept = 0;
+
+	if (!cq)
+		return;
+	/* the ring, compacted in order */
+	for (i = 0; i < cq->count; i++) {
+		struct braid_cq_slot *s = &cq->slots[(cq->head + i) % cq->size];
+
+		if (s->ep != ep)
+			cq->slots[(cq->head + kept++) % cq->size] = *s;
+	}
+	cq->count = kept;
+	for (it = cq->errs.next; it != &cq->errs; it = next) {
+		struct braid_cq_err *e = braid_container_of(it, struct braid_cq_err, node);
+
+		next = it->next;
+		if (e->ep == ep) {
+			braid_dlist_remove(it);
+			free(e);
+			cq->err_count--;
+		}
+	}
 }
 
 static void cq_copy_out(struct braid_cq *cq, const struct braid_cq_slot *slot, void *dst)

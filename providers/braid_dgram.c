@@ -97,7 +97,7 @@ static void dgram_rx_complete(struct braid_ep *ep, struct braid_rx_entry *rx,
 		ep->stats.rx_trunc++;
 		/* fi_msg(3): truncation is an error completion carrying olen */
 		if (ep->rx_cq)
-			braid_cq_write_err(ep->rx_cq, rx->context, flags, rx->capacity, buf,
+			braid_cq_write_err(ep->rx_cq, ep, rx->context, flags, rx->capacity, buf,
 					   v->cq_data, 0, payload - rx->capacity, FI_ETRUNC,
 					   BRAID_PERR_TRUNC, src);
 		if (ep->recv_cntr)
@@ -105,7 +105,7 @@ static void dgram_rx_complete(struct braid_ep *ep, struct braid_rx_entry *rx,
 		return;
 	}
 	if (comp)
-		braid_cq_write(ep->rx_cq, rx->context, flags, payload, buf, v->cq_data, 0, src);
+		braid_cq_write(ep->rx_cq, ep, rx->context, flags, payload, buf, v->cq_data, 0, src);
 	if (ep->recv_cntr)
 		braid_cntr_inc(ep->recv_cntr);
 }
@@ -212,7 +212,7 @@ static void dgram_tx_done(struct braid_ep *ep, struct braid_tx_pending *tx, int 
 	if (status) {
 		/* fi_cq(3): errors are reported for every operation, fi_inject's too */
 		if (ep->tx_cq)
-			braid_cq_write_err(ep->tx_cq, tx->context, flags, tx->len, tx->buf, 0, 0,
+			braid_cq_write_err(ep->tx_cq, ep, tx->context, flags, tx->len, tx->buf, 0, 0,
 					   0, -status, BRAID_PERR_WIRE_SEND, FI_ADDR_NOTAVAIL);
 		if (ep->send_cntr)
 			braid_cntr_inc_err(ep->send_cntr);
@@ -220,7 +220,7 @@ static void dgram_tx_done(struct braid_ep *ep, struct braid_tx_pending *tx, int 
 	}
 	ep->stats.tx_pkts++;
 	if (comp)
-		braid_cq_write(ep->tx_cq, tx->context, flags, tx->len, tx->buf, 0, 0,
+		braid_cq_write(ep->tx_cq, ep, tx->context, flags, tx->len, tx->buf, 0, 0,
 			       FI_ADDR_NOTAVAIL);
 	if (ep->send_cntr)
 		braid_cntr_inc(ep->send_cntr);
@@ -436,7 +436,7 @@ int braid_dgram_cancel_locked(struct braid_ep *ep, void *context)
 			continue;
 		braid_dlist_remove(&rx->node);
 		if (ep->rx_cq)
-			braid_cq_write_err(ep->rx_cq, rx->context, FI_RECV | FI_MSG, 0,
+			braid_cq_write_err(ep->rx_cq, ep, rx->context, FI_RECV | FI_MSG, 0,
 					   rx->iov_count ? rx->iov[1].iov_base : NULL, 0, 0, 0,
 					   FI_ECANCELED, BRAID_PERR_CANCELED, FI_ADDR_NOTAVAIL);
 		braid_pool_release(&ep->rx_pool, rx);

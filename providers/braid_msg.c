@@ -412,14 +412,14 @@ static void msg_report(struct braid_ep *ep, const struct braid_rc_comp *c)
 	}
 	if (c->err) {
 		if (cq)
-			braid_cq_write_err(cq, c->context, flags, c->len, c->buf, c->imm, 0, c->olen,
+			braid_cq_write_err(cq, ep, c->context, flags, c->len, c->buf, c->imm, 0, c->olen,
 					   c->err, msg_prov_errno(c->err), FI_ADDR_NOTAVAIL);
 		if (cntr)
 			braid_cntr_inc_err(cntr);
 		return;
 	}
 	if (cq && !(c->flags & BRAID_RC_COMP_SILENT))
-		braid_cq_write(cq, c->context, flags, c->len, rx ? c->buf : NULL, c->imm, 0,
+		braid_cq_write(cq, ep, c->context, flags, c->len, rx ? c->buf : NULL, c->imm, 0,
 			       FI_ADDR_NOTAVAIL);
 	if (cntr)
 		braid_cntr_inc(cntr);
@@ -509,6 +509,12 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 				port->unknown_qp++;
 				continue;
 			}
+			/* a QP hears only its peer: the address and port it sends from */
+			if (pkts[i].addr.sin_addr.s_addr != dst->msg->peer.sin_addr.s_addr ||
+			    pkts[i].addr.sin_port != dst->msg->peer.sin_port) {
+				port->wrong_source++;
+				continue;
+			}
 			dst->stats.rx_pkts++;
 			if (braid_rc_input(dst->msg->qp, b, pkts[i].len, now) == 0 &&
 			    dst->msg->conn.state == BRAID_CM_REP_SENT) {
@@ -544,12 +550,14 @@ static void msg_qp_log(struct braid_ep *ep, const char *what, bool warn)
 						braid_rc_drop_str(k), (unsigned long)st->drops[k]);
 	snprintf(line, sizeof(line), "MSG endpoint QP %u %s: %lu packets sent (%lu resent), "
 		 "%lu received; %lu NAKs sent, %lu received; %lu RNR NAKs sent, %lu received; "
-		 "%lu timeouts; drops:%s; port: %lu packets for unknown QPs", m->qpn, what,
+		 "%lu timeouts; drops:%s; port: %lu packets for unknown QPs, %lu from a QP's "
+		 "non-peer", m->qpn, what,
 		 (unsigned long)st->tx_pkts, (unsigned long)st->retx_pkts,
 		 (unsigned long)st->rx_pkts, (unsigned long)st->naks_seq_tx,
 		 (unsigned long)st->naks_seq_rx, (unsigned long)st->rnr_naks_tx,
 		 (unsigned long)st->rnr_naks_rx, (unsigned long)st->timeouts,
-		 off ? drops : " none", (unsigned long)m->port->unknown_qp);
+		 off ? drops : " none", (unsigned long)m->port->unknown_qp,
+		 (unsigned long)m->port->wrong_source);
 	if (warn) {
 		char trace[1024];
 
@@ -691,8 +699,11 @@ int braid_msg_enable(struct braid_ep *ep)
 	m->port = rc_port_get(dom, ep->wire->name.sin_addr, ep->wire_ops);
 	if (!m->port)
 		return -FI_ENOMEM;
+	/* QP numbers a stranger cannot guess (issue 15): random, 24 bits, unused on the port */
 	do {
-		m->qpn = dom->next_qpn++ & BRAID_ROCE_QPN_MASK;
+		if (getrandom(&m->qpn, sizeof(m->qpn), 0) != sizeof(m->qpn))
+			m->qpn = (uint32_t)(braid_now_ns() * 2654435761u) ^ dom->next_qpn++;
+		m->qpn &= BRAID_ROCE_QPN_MASK;
 	} while (m->qpn < 2 || braid_map_get(&m->port->qps, m->qpn));
 	if (getrandom(&m->psn, sizeof(m->psn), 0) != sizeof(m->psn))
 		m->psn = (uint32_t)braid_now_ns();

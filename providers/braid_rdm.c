@@ -185,17 +185,17 @@ static void rdm_report_rma(struct braid_ep *ep, const struct braid_rd_comp *c)
 		if (c->flags & BRAID_RD_COMP_CQ_DATA)
 			flags |= FI_REMOTE_CQ_DATA;
 		if (ep->rx_cq && ((c->flags & BRAID_RD_COMP_CQ_DATA) || (ep->info->caps & FI_RMA_EVENT)))
-			braid_cq_write(ep->rx_cq, NULL, flags, c->len, NULL, c->data, 0,
+			braid_cq_write(ep->rx_cq, ep, NULL, flags, c->len, NULL, c->data, 0,
 				       rdm_source(ep, c->peer));
 	} else if (c->err) {
 		if (ep->tx_cq)
-			braid_cq_write_err(ep->tx_cq, c->context, flags, 0, NULL, 0, 0, 0, c->err,
+			braid_cq_write_err(ep->tx_cq, ep, c->context, flags, 0, NULL, 0, 0, 0, c->err,
 					   c->prov_errno, FI_ADDR_NOTAVAIL);
 		if (cntr)
 			braid_cntr_inc_err(cntr);
 		return;
 	} else if (ep->tx_cq && !(c->flags & BRAID_RD_COMP_SILENT)) {
-		braid_cq_write(ep->tx_cq, c->context, flags, c->len, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+		braid_cq_write(ep->tx_cq, ep, c->context, flags, c->len, NULL, 0, 0, FI_ADDR_NOTAVAIL);
 	}
 	if (cntr)
 		braid_cntr_inc(cntr);
@@ -221,14 +221,14 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
 		flags |= FI_MULTI_RECV;	/* the buffer is the application's again */
 	if (c->err) {
 		if (cq)
-			braid_cq_write_err(cq, c->context, flags, c->len, c->buf, c->data,
+			braid_cq_write_err(cq, ep, c->context, flags, c->len, c->buf, c->data,
 					   c->tag, c->olen, c->err, c->prov_errno, src);
 		if (cntr)
 			braid_cntr_inc_err(cntr);
 		return;
 	}
 	if (cq && !(c->flags & BRAID_RD_COMP_SILENT))
-		braid_cq_write(cq, c->context, flags, c->len, recv ? c->buf : NULL, c->data,
+		braid_cq_write(cq, ep, c->context, flags, c->len, recv ? c->buf : NULL, c->data,
 			       recv ? c->tag : 0, src);
 	if (cntr)
 		braid_cntr_inc(cntr);

@@ -587,3 +587,52 @@ Test(fi_sendmsg, delivery_complete_waits_for_the_receive)
 	cr_assert(e.flags & FI_SEND);
 	rdm_close(&r);
 }
+
+/*
+ * fi_endpoint(3): at fi_close a provider may discard the endpoint's completions still in
+ * its CQs; braid does (ofi_rxm, over braid's MSG endpoints, read a completed receive of a
+ * connection it had closed and reposted the buffer to the freed endpoint). b and a third
+ * endpoint c share one receive CQ; a message completes at each; closing b leaves c's.
+ */
+Test(fi_close, rdm_closed_endpoint_completions_discarded, .timeout = 30)
+{
+	static char buf_b[64], buf_c[64];
+	struct fi_cq_tagged_entry e[4];
+	struct pt_ep c;
+	fi_addr_t to_c;
+	struct rdm r;
+	long deadline;
+	int sent = 0;
+	ssize_t n;
+
+	rdm_open(&r, false);
+	pt_ep_create(&r.d, &c, NULL);
+	c.tx_cq = pt_cq_open(r.d.domain, FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE);
+	cr_assert_eq(fi_ep_bind(c.ep, &c.tx_cq->fid, FI_TRANSMIT), 0);
+	cr_assert_eq(fi_ep_bind(c.ep, &r.b.rx_cq->fid, FI_RECV), 0);
+	pt_ep_enable(&c);
+	cr_assert_eq(fi_av_insert(r.a.av, &c.name, 1, &to_c, 0, NULL), 1);
+	cr_assert_eq(fi_recv(r.b.ep, buf_b, sizeof(buf_b), NULL, FI_ADDR_UNSPEC, (void *)1), 0);
+	cr_assert_eq(fi_recv(c.ep, buf_c, sizeof(buf_c), NULL, FI_ADDR_UNSPEC, (void *)2), 0);
+	cr_assert_eq(fi_send(r.a.ep, "to b", 4, NULL, r.a.peer, (void *)3), 0);
+	cr_assert_eq(fi_send(r.a.ep, "to c", 4, NULL, to_c, (void *)4), 0);
+	/* both sends complete once delivered; the shared CQ is progressed, not read */
+	deadline = pt_now_ms() + 10000;
+	while (sent < 2 && pt_now_ms() < deadline) {
+		(void)fi_cq_read(r.b.rx_cq, NULL, 0);
+		(void)fi_cq_read(c.tx_cq, NULL, 0);
+		(void)fi_cq_read(r.b.tx_cq, NULL, 0);
+		n = fi_cq_read(r.a.tx_cq, e, 4);
+		if (n > 0)
+			sent += (int)n;
+	}
+	cr_assert_eq(sent, 2, "both messages delivered");
+	cr_assert_eq(fi_close(&r.b.ep->fid), 0);
+	r.b.ep = NULL;
+	n = fi_cq_read(r.b.rx_cq, e, 4);
+	cr_assert_eq(n, 1, "one completion left in the shared CQ, not %zd", n);
+	cr_assert_eq(e[0].op_context, (void *)2, "c's, not the closed b's");
+	cr_assert_eq(memcmp(buf_c, "to c", 4), 0);
+	pt_ep_close(&c);	/* its receive CQ is b's: closed with b's */
+	rdm_close(&r);
+}
