@@ -71,6 +71,8 @@ struct braid_config {
 	int sockbuf;
 	/** @gso: send runs of full-size RDM packets with UDP GSO where the kernel has it. */
 	int gso;
+	/** @bundle: RDM: pack packets for one peer into shared datagrams (protocol.md §4.8). */
+	int bundle;
 	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */
 	size_t unexp_bytes;
 	/** @peer_timeout_ms: RDM: a peer silent this long fails its operations; MSG: connect timeout. */

@@ -15,6 +15,7 @@ struct braid_config braid_cfg = {
 	.eq_size = 256,
 	.sockbuf = 4 << 20,
 	.gso = 1,
+	.bundle = 1,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
 	.rc_timeout = BRAID_RC_DEFAULT_TIMEOUT,
@@ -179,6 +180,12 @@ static void braid_init_env(void)
 	fi_param_define(&braid_prov, "sockbuf", FI_PARAM_INT,
 			"Socket send/receive buffer bytes per UDP socket; 0 keeps the "
 			"system default. (default: %d)", braid_cfg.sockbuf);
+	fi_param_define(&braid_prov, "bundle", FI_PARAM_BOOL,
+			"RDM: pack the packets one progress step makes for a peer, "
+			"and a held-back ACK, into shared datagrams (bundles, "
+			"protocol.md 4.8). 0: a datagram per packet, as before "
+			"bundles (for comparisons and for peers to be measured "
+			"datagram by datagram). (default: %d)", braid_cfg.bundle);
 	fi_param_define(&braid_prov, "gso", FI_PARAM_BOOL,
 			"RDM: send runs of full-size packets to a peer by one path in one "
 			"UDP GSO write where the kernel has it (UDP_SEGMENT). (default: %d)",
@@ -271,6 +278,8 @@ static void braid_init_env(void)
 		braid_cfg.eq_size = sz;
 	if (!fi_param_get_int(&braid_prov, "sockbuf", &val) && val >= 0)
 		braid_cfg.sockbuf = val;
+	if (!fi_param_get_bool(&braid_prov, "bundle", &val))
+		braid_cfg.bundle = !!val;
 	if (!fi_param_get_bool(&braid_prov, "gso", &val))
 		braid_cfg.gso = !!val;
 	if (!fi_param_get_size_t(&braid_prov, "unexp_bytes", &sz) && sz)

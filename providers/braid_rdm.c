@@ -58,6 +58,7 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.paths = (uint32_t)ep->wire->paths;
 	/* runs of full packets in one write where the wire offers segmentation offload */
 	cfg.gso_segs = braid_cfg.gso ? ep->wire->gso_segs : 0;
+	cfg.bundle = braid_cfg.bundle;
 	cfg.entropies = ep->wire->entropies;
 	cfg.max_sends = (uint32_t)(ep->info->tx_attr && ep->info->tx_attr->size ?
 				   ep->info->tx_attr->size : braid_cfg.tx_size);
