@@ -2,6 +2,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "bench_common.h"
 
 double now_s(void)
@@ -36,7 +38,9 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 	/* BENCH_NODE: the local address when it is not loopback (a DPDK port's) */
 	if (!node)
 		node = getenv("BENCH_NODE") ? getenv("BENCH_NODE") : "127.0.0.1";
-	TRY(fi_getinfo(FI_VERSION(1, 17), node, "0", FI_SOURCE, hints, &list));
+	/* BENCH_SERVICE: a fixed local port (a restarted process comes back at the same address) */
+	TRY(fi_getinfo(FI_VERSION(1, 17), node, getenv("BENCH_SERVICE") ? getenv("BENCH_SERVICE") : "0",
+		       FI_SOURCE, hints, &list));
 	for (cur = list; cur && !c->info; cur = cur->next)
 		if (!strcmp(cur->fabric_attr->prov_name, prov))
 			c->info = fi_dupinfo(cur);
@@ -166,4 +170,26 @@ void trecv(struct conn *c, fi_addr_t from, void *buf, size_t len, uint64_t tag, 
 	while ((r = fi_trecv(c->ep, buf, len, NULL, from, tag, 0, ctx)) == -FI_EAGAIN)
 		(void)fi_cq_read(c->cq, NULL, 0);
 	TRY(r);
+}
+
+fi_addr_t conn_insert_file(struct conn *c, const char *namefile)
+{
+	uint8_t name[128];
+	size_t len = 0;
+	FILE *f;
+
+	for (int i = 0; i < 100 && !len; i++) {
+		f = fopen(namefile, "r");
+		if (f) {
+			len = fread(name, 1, sizeof(name), f);
+			fclose(f);
+		}
+		if (!len)
+			usleep(100000);
+	}
+	if (!len) {
+		fprintf(stderr, "no peer name in %s after 10 s\n", namefile);
+		exit(BENCH_EXIT_SETUP);
+	}
+	return conn_insert(c, name);
 }

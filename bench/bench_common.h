@@ -77,6 +77,8 @@ void conn_close(struct conn *c);
 void conn_name(struct conn *c, void *name, size_t *len);
 /* conn_insert() - insert a peer's name; the first one becomes c->peer. */
 fi_addr_t conn_insert(struct conn *c, const void *name);
+/* conn_insert_file() - conn_insert() the name another process wrote to @namefile (waits up to 10 s). */
+fi_addr_t conn_insert_file(struct conn *c, const char *namefile);
 
 /*
  * wait_comps() - wait for @n completions, any kind; an error completion or
