@@ -588,11 +588,14 @@ int braid_cq_write_err(struct braid_cq *cq, const struct braid_ep *ep, void *con
 		       uint64_t flags, size_t len, void *buf, uint64_t data, uint64_t tag,
 		       size_t olen, int err, int prov_errno, fi_addr_t src);
 /*
- * braid_cq_discard() - drop the completions of @ep still in @cq: it is being
- * closed (fi_endpoint(3) lets a provider discard them; a layer above, ofi_rxm,
- * would otherwise repost a completed receive's buffer to the closed endpoint).
+ * braid_cq_ep_closed() - endpoint @ep is being closed: its receive
+ * completions still in @cq become FI_ECANCELED errors (BRAID_PERR_SHUTDOWN),
+ * as if the receives had been pending: a layer above (ofi_rxm) reposts the
+ * buffer of a completed receive to the endpoint it came from, which is gone,
+ * while a canceled one it takes back. Send completions stay: their buffers
+ * and credits come back to their owner with them.
  */
-void braid_cq_discard(struct braid_cq *cq, const struct braid_ep *ep);
+void braid_cq_ep_closed(struct braid_cq *cq, const struct braid_ep *ep);
 /* braid_cntr.c */
 int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		    struct fid_cntr **cntr, void *context);

@@ -85,31 +85,45 @@ int braid_cq_write_err(struct braid_cq *cq, const struct braid_ep *ep, void *con
 	return 0;
 }
 
-void braid_cq_discard(struct braid_cq *cq, const struct braid_ep *ep)
+void braid_cq_ep_closed(struct braid_cq *cq, const struct braid_ep *ep)
 {
-	struct braid_dlist *it, *next;
+	struct braid_dlist moved;
 	size_t i, kept = 0;
 
 	if (!cq)
 		return;
-	/* the ring, compacted in order */
+	braid_dlist_init(&moved);
+	/* the ring, compacted in order; its receives of @ep leave it */
 	for (i = 0; i < cq->count; i++) {
 		struct braid_cq_slot *s = &cq->slots[(cq->head + i) % cq->size];
+		struct braid_cq_err *e;
 
-		if (s->ep != ep)
+		if (s->ep != ep || !(s->entry.flags & FI_RECV)) {
 			cq->slots[(cq->head + kept++) % cq->size] = *s;
+			continue;
+		}
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			continue;	/* no memory: dropped, as fi_endpoint(3) allows */
+		e->err.op_context = s->entry.op_context;
+		e->err.flags = s->entry.flags;
+		e->err.buf = s->entry.buf;
+		e->err.tag = s->entry.tag;
+		e->err.err = FI_ECANCELED;
+		e->err.prov_errno = BRAID_PERR_SHUTDOWN;
+		e->src = FI_ADDR_NOTAVAIL;
+		e->ep = ep;
+		braid_dlist_insert_tail(&e->node, &moved);
 	}
 	cq->count = kept;
-	for (it = cq->errs.next; it != &cq->errs; it = next) {
-		struct braid_cq_err *e = braid_container_of(it, struct braid_cq_err, node);
+	while (!braid_dlist_empty(&moved)) {
+		struct braid_dlist *it = braid_dlist_pop_head(&moved);
 
-		next = it->next;
-		if (e->ep == ep) {
-			braid_dlist_remove(it);
-			free(e);
-			cq->err_count--;
-		}
+		braid_dlist_insert_tail(it, &cq->errs);
+		cq->err_count++;
 	}
+	if (cq->err_count)
+		cq_wake(cq);
 }
 
 static void cq_copy_out(struct braid_cq *cq, const struct braid_cq_slot *slot, void *dst)

@@ -126,9 +126,10 @@ static int ep_close(struct fid *fid)
 	/* fi_endpoint(3): operations still pending are discarded, with no completions */
 	braid_dgram_discard_locked(ep);
 	ep_tx_wait_update(ep, false);
-	/* and its completions still in the CQs: nothing may point at it after the close */
-	braid_cq_discard(ep->tx_cq, ep);
-	braid_cq_discard(ep->rx_cq, ep);
+	/* its receives completed but not read yet: canceled (nothing may be reposted to it) */
+	braid_cq_ep_closed(ep->tx_cq, ep);
+	if (ep->rx_cq != ep->tx_cq)
+		braid_cq_ep_closed(ep->rx_cq, ep);
 	if (ep->tx_cq) {
 		braid_epset_remove(&ep->tx_cq->eps, ep);
 		atomic_fetch_sub(&ep->tx_cq->ref, 1);

@@ -589,12 +589,15 @@ Test(fi_sendmsg, delivery_complete_waits_for_the_receive)
 }
 
 /*
- * fi_endpoint(3): at fi_close a provider may discard the endpoint's completions still in
- * its CQs; braid does (ofi_rxm, over braid's MSG endpoints, read a completed receive of a
- * connection it had closed and reposted the buffer to the freed endpoint). b and a third
- * endpoint c share one receive CQ; a message completes at each; closing b leaves c's.
+ * fi_endpoint(3): at fi_close pending operations are discarded and the provider may
+ * discard completed ones. braid turns a closed endpoint's receive completions still in its
+ * CQs into FI_ECANCELED errors (ofi_rxm, over braid's MSG endpoints, read a completed
+ * receive of a connection it had closed and reposted the buffer to the freed endpoint; a
+ * canceled one it takes back), and leaves send completions (rxm's buffers and credits
+ * come back with them). b and a third endpoint c share one receive CQ; a message
+ * completes at each; after closing b, c's completion is there and b's is canceled.
  */
-Test(fi_close, rdm_closed_endpoint_completions_discarded, .timeout = 30)
+Test(fi_close, rdm_closed_endpoint_receive_completions_canceled, .timeout = 30)
 {
 	static char buf_b[64], buf_c[64];
 	struct fi_cq_tagged_entry e[4];
@@ -629,9 +632,25 @@ Test(fi_close, rdm_closed_endpoint_completions_discarded, .timeout = 30)
 	cr_assert_eq(sent, 2, "both messages delivered");
 	cr_assert_eq(fi_close(&r.b.ep->fid), 0);
 	r.b.ep = NULL;
-	n = fi_cq_read(r.b.rx_cq, e, 4);
-	cr_assert_eq(n, 1, "one completion left in the shared CQ, not %zd", n);
-	cr_assert_eq(e[0].op_context, (void *)2, "c's, not the closed b's");
+	{
+		struct fi_cq_err_entry err = { 0 };
+		int good = 0, canceled = 0;
+
+		for (int k = 0; k < 4; k++) {
+			n = fi_cq_read(r.b.rx_cq, e, 1);
+			if (n == 1) {
+				cr_assert_eq(e[0].op_context, (void *)2, "a success: c's, not the closed b's");
+				good++;
+			} else if (n == -FI_EAVAIL) {
+				cr_assert_eq(fi_cq_readerr(r.b.rx_cq, &err, 0), 1);
+				cr_assert_eq(err.op_context, (void *)1, "the error: b's receive");
+				cr_assert_eq(err.err, FI_ECANCELED);
+				canceled++;
+			}
+		}
+		cr_assert_eq(good, 1, "c's completion stays");
+		cr_assert_eq(canceled, 1, "b's receive completion became a cancellation");
+	}
 	cr_assert_eq(memcmp(buf_c, "to c", 4), 0);
 	pt_ep_close(&c);	/* its receive CQ is b's: closed with b's */
 	rdm_close(&r);
