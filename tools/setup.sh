@@ -5,7 +5,8 @@ cd "$(dirname "$0")/.."
 
 PKGS="gcc meson ninja-build pkg-config libfabric-dev libfabric-bin liburcu-dev
       libcriterion-dev zlib1g-dev iproute2 tshark python3 nftables iptables
-      libnetfilter-queue-dev gnuplot-nox openmpi-bin libopenmpi-dev libdpdk-dev"
+      libnetfilter-queue-dev gnuplot-nox openmpi-bin libopenmpi-dev libdpdk-dev
+      go-md2man man-db"
 # CI also fuzzes (tools/test.sh --sanitize: tools/fuzz.sh --smoke): clang and its libFuzzer runtime
 [ "${CI:-}" = true ] && PKGS="$PKGS clang libclang-rt-14-dev"
 missing=""
