@@ -180,9 +180,10 @@ static uint32_t dpdk_kernel_gw(const char *ifname)
 
 /*
  * The kernel interface this port shadows (the same MAC: net_af_packet,
- * net_af_xdp): its address into @ip and @mask, its default gateway into @gw.
+ * net_af_xdp): its address into @ip and @mask, its default gateway into @gw,
+ * its name into @ifname (IF_NAMESIZE bytes).
  */
-static int dpdk_shadowed_ip(uint32_t *ip, uint32_t *mask, uint32_t *gw)
+static int dpdk_shadowed_ip(uint32_t *ip, uint32_t *mask, uint32_t *gw, char *ifname)
 {
 	struct ifaddrs *list, *a, *b;
 	int ret = -FI_ENODATA;
@@ -201,6 +202,7 @@ static int dpdk_shadowed_ip(uint32_t *ip, uint32_t *mask, uint32_t *gw)
 				*ip = ((struct sockaddr_in *)b->ifa_addr)->sin_addr.s_addr;
 				*mask = ((struct sockaddr_in *)b->ifa_netmask)->sin_addr.s_addr;
 				*gw = dpdk_kernel_gw(a->ifa_name);
+				snprintf(ifname, IF_NAMESIZE, "%s", a->ifa_name);
 				ret = 0;
 				break;
 			}
@@ -211,6 +213,33 @@ static int dpdk_shadowed_ip(uint32_t *ip, uint32_t *mask, uint32_t *gw)
 }
 
 static struct dpdk_neigh *dpdk_neigh_slot(uint32_t ip, bool add);
+
+/* The complete entries of the kernel's ARP table for interface @ifname (/proc/net/arp). */
+static void dpdk_kernel_neigh(const char *ifname)
+{
+	char line[256], ip[32], mac[32], dev[IF_NAMESIZE + 1];
+	unsigned hw, flags;
+	FILE *f = fopen("/proc/net/arp", "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		struct rte_ether_addr ea;
+		struct dpdk_neigh *n;
+		struct in_addr a;
+
+		if (sscanf(line, "%31s 0x%x 0x%x %31s %*s %16s", ip, &hw, &flags, mac, dev) != 5 ||
+		    strcmp(dev, ifname) || !(flags & 0x2 /* ATF_COM */) ||
+		    inet_pton(AF_INET, ip, &a) != 1 || rte_ether_unformat_addr(mac, &ea))
+			continue;
+		n = dpdk_neigh_slot(a.s_addr, true);
+		if (n) {
+			n->mac = ea;
+			n->known = true;
+		}
+	}
+	fclose(f);
+}
 
 /* FI_BRAID_DPDK_NEIGH: "ip=mac,ip=mac": neighbours known without ARP. */
 static int dpdk_static_neigh(const char *s)
@@ -256,7 +285,7 @@ static void dpdk_start(void)
 	struct rte_eth_dev_info info;
 	cpu_set_t cpus;
 	bool have_cpus;
-	char **argv;
+	char **argv, shadow[IF_NAMESIZE] = "";
 	int argc = 0, ret;
 	unsigned room;
 
@@ -347,7 +376,7 @@ static void dpdk_start(void)
 			dp.err = -FI_EINVAL;
 			return;
 		}
-	} else if (dpdk_shadowed_ip(&dp.ip, &dp.mask, &dp.gw)) {
+	} else if (dpdk_shadowed_ip(&dp.ip, &dp.mask, &dp.gw, shadow)) {
 		BRAID_WARN(FI_LOG_CORE, "dpdk wire: port %s has no IPv4 address: set FI_BRAID_DPDK_IP\n",
 			   dp.name);
 		dp.err = -FI_EADDRNOTAVAIL;
@@ -365,6 +394,9 @@ static void dpdk_start(void)
 		}
 		dp.gw = a.s_addr;
 	}
+	/* the kernel's neighbours on the interface we shadow: known without asking */
+	if (*shadow)
+		dpdk_kernel_neigh(shadow);
 	if (dpdk_static_neigh(braid_cfg.dpdk_neigh)) {
 		BRAID_WARN(FI_LOG_CORE, "dpdk wire: FI_BRAID_DPDK_NEIGH=%s is not ip=mac,...\n",
 			   braid_cfg.dpdk_neigh);
