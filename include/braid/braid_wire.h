@@ -18,6 +18,8 @@
  */
 
 #define BRAID_WIRE_MAX_PATHS	256
+/* spare route selectors beyond the paths: fresh routes for re-drawn paths */
+#define BRAID_WIRE_SPARE_MAX	32
 #define BRAID_WIRE_IOV_MAX	1024	/* a bundle gathers the pieces of up to 64 packets (UIO_MAXIOV) */
 
 /* braid_pkt.flags, set by rx_burst */
@@ -179,6 +181,17 @@ struct braid_wire {
 	/** @rx_packets, @tx_packets: datagrams moved. */
 	uint64_t rx_packets, tx_packets;
 };
+
+/**
+ * braid_wire_selectors() - the route selectors (wire.entropies) of a wire
+ * endpoint with @paths paths: the paths and as many spares (at most
+ * BRAID_WIRE_SPARE_MAX) for paths that turn sick or die; one path (RC: one
+ * route per QP by design) has nothing to move to.
+ */
+static inline int braid_wire_selectors(int paths)
+{
+	return paths > 1 ? paths + (paths < BRAID_WIRE_SPARE_MAX ? paths : BRAID_WIRE_SPARE_MAX) : 1;
+}
 
 /**
  * braid_wire_find() - look up a wire implementation by name.

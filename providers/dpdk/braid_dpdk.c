@@ -41,6 +41,7 @@
 
 #include "braid/braid_wire.h"
 #include "braid.h"
+#include "braid_iov.h"
 
 #define DPDK_BURST		32
 #define DPDK_RING		2048	/* frames waiting for one endpoint */
@@ -49,7 +50,6 @@
 #define DPDK_ARP_SLOTS		256	/* neighbours cached (open addressing) */
 #define DPDK_ARP_HELD		16	/* frames held per neighbour while ARP resolves */
 #define DPDK_ARP_RETRY_NS	200000000ull	/* an unanswered ARP request is sent again after */
-#define DPDK_SPARE_MAX		32	/* as the UDP wire: spare route selectors */
 #define DPDK_HDRS		(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + \
 				 sizeof(struct rte_udp_hdr))
 
@@ -61,8 +61,6 @@ struct dpdk_neigh {
 	int held;
 	struct rte_mbuf *hold[DPDK_ARP_HELD];
 };
-
-struct braid_dpdk;
 
 /* The process's DPDK port, started once (dpdk_start). */
 static struct {
@@ -98,20 +96,12 @@ struct braid_dpdk {
 	/** @wire: the public part; first. */
 	struct braid_wire wire;
 	/** @ports: local UDP port (host order) of each route selector; [0] is home. */
-	uint16_t ports[BRAID_WIRE_MAX_PATHS + DPDK_SPARE_MAX];
+	uint16_t ports[BRAID_WIRE_MAX_PATHS + BRAID_WIRE_SPARE_MAX];
 	/** @ring: frames the port's poller handed to this endpoint. */
 	struct rte_ring *ring;
 };
 
 const struct braid_wire_ops braid_dpdk_wire_ops;
-
-static uint64_t dpdk_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- starting the port ---- */
 
@@ -411,10 +401,9 @@ static void dpdk_start(void)
 		char gw[INET_ADDRSTRLEN];
 
 		inet_ntop(AF_INET, &dp.gw, gw, sizeof(gw));
-		BRAID_INFO(FI_LOG_CORE, "dpdk wire: port %u %s (%s), %s, gateway %s, MTU %u, checksums %s\n",
-			   dp.port, dp.name, info.driver_name, ip, dp.gw ? gw : "none", dp.ip_mtu,
-			   dp.tx_offload ? "offloaded" : "computed by braid");
-		(void)mac;
+		BRAID_INFO(FI_LOG_CORE, "dpdk wire: port %u %s (%s), %s, MAC %s, gateway %s, MTU %u, "
+			   "checksums %s\n", dp.port, dp.name, info.driver_name, ip, mac,
+			   dp.gw ? gw : "none", dp.ip_mtu, dp.tx_offload ? "offloaded" : "computed by braid");
 	}
 }
 
@@ -541,30 +530,24 @@ static bool dpdk_resolve(uint32_t ip, struct rte_mbuf *m, struct rte_ether_hdr *
 
 	if ((ip & dp.mask) != (dp.ip & dp.mask)) {
 		/* off the subnet: to the router, if there is one */
-		if (!dp.gw) {
-			dp.tx_arp_drop++;
-			rte_pktmbuf_free(m);
-			return false;
-		}
+		if (!dp.gw)
+			goto drop;
 		next = dp.gw;
 	}
 	n = dpdk_neigh_slot(next, true);
-	if (n && n->known) {
+	if (!n)
+		goto drop;
+	if (n->known) {
 		eth->dst_addr = n->mac;
 		return true;
-	}
-	if (!n) {
-		dp.tx_arp_drop++;
-		rte_pktmbuf_free(m);
-		return false;
 	}
 	if (n->held < DPDK_ARP_HELD) {
 		n->hold[n->held++] = m;
 	} else {
-		dp.tx_arp_drop++;
+		dp.tx_arp_drop++;	/* the queue is full; ask again all the same */
 		rte_pktmbuf_free(m);
 	}
-	now = dpdk_now_ns();
+	now = braid_now_ns();
 	if (!n->asked_ns || now - n->asked_ns > DPDK_ARP_RETRY_NS) {
 		struct rte_mbuf *q = dpdk_arp_frame(RTE_ARP_OP_REQUEST, NULL, next);
 
@@ -572,6 +555,10 @@ static bool dpdk_resolve(uint32_t ip, struct rte_mbuf *m, struct rte_ether_hdr *
 		if (q)
 			dpdk_xmit_one(q);
 	}
+	return false;
+drop:
+	dp.tx_arp_drop++;
+	rte_pktmbuf_free(m);
 	return false;
 }
 
@@ -609,8 +596,8 @@ static int dpdk_frame_check(struct rte_mbuf *m, uint16_t *dport)
 	    ip->next_proto_id != IPPROTO_UDP || ip->dst_addr != dp.ip ||
 	    (rte_be_to_cpu_16(ip->fragment_offset) & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
 		return -1;
-	if (!(m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_GOOD) && rte_ipv4_cksum(ip) != 0 &&
-	    ip->hdr_checksum != 0xffff)
+	/* a good header sums to all ones (rte_ipv4_cksum: its complement, 0) */
+	if (!(m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_GOOD) && rte_ipv4_cksum(ip) != 0)
 		return -1;
 	if (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_BAD)
 		return -1;
@@ -725,16 +712,9 @@ static int dpdk_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	for (i = 0; i < got; i++) {
 		struct braid_pkt *pkt = &pkts[i];
 		uint8_t *src;
-		size_t len = dpdk_frame_meta(ms[i], pkt, &src), done = 0;
-		int k;
+		size_t len = dpdk_frame_meta(ms[i], pkt, &src);
 
-		for (k = 0; k < pkt->iovcnt && done < len; k++) {
-			size_t take = pkt->iov[k].iov_len < len - done ? pkt->iov[k].iov_len : len - done;
-
-			memcpy(pkt->iov[k].iov_base, src + done, take);
-			done += take;
-		}
-		if (done < len)
+		if (braid_iov_scatter(pkt->iov, (size_t)pkt->iovcnt, 0, src, len) < len)
 			pkt->flags |= BRAID_PKT_TRUNC;
 		rte_pktmbuf_free(ms[i]);
 	}
@@ -779,12 +759,9 @@ static struct rte_mbuf *dpdk_build(struct braid_pkt *pkt, uint16_t sport, bool s
 	struct rte_ether_hdr *eth;
 	struct rte_ipv4_hdr *ip;
 	struct rte_udp_hdr *udp;
-	size_t len = 0;
+	size_t len = braid_iov_len(pkt->iov, (size_t)pkt->iovcnt);
 	char *p;
-	int i;
 
-	for (i = 0; i < pkt->iovcnt; i++)
-		len += pkt->iov[i].iov_len;
 	if (len > (size_t)dp.ip_mtu - sizeof(*ip) - sizeof(*udp)) {
 		pkt->status = -FI_EMSGSIZE;
 		return NULL;
@@ -796,10 +773,7 @@ static struct rte_mbuf *dpdk_build(struct braid_pkt *pkt, uint16_t sport, bool s
 	ip = (struct rte_ipv4_hdr *)(eth + 1);
 	udp = (struct rte_udp_hdr *)(ip + 1);
 	p = (char *)(udp + 1);
-	for (i = 0; i < pkt->iovcnt; i++) {
-		memcpy(p, pkt->iov[i].iov_base, pkt->iov[i].iov_len);
-		p += pkt->iov[i].iov_len;
-	}
+	braid_iov_gather(pkt->iov, (size_t)pkt->iovcnt, p);
 	eth->src_addr = dp.mac;
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
@@ -973,8 +947,7 @@ static int dpdk_open(const struct braid_wire_params *params, struct braid_wire *
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -FI_ENOMEM;
-	nsel = params->paths > 1 ?
-	       params->paths + (params->paths < DPDK_SPARE_MAX ? params->paths : DPDK_SPARE_MAX) : 1;
+	nsel = braid_wire_selectors(params->paths);
 	d->wire.ops = &braid_dpdk_wire_ops;
 	d->wire.paths = params->paths;
 	d->wire.entropies = (uint32_t)nsel;

@@ -23,18 +23,18 @@
 
 #include "braid/braid_wire.h"
 #include "braid.h"
+#include "braid_iov.h"
 #include "braid_sim.h"
 
 #define SIM_WIRE_NODES		64
 #define SIM_WIRE_MTU		1472
-#define SIM_WIRE_SPARE_MAX	32
 #define SIM_WIRE_PREFIX		4	/* source port, destination port */
 #define SIM_WIRE_BURST		64
 
 struct braid_simw {
 	struct braid_wire wire;
 	int node;
-	uint16_t ports[BRAID_WIRE_MAX_PATHS + SIM_WIRE_SPARE_MAX];
+	uint16_t ports[BRAID_WIRE_MAX_PATHS + BRAID_WIRE_SPARE_MAX];
 };
 
 static struct {
@@ -157,8 +157,7 @@ static int simw_open(const struct braid_wire_params *params, struct braid_wire *
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -FI_ENOMEM;
-	nsel = params->paths > 1 ? params->paths +
-	       (params->paths < SIM_WIRE_SPARE_MAX ? params->paths : SIM_WIRE_SPARE_MAX) : 1;
+	nsel = braid_wire_selectors(params->paths);
 	w->wire.ops = &braid_sim_wire_ops;
 	w->wire.paths = params->paths;
 	w->wire.entropies = (uint32_t)nsel;
@@ -211,21 +210,15 @@ static int simw_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		uint32_t sel = pkt->path < wire->entropies ? pkt->path : 0;
 		uint16_t sport = w->ports[sel], dport = ntohs(pkt->addr.sin_port);
 		struct braid_simw *to = sw.ports.owner[dport];
-		size_t len = 0;
+		size_t len = braid_iov_len(pkt->iov, (size_t)pkt->iovcnt);
 
 		pkt->status = 0;
-		for (int k = 0; k < pkt->iovcnt; k++) {
-			if (len + pkt->iov[k].iov_len > SIM_WIRE_MTU) {
-				pkt->status = -FI_EMSGSIZE;
-				break;
-			}
-			memcpy(buf + SIM_WIRE_PREFIX + len, pkt->iov[k].iov_base, pkt->iov[k].iov_len);
-			len += pkt->iov[k].iov_len;
-		}
-		if (pkt->status) {
+		if (len > SIM_WIRE_MTU) {
+			pkt->status = -FI_EMSGSIZE;
 			wire->tx_errors++;
 			continue;
 		}
+		braid_iov_gather(pkt->iov, (size_t)pkt->iovcnt, buf + SIM_WIRE_PREFIX);
 		wire->tx_packets++;
 		if (pkt->addr.sin_addr.s_addr != sw.ip || !to) {
 			sw.no_owner++;	/* nobody there: lost, as on a network */
@@ -259,7 +252,7 @@ static int simw_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	for (i = 0; i < got; i++) {
 		struct braid_pkt *pkt = &pkts[out];
 		uint16_t sport, dport;
-		size_t len, done = 0;
+		size_t len;
 
 		if (in[i].len < SIM_WIRE_PREFIX)
 			continue;
@@ -268,14 +261,11 @@ static int simw_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		if (sw.ports.owner[dport] != w)
 			continue;	/* the port changed hands while it flew */
 		len = in[i].len - SIM_WIRE_PREFIX;
-		for (int k = 0; k < pkt->iovcnt && done < len; k++) {
-			size_t take = pkt->iov[k].iov_len < len - done ? pkt->iov[k].iov_len : len - done;
-
-			memcpy(pkt->iov[k].iov_base, in[i].data + SIM_WIRE_PREFIX + done, take);
-			done += take;
-		}
 		pkt->len = len;
-		pkt->flags = (done < len ? BRAID_PKT_TRUNC : 0) | (in[i].ecn_ce ? BRAID_PKT_ECN_CE : 0);
+		pkt->flags = braid_iov_scatter(pkt->iov, (size_t)pkt->iovcnt, 0,
+					       in[i].data + SIM_WIRE_PREFIX, len) < len ? BRAID_PKT_TRUNC : 0;
+		if (in[i].ecn_ce)
+			pkt->flags |= BRAID_PKT_ECN_CE;
 		pkt->path = sw.ports.sel[dport];
 		memset(&pkt->addr, 0, sizeof(pkt->addr));
 		pkt->addr.sin_family = AF_INET;

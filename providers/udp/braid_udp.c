@@ -17,8 +17,6 @@
 #include "braid/braid_wire.h"
 
 #define UDP_BURST_MAX	64
-/* spare sockets beyond the paths: fresh source ports for re-drawn paths */
-#define UDP_SPARE_MAX	32
 #define UDP_MAX_PAYLOAD	65507	/* 65535 - 20 (IPv4) - 8 (UDP) */
 
 /**
@@ -28,7 +26,7 @@
  * transmits with route selector 0. fds[1..nfds-1] are bound to their own
  * ephemeral source ports on the same IP and only transmit: the source port
  * is the route's ECMP entropy. The first @paths sockets are the default
- * paths; the rest (up to UDP_SPARE_MAX more) are the spare routes an engine
+ * paths; the rest (up to BRAID_WIRE_SPARE_MAX more) are the spare routes an engine
  * moves a sick path to, so a re-drawn path gets a port no other path uses.
  */
 struct braid_udp {
@@ -157,9 +155,7 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 	udp = calloc(1, sizeof(*udp));
 	if (!udp)
 		return -FI_ENOMEM;
-	/* one path has nothing to move to (RC: one route per QP by design) */
-	nfds = params->paths > 1 ?
-	       params->paths + (params->paths < UDP_SPARE_MAX ? params->paths : UDP_SPARE_MAX) : 1;
+	nfds = braid_wire_selectors(params->paths);
 	udp->fds = malloc((size_t)nfds * sizeof(*udp->fds));
 	if (!udp->fds) {
 		free(udp);
@@ -344,7 +340,7 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 static int udp_rx(struct braid_wire *wire, struct braid_pkt *pkts, int n, bool home)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
-	struct epoll_event evs[UDP_SPARE_MAX * 2 + BRAID_WIRE_MAX_PATHS];
+	struct epoll_event evs[BRAID_WIRE_SPARE_MAX * 2 + BRAID_WIRE_MAX_PATHS];
 	int got = 0, k, i;
 
 	if (n > UDP_BURST_MAX)
