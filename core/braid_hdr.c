@@ -18,6 +18,8 @@ static const char *const drop_names[BRAID_DROP_MAX] = {
 	[BRAID_DROP_NO_BUFFER] = "no_buffer",
 	[BRAID_DROP_NO_STATE] = "no_state",
 	[BRAID_DROP_BUNDLE] = "bad_bundle",
+	[BRAID_DROP_UNVERIFIED] = "unverified",
+	[BRAID_DROP_PEER_CAP] = "peer_cap",
 };
 
 const char *braid_drop_reason_str(enum braid_drop_reason reason)
@@ -51,6 +53,7 @@ static const struct {
 	[BRAID_PKT_CM] = { sizeof(struct braid_cm_hdr), 0 },
 	[BRAID_PKT_RD_RMA] = { sizeof(struct braid_rd_rma_hdr), BRAID_RD_RMA_FLAGS },
 	[BRAID_PKT_RD_BUNDLE] = { BRAID_RD_BUNDLE_HDR, 0 },
+	[BRAID_PKT_RD_CHALLENGE] = { sizeof(struct braid_rd_cts_hdr), BRAID_RD_CHAL_FLAGS },
 };
 
 int braid_base_hdr_check(const void *buf, size_t len)
@@ -273,36 +276,69 @@ int braid_rd_ack_decode(const void *buf, size_t len, struct braid_rd_ack_view *v
 	return 0;
 }
 
-void braid_rd_cts_write(struct braid_rd_cts_hdr *h, uint16_t src_port, uint32_t src_epoch,
-			uint32_t dst_epoch, uint32_t msg_id)
+/* RD_CTS and RD_CHALLENGE share one 24-byte layout: epochs, a 32-bit value, reserved. */
+static void rd_short_write(struct braid_rd_cts_hdr *h, uint8_t type, uint8_t flags,
+			   uint16_t src_port, uint32_t src_epoch, uint32_t dst_epoch, uint32_t value)
 {
-	base_write(&h->base, BRAID_PKT_RD_CTS, 0, src_port, sizeof(*h));
+	base_write(&h->base, type, flags, src_port, sizeof(*h));
 	h->src_epoch = htobe32(src_epoch);
 	h->dst_epoch = htobe32(dst_epoch);
-	h->msg_id = htobe32(msg_id);
+	h->msg_id = htobe32(value);
 	h->reserved = 0;
 }
 
-int braid_rd_cts_decode(const void *buf, size_t len, uint16_t *src_port, uint32_t *src_epoch,
-			uint32_t *dst_epoch, uint32_t *msg_id)
+static int rd_short_decode(const void *buf, size_t len, int want, struct braid_rd_chal_view *v)
 {
 	struct braid_rd_cts_hdr h;
 	int type = braid_base_hdr_check(buf, len);
 
 	if (type < 0)
 		return type;
-	if (type != BRAID_PKT_RD_CTS)
+	if (type != want)
 		return DROP(BRAID_DROP_TYPE);
 	if (len != sizeof(h))
 		return DROP(BRAID_DROP_BAD_LEN);
 	memcpy(&h, buf, sizeof(h));
-	*src_port = be16toh(h.base.src_port);
-	*src_epoch = be32toh(h.src_epoch);
-	*dst_epoch = be32toh(h.dst_epoch);
-	*msg_id = be32toh(h.msg_id);
-	if (!*src_epoch || !*dst_epoch)
+	v->src_port = be16toh(h.base.src_port);
+	v->flags = h.base.flags;
+	v->src_epoch = be32toh(h.src_epoch);
+	v->dst_epoch = be32toh(h.dst_epoch);
+	v->cookie = be32toh(h.msg_id);
+	if (!v->src_epoch || !v->dst_epoch)
 		return DROP(BRAID_DROP_STALE_EPOCH);
 	return 0;
+}
+
+void braid_rd_cts_write(struct braid_rd_cts_hdr *h, uint16_t src_port, uint32_t src_epoch,
+			uint32_t dst_epoch, uint32_t msg_id)
+{
+	rd_short_write(h, BRAID_PKT_RD_CTS, 0, src_port, src_epoch, dst_epoch, msg_id);
+}
+
+int braid_rd_cts_decode(const void *buf, size_t len, uint16_t *src_port, uint32_t *src_epoch,
+			uint32_t *dst_epoch, uint32_t *msg_id)
+{
+	struct braid_rd_chal_view v;
+	int ret = rd_short_decode(buf, len, BRAID_PKT_RD_CTS, &v);
+
+	if (ret)
+		return ret;
+	*src_port = v.src_port;
+	*src_epoch = v.src_epoch;
+	*dst_epoch = v.dst_epoch;
+	*msg_id = v.cookie;
+	return 0;
+}
+
+void braid_rd_chal_write(struct braid_rd_cts_hdr *h, const struct braid_rd_chal_view *v)
+{
+	rd_short_write(h, BRAID_PKT_RD_CHALLENGE, v->flags, v->src_port, v->src_epoch,
+		       v->dst_epoch, v->cookie);
+}
+
+int braid_rd_chal_decode(const void *buf, size_t len, struct braid_rd_chal_view *v)
+{
+	return rd_short_decode(buf, len, BRAID_PKT_RD_CHALLENGE, v);
 }
 
 void braid_cm_write(struct braid_cm_hdr *h, uint16_t src_port, const struct braid_cm_view *v)

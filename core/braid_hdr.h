@@ -18,6 +18,7 @@ enum braid_pkt_type {
 	BRAID_PKT_CM = 5,	/* connection management of FI_EP_MSG (RoCEv2 RC), §6 */
 	BRAID_PKT_RD_RMA = 6,	/* reliable datagram RMA and atomics: RD_DATA + RMA fields, §4.7 */
 	BRAID_PKT_RD_BUNDLE = 7,	/* several RD packets of one endpoint pair in one datagram, §4.8 */
+	BRAID_PKT_RD_CHALLENGE = 8,	/* RD: proof that a peer receives at its address, §4.9 */
 };
 
 /* RD_BUNDLE (§4.8): the common header (hdr_len 8, flags 0), then records, each a
@@ -57,6 +58,10 @@ enum braid_rma_status {
 /* RD_ACK flags (§4.3) */
 #define BRAID_RD_ACK_F_ECN_CE	0x01
 #define BRAID_RD_ACK_FLAGS	0x01
+
+/* RD_CHALLENGE flags (§4.9) */
+#define BRAID_RD_CHAL_F_RESPONSE	0x01	/* the answer to a challenge (it echoes the cookie) */
+#define BRAID_RD_CHAL_FLAGS	0x01
 
 #define BRAID_RD_SACK_BITS	256
 
@@ -259,6 +264,9 @@ enum braid_drop_reason {
 	BRAID_DROP_NO_BUFFER,	/* RD: no room to take the payload (§4.2 rule 6) */
 	BRAID_DROP_NO_STATE,	/* RD: no flow state could be had for the peer */
 	BRAID_DROP_BUNDLE,	/* RD: a bundle whose records are not well framed (§4.8) */
+	BRAID_DROP_UNVERIFIED,	/* RD: a new incarnation not proven yet, or a response that
+				 * answers no challenge of ours (§4.9) */
+	BRAID_DROP_PEER_CAP,	/* RD: first contact while every peer slot is taken (§4.9) */
 	BRAID_DROP_MAX
 };
 
@@ -353,6 +361,19 @@ void braid_rd_cts_write(struct braid_rd_cts_hdr *h, uint16_t src_port, uint32_t 
  */
 int braid_rd_cts_decode(const void *buf, size_t len, uint16_t *src_port, uint32_t *src_epoch,
 			uint32_t *dst_epoch, uint32_t *msg_id);
+
+/* Decoded RD_CHALLENGE fields (§4.9), host order. */
+struct braid_rd_chal_view {
+	uint16_t src_port;
+	uint8_t flags;
+	uint32_t src_epoch, dst_epoch, cookie;
+};
+
+/** braid_rd_chal_write() - encode an RD_CHALLENGE packet (24 bytes, the layout of RD_CTS). */
+void braid_rd_chal_write(struct braid_rd_cts_hdr *h, const struct braid_rd_chal_view *v);
+
+/** braid_rd_chal_decode() - validate and decode an RD_CHALLENGE packet: 0 or -(reason + 1). */
+int braid_rd_chal_decode(const void *buf, size_t len, struct braid_rd_chal_view *v);
 
 /** braid_rd_ack_write() - encode an RD_ACK header from @v. */
 void braid_rd_ack_write(struct braid_rd_ack_hdr *hdr, const struct braid_rd_ack_view *v);

@@ -421,6 +421,26 @@ void braid_peer_put(struct braid_peer *peer)
 	(void)old;
 }
 
+void braid_peer_put_evict(struct braid_peer *peer)
+{
+	struct braid_peer_table *table = peer->table;
+	unsigned int ref = 1;
+	bool temporary;
+
+	/* the last reference of an entry with no active state: dead at once */
+	if (peer->active || !atomic_compare_exchange_strong_explicit(&peer->ref, &ref, PEER_REF_DEAD,
+								     memory_order_acq_rel,
+								     memory_order_relaxed)) {
+		braid_peer_put(peer);
+		return;
+	}
+	temporary = peer_rcu_enter();
+	urcu_memb_read_lock();
+	peer_unlink_locked(table, peer);
+	urcu_memb_read_unlock();
+	peer_rcu_leave(temporary);
+}
+
 size_t braid_peer_evict_idle(struct braid_peer_table *table, uint64_t now, uint64_t idle_ns)
 {
 	struct cds_lfht_iter iter;

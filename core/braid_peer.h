@@ -54,14 +54,19 @@ struct braid_peer {
 	 * reference can be taken and the entry is being unlinked.
 	 */
 	atomic_uint ref;
-	/** @epoch: the peer's incarnation as last seen on the wire; 0 while unknown. */
-	uint32_t epoch;
 	/**
 	 * @last_active: time (ns, the caller's clock) of the last packet either
 	 * way; 0 on creation (the caller stamps it).
 	 */
 	uint64_t last_active;
-	/** @active: the engine's traffic state, NULL while idle. Owned by the engine. */
+	/**
+	 * @active: state the table's user hangs off the entry, shared by every
+	 * endpoint of the domain, NULL while none; an entry with it is never
+	 * evicted and release_active() frees it with the entry. braid's RD
+	 * engines do not use it: what one endpoint knows of a peer (its epoch,
+	 * sequence numbers, traffic state) is that endpoint's own (its rd_conn),
+	 * since endpoints sharing a peer see it restart each for itself.
+	 */
 	void *active;
 	/** @table: the table holding it (for release). */
 	struct braid_peer_table *table;
@@ -110,6 +115,15 @@ struct braid_peer *braid_peer_get(struct braid_peer_table *table, uint64_t key,
  * reference is gone: do not touch @peer after this call.
  */
 void braid_peer_put(struct braid_peer *peer);
+
+/**
+ * braid_peer_put_evict() - drop a reference; if it was the last one and the
+ * entry has no @active state, remove the entry at once (freed after a grace
+ * period) instead of leaving it for braid_peer_evict_idle(). A concurrent
+ * braid_peer_get() either took its reference first (the entry stays) or
+ * finds the key absent and creates a fresh entry. Do not touch @peer after.
+ */
+void braid_peer_put_evict(struct braid_peer *peer);
 
 /**
  * braid_peer_evict_idle() - remove entries with no reference and no @active

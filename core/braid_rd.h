@@ -66,6 +66,19 @@ struct braid_rd_config {
 	uint32_t window;
 	/** @max_flows: peers with traffic in flight at once (flow state pool). */
 	uint32_t max_flows;
+	/**
+	 * @max_peers: peers this endpoint keeps state for at once (§4.9). A first
+	 * contact beyond it evicts the peer least recently heard from among those
+	 * not verified and with nothing pending, else it is dropped (peer_cap).
+	 * Verified peers are never evicted. 0: no limit (state grows with peers).
+	 */
+	uint32_t max_peers;
+	/**
+	 * @random: unpredictable 32-bit values for challenge cookies (§4.9): an
+	 * off-path attacker must not guess them. NULL: a generator seeded from
+	 * @seed (predictable: tests only).
+	 */
+	uint32_t (*random)(void);
 	/** @max_sends, @max_recvs: operation pools. */
 	uint32_t max_sends, max_recvs;
 	/** @max_msgs: messages being reassembled or waiting unexpected, all peers. */
@@ -289,6 +302,12 @@ struct braid_rd_stats {
 	/** @rma_ops: RMA and atomic operations completed as initiator; @rma_served: as target;
 	 * @rma_refused: requests refused (key, range, permission, op) as target. */
 	uint64_t rma_ops, rma_served, rma_refused;
+	/** @chal_tx, @chal_rx: challenges sent and answered by us; @resp_rx: answers that
+	 * proved a peer; @peers_evicted: unverified peers' state evicted (§4.9);
+	 * @ctl_full: challenges or answers not sent for want of room. */
+	uint64_t chal_tx, chal_rx, resp_rx, peers_evicted, ctl_full;
+	/** @peers: peers with state now; @peers_verified: of them, verified. */
+	uint64_t peers, peers_verified;
 };
 
 struct braid_rd;

@@ -1,4 +1,5 @@
 /* braid_rd_engine.c: the RD engine's frame: open/close, per-peer conns and flows, timers, output scheduling, completions. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_errno.h>
@@ -183,30 +184,121 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 
 /* ---- conns and flows ---- */
 
-struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create)
+static void conn_free(struct braid_rd *rd, struct rd_conn *c)
+{
+	if (!c->verified)
+		braid_dlist_remove(&c->lru);
+	else
+		rd->stats.peers_verified--;
+	rd->stats.peers--;
+	braid_peer_put_evict(c->peer);
+	if (rd->conn_pool.count)
+		braid_pool_release(&rd->conn_pool, c);
+	else
+		free(c);
+}
+
+/*
+ * An unproven conn may go (§4.9) when it has nothing of ours pending and no
+ * message of its own alive outside its flow (a complete one waiting for a
+ * receive, an RMA request being served). Its flow holds no half-received
+ * message (an unproven peer's are refused, rd_in_data). One that took data
+ * (a whole message, delivered and acknowledged) goes only once silent for the
+ * peer timeout: by then its sender resends nothing, so no retransmission of
+ * what was delivered can reach a fresh conn and be delivered again.
+ */
+static bool conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, uint64_t now)
+{
+	uint32_t in_flow = c->flow ? c->flow->msgs_live : 0;
+
+	if (!braid_dlist_empty(&c->sendq) || !braid_dlist_empty(&c->paused) ||
+	    !braid_dlist_empty(&c->rma_ops) || c->msgs != in_flow ||
+	    (c->flow && !rd_out_idle(c->flow, c)))
+		return false;
+	return !c->took || now - c->peer->last_active >= rd->cfg.peer_timeout_ns;
+}
+
+/* unproven conns looked at per eviction, at most (the busy ones go to the back) */
+#define RD_EVICT_SCAN	64
+
+/* §4.9: the unproven peer least recently heard from that may go, goes. */
+static bool conn_evict_one(struct braid_rd *rd, uint64_t now)
+{
+	int i;
+
+	for (i = 0; i < RD_EVICT_SCAN && !braid_dlist_empty(&rd->unproven); i++) {
+		struct rd_conn *c = braid_container_of(rd->unproven.next, struct rd_conn, lru);
+
+		if (!conn_evictable(rd, c, now)) {
+			braid_dlist_remove(&c->lru);
+			braid_dlist_insert_tail(&c->lru, &rd->unproven);
+			continue;
+		}
+		if (c->flow)
+			rd_flow_fail(rd, c->flow, FI_ECONNABORTED, BRAID_PERR_PEER_UNREACHABLE);
+		braid_map_remove(&rd->conns, c->key);
+		conn_free(rd, c);
+		rd->stats.peers_evicted++;
+		return true;
+	}
+	return false;
+}
+
+static struct rd_conn *conn_alloc(struct braid_rd *rd, uint64_t now)
+{
+	struct rd_conn *c;
+
+	if (!rd->conn_pool.count)
+		return calloc(1, sizeof(*c));
+	c = braid_pool_alloc(&rd->conn_pool);
+	if (!c && conn_evict_one(rd, now))
+		c = braid_pool_alloc(&rd->conn_pool);
+	if (!c)
+		rd_drop(rd, BRAID_DROP_PEER_CAP);
+	return c;
+}
+
+struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now)
 {
 	struct rd_conn *c = braid_map_get(&rd->conns, key);
+	struct braid_peer *peer;
 
 	if (c || !create)
 		return c;
-	/* first contact with this peer: the only allocation, never in steady state */
-	c = calloc(1, sizeof(*c));
-	if (!c)
+	/* first contact with this peer: from the pool sized at open (or malloc'd
+	 * without a peer limit); never in steady state */
+	peer = braid_peer_get(rd->peers, key, 1, NULL);
+	if (!peer)
 		return NULL;
+	c = conn_alloc(rd, now);
+	if (!c) {
+		braid_peer_put_evict(peer);
+		return NULL;
+	}
 	c->key = key;
 	c->ip = (uint32_t)(key >> 16);
 	c->port = (uint16_t)key;
-	c->peer = braid_peer_get(rd->peers, key, 1, NULL);
+	c->peer = peer;
 	braid_dlist_init(&c->sendq);
 	braid_dlist_init(&c->paused);
 	braid_dlist_init(&c->rma_ops);
-	if (!c->peer || braid_map_insert(&rd->conns, key, c)) {
-		if (c->peer)
-			braid_peer_put(c->peer);
-		free(c);
+	braid_dlist_insert_tail(&c->lru, &rd->unproven);
+	rd->stats.peers++;
+	if (braid_map_insert(&rd->conns, key, c)) {
+		conn_free(rd, c);
 		return NULL;
 	}
 	return c;
+}
+
+/* Heard from @c: it is the most recently used of the unverified. */
+static void conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now)
+{
+	c->peer->last_active = now;
+	if (!c->verified) {
+		braid_dlist_remove(&c->lru);
+		braid_dlist_insert_tail(&c->lru, &rd->unproven);
+	}
 }
 
 static void flow_detach(struct braid_rd *rd, struct rd_flow *f)
@@ -216,26 +308,38 @@ static void flow_detach(struct braid_rd *rd, struct rd_flow *f)
 	if (f->ready)
 		braid_dlist_remove(&f->ready_node);
 	braid_dlist_remove(&f->active_node);
+	if (!f->conn->verified)
+		rd->unproven_flows--;
 	f->conn->flow = NULL;
-	f->conn->peer->active = NULL;
 	braid_pool_release(&rd->flows, f);
 	rd->stats.flows_active--;
 }
 
-/* Free the state of a flow that has nothing in flight either way. */
-static bool flow_reclaim_one(struct braid_rd *rd)
+/* Free the state of a flow that has nothing in flight either way (of an unproven peer's only). */
+static bool flow_reclaim(struct braid_rd *rd, bool unproven)
 {
 	struct braid_dlist *it;
 
 	braid_dlist_foreach(&rd->active, it) {
 		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
 
-		if (rd_out_idle(f, f->conn) && rd_in_idle(f) && !f->need_ack) {
+		if (rd_out_idle(f, f->conn) && rd_in_idle(f) && !f->need_ack &&
+		    (!unproven || !f->conn->verified)) {
 			flow_detach(rd, f);
 			return true;
 		}
 	}
 	return false;
+}
+
+static bool flow_reclaim_one(struct braid_rd *rd)
+{
+	return flow_reclaim(rd, false);
+}
+
+static bool flow_reclaim_unproven(struct braid_rd *rd)
+{
+	return flow_reclaim(rd, true);
 }
 
 struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
@@ -246,6 +350,11 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 
 	if (conn->flow)
 		return conn->flow;
+	/* §4.9: unproven peers hold at most half the flow state, so that strangers
+	 * holding half-sent messages cannot take it all from proven peers */
+	if (!conn->verified && rd->unproven_flows >= (rd->cfg.max_flows + 1) / 2 &&
+	    !flow_reclaim_unproven(rd))
+		return NULL;
 	f = braid_pool_alloc(&rd->flows);
 	if (!f && flow_reclaim_one(rd))
 		f = braid_pool_alloc(&rd->flows);
@@ -278,7 +387,8 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 	braid_dlist_init(&f->ready_node);
 	braid_dlist_insert_tail(&f->active_node, &rd->active);
 	conn->flow = f;
-	conn->peer->active = f;
+	if (!conn->verified)
+		rd->unproven_flows++;
 	rd->stats.flows_active++;
 	return f;
 }
@@ -331,6 +441,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 		rd->cfg.rto_init_ns = rd->cfg.rto_min_ns;
 	rd->peers = peers;
 	rd->rng = cfg->seed;
+	rd->chal_rng = ~cfg->seed;
 	rd->in_route = BRAID_RD_ROUTE_NONE;
 	braid_map_construct(&rd->conns);
 	braid_dlist_init(&rd->posted_msg);
@@ -339,6 +450,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_dlist_init(&rd->rma_pend);
 	braid_dlist_init(&rd->active);
 	braid_dlist_init(&rd->ready);
+	braid_dlist_init(&rd->unproven);
 
 	rd->flow_size = sizeof(struct rd_flow) + cfg->paths * sizeof(struct braid_path) + 16 +
 			cfg->paths * sizeof(struct rd_pathrack) +
@@ -367,6 +479,8 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 					   rd_small_stages(cfg));
 	if (!ret)
 		ret = braid_pool_construct(&rd->flows, rd->flow_size, cfg->max_flows);
+	if (!ret && cfg->max_peers)
+		ret = braid_pool_construct(&rd->conn_pool, sizeof(struct rd_conn), cfg->max_peers);
 	if (!ret)
 		ret = braid_pool_construct(&rd->injects, cfg->inject_size ? cfg->inject_size : 1,
 					   cfg->max_sends / 4 ? cfg->max_sends / 4 : 1);
@@ -389,10 +503,9 @@ void braid_rd_close(struct braid_rd *rd)
 
 		if (!c || !braid_map_get(&rd->conns, rd->conns.keys[i]))
 			continue;
-		if (c->flow)
-			c->peer->active = NULL;
-		braid_peer_put(c->peer);
-		free(c);
+		braid_peer_put_evict(c->peer);
+		if (!rd->conn_pool.count)
+			free(c);
 	}
 	braid_map_destruct(&rd->conns);
 	braid_pool_destruct(&rd->sends);
@@ -403,6 +516,7 @@ void braid_rd_close(struct braid_rd *rd)
 	braid_pool_destruct(&rd->stages_small);
 	braid_pool_destruct(&rd->flows);
 	braid_pool_destruct(&rd->injects);
+	braid_pool_destruct(&rd->conn_pool);
 	free(rd->comps);
 	free(rd->heap);
 	free(rd);
@@ -410,9 +524,10 @@ void braid_rd_close(struct braid_rd *rd)
 
 /* ---- input ---- */
 
-/* A restarted peer (later epoch): what was in flight to or from its old self is lost. */
+/* A restarted peer (proven, §4.9): what was in flight to or from its old self is lost. */
 static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now)
 {
+	(void)now;
 	rd->stats.peers_restarted++;
 	if (conn->flow) {
 		rd_flow_fail(rd, conn->flow, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
@@ -422,25 +537,159 @@ static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epo
 		conn->snd_nxt = conn->next_msg_id = 0;
 		conn->rcv_nxt = conn->match_next = 0;
 	}
-	conn->peer->epoch = epoch;
+	conn->epoch = epoch;
 }
 
-/* Tell a peer that sent to an earlier incarnation of us who we are now (§4.2 rule 2). */
-static void conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint32_t their_epoch,
-			    uint64_t now)
+/* Tell a peer that sent to an earlier incarnation of us who we are now (§4.2 rule 3). */
+static void conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
 {
 	struct rd_flow *f = rd_flow_attach(rd, conn, now);
 
 	if (!f)
 		return;
-	if (!conn->peer->epoch || braid_seq_gt(their_epoch, conn->peer->epoch))
-		conn->peer->epoch = their_epoch;
 	f->echo_psn = 0;
 	f->echo_time = 0;
 	f->echo_route = rd->in_route;
 	f->need_ack = true;
 	f->ack_now = true;
 	rd_flow_ready(rd, f);
+}
+
+/* Queue a challenge or a response (§4.9); a full ring drops it (the peer asks again). */
+static void ctl_push(struct braid_rd *rd, uint32_t ip, uint16_t port, const struct braid_rd_chal_view *v)
+{
+	struct rd_ctl *c;
+
+	if (rd->ctl_n == RD_CTL_MAX) {
+		rd->stats.ctl_full++;
+		return;
+	}
+	c = &rd->ctl[(rd->ctl_head + rd->ctl_n++) % RD_CTL_MAX];
+	c->v = *v;
+	c->ip = ip;
+	c->port = port;
+}
+
+static uint32_t rd_random(struct braid_rd *rd)
+{
+	uint64_t x;
+
+	if (rd->cfg.random)
+		return rd->cfg.random();
+	x = rd->chal_rng += 0x9e3779b97f4a7c15ULL;	/* splitmix64: tests only (cfg.random) */
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return (uint32_t)(x ^ (x >> 31));
+}
+
+/*
+ * Ask the peer's address whether incarnation @epoch lives there (§4.9). A
+ * challenge about the same incarnation repeats its cookie (an answer to any
+ * copy proves it, however long the round trip) and is repeated no sooner than
+ * the initial RTO, doubling up to the largest RTO: a flood of claims costs at
+ * most one small packet each, fewer and fewer.
+ */
+static void conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now)
+{
+	struct braid_rd_chal_view v;
+
+	if (conn->chal_out && conn->chal_epoch == epoch) {
+		uint64_t wait = rd->cfg.rto_init_ns << (conn->chal_tries < 16 ? conn->chal_tries : 16);
+
+		if (wait > rd->cfg.rto_max_ns)
+			wait = rd->cfg.rto_max_ns;
+		if (now - conn->chal_at < wait)
+			return;
+		if (conn->chal_tries < 255)
+			conn->chal_tries++;
+	} else {
+		if (conn->chal_out && now - conn->chal_at < rd->cfg.rto_init_ns)
+			return;	/* another claim came just now: the first gets its answer first */
+		conn->chal_out = true;
+		conn->chal_epoch = epoch;
+		conn->chal_cookie = rd_random(rd);
+		conn->chal_tries = 0;
+	}
+	conn->chal_at = now;
+	v = (struct braid_rd_chal_view){
+		.src_port = rd->cfg.local_port,
+		.src_epoch = rd->cfg.epoch,
+		.dst_epoch = epoch,
+		.cookie = conn->chal_cookie,
+	};
+	ctl_push(rd, conn->ip, conn->port, &v);
+	rd->stats.chal_tx++;
+}
+
+/*
+ * §4.9: a packet from @conn's address claiming the peer's incarnation is
+ * @epoch. The first word from a peer is believed at once (0-RTT) and proven
+ * meanwhile; any other incarnation only once it answers a challenge. Return:
+ * 0 to take the packet, or a negative drop reason.
+ */
+static int conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now)
+{
+	if (!conn->epoch) {
+		conn->epoch = epoch;
+		conn_challenge(rd, conn, epoch, now);
+		return 0;
+	}
+	if (epoch == conn->epoch) {
+		if (!conn->verified)
+			conn_challenge(rd, conn, epoch, now);	/* the first may have been lost */
+		return 0;
+	}
+	if (conn->verified && braid_seq_lt(epoch, conn->epoch))
+		return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+	conn_challenge(rd, conn, epoch, now);
+	return rd_drop(rd, BRAID_DROP_UNVERIFIED);
+}
+
+/* An RD_CHALLENGE (§4.9): answer one addressed to us; believe a response that answers ours. */
+static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+			 uint64_t now)
+{
+	struct braid_rd_chal_view v;
+	struct rd_conn *conn;
+	int ret = braid_rd_chal_decode(pkt, len, &v);
+
+	if (ret)
+		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+	if (v.dst_epoch != rd->cfg.epoch)
+		return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+	if (!(v.flags & BRAID_RD_CHAL_F_RESPONSE)) {
+		/* stateless: the answer goes to the address that asks, nothing is kept */
+		struct braid_rd_chal_view r = {
+			.src_port = rd->cfg.local_port,
+			.flags = BRAID_RD_CHAL_F_RESPONSE,
+			.src_epoch = rd->cfg.epoch,
+			.dst_epoch = v.src_epoch,
+			.cookie = v.cookie,
+		};
+
+		ctl_push(rd, src_ip, v.src_port, &r);
+		rd->stats.chal_rx++;
+		return 0;
+	}
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, now);
+	if (!conn)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	if (!conn->chal_out || v.src_epoch != conn->chal_epoch || v.cookie != conn->chal_cookie)
+		return rd_drop(rd, BRAID_DROP_UNVERIFIED);
+	conn->chal_out = false;
+	rd->stats.resp_rx++;
+	conn_touch(rd, conn, now);
+	if (conn->epoch != v.src_epoch)
+		conn_restart(rd, conn, v.src_epoch, now);
+	if (!conn->verified) {
+		conn->verified = true;
+		if (conn->flow)
+			rd->unproven_flows--;
+		braid_dlist_remove(&conn->lru);
+		rd->stats.peers_verified++;
+		rd_in_verified(rd, conn, now);
+	}
+	return 0;
 }
 
 int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
@@ -465,24 +714,21 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 		ret = braid_rd_data_decode(pkt, len, &dv);
 		if (ret)
 			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		if (dv.msg_len > rd->cfg.max_msg_size)
+		/* nor more payload than a packet of our MTU carries (a staging buffer's size) */
+		if (dv.msg_len > rd->cfg.max_msg_size || dv.payload_len > RD_SEG(rd))
 			return rd_drop(rd, BRAID_DROP_BAD_LEN);
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, dv.src_port), true);
+		conn = rd_conn_get(rd, braid_peer_key(src_ip, dv.src_port), true, now);
 		if (!conn)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		conn->peer->last_active = now;
+		conn_touch(rd, conn, now);
+		ret = conn_epoch_check(rd, conn, dv.src_epoch, now);
+		if (ret)
+			return ret;
 		if (dv.dst_epoch && dv.dst_epoch != rd->cfg.epoch) {
-			/* §4.2 rule 2: meant for our previous incarnation */
+			/* §4.2 rule 3: meant for our previous incarnation */
 			if (braid_seq_lt(dv.dst_epoch, rd->cfg.epoch))
-				conn_send_reset(rd, conn, dv.src_epoch, now);
+				conn_send_reset(rd, conn, now);
 			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
-		}
-		if (!conn->peer->epoch) {
-			conn->peer->epoch = dv.src_epoch;
-		} else if (dv.src_epoch != conn->peer->epoch) {
-			if (braid_seq_lt(dv.src_epoch, conn->peer->epoch))
-				return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
-			conn_restart(rd, conn, dv.src_epoch, now);
 		}
 		rd->stats.rx_data++;
 		if (ecn_ce)
@@ -495,18 +741,13 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
 		if (av.dst_epoch != rd->cfg.epoch)
 			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, av.src_port), false);
+		conn = rd_conn_get(rd, braid_peer_key(src_ip, av.src_port), false, now);
 		if (!conn)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		conn->peer->last_active = now;
-		if (!conn->peer->epoch) {
-			conn->peer->epoch = av.src_epoch;
-		} else if (av.src_epoch != conn->peer->epoch) {
-			if (braid_seq_lt(av.src_epoch, conn->peer->epoch))
-				return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
-			conn_restart(rd, conn, av.src_epoch, now);
-			return 0;
-		}
+		conn_touch(rd, conn, now);
+		ret = conn_epoch_check(rd, conn, av.src_epoch, now);
+		if (ret)
+			return ret;
 		rd->stats.rx_acks++;
 		if (!conn->flow)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
@@ -523,24 +764,22 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
 		if (dst_epoch != rd->cfg.epoch)
 			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, port), false);
+		conn = rd_conn_get(rd, braid_peer_key(src_ip, port), false, now);
 		if (!conn || !conn->flow)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		if (!conn->peer->epoch) {
-			conn->peer->epoch = src_epoch;	/* it may overtake the first ACK */
-		} else if (src_epoch != conn->peer->epoch) {
-			if (braid_seq_lt(src_epoch, conn->peer->epoch))
-				return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
-			conn_restart(rd, conn, src_epoch, now);
-			return 0;
-		}
-		conn->peer->last_active = now;
+		conn_touch(rd, conn, now);
+		/* a CTS may overtake the first ACK: it may teach us the epoch */
+		ret = conn_epoch_check(rd, conn, src_epoch, now);
+		if (ret)
+			return ret;
 		conn->flow->last_rx = now;
 		rd->stats.cts_rx++;
 		rd_out_cts_input(rd, conn, msg_id);
 		rd_flow_schedule(rd, conn->flow);
 		return 0;
 	}
+	if (type == BRAID_PKT_RD_CHALLENGE)
+		return rd_input_chal(rd, pkt, len, src_ip, now);
 	return rd_drop(rd, BRAID_DROP_TYPE);
 }
 
@@ -611,6 +850,23 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 	struct braid_dlist *it;
 	int n = 0;
 
+	/* challenges and their answers first (§4.9): header-only, to a home port */
+	for (; n < max && rd->ctl_n; n++) {
+		const struct rd_ctl *c = &rd->ctl[rd->ctl_head];
+
+		memset(&out[n], 0, offsetof(struct braid_rd_out, hdr));
+		braid_rd_chal_write((struct braid_rd_cts_hdr *)out[n].hdr, &c->v);
+		out[n].hdr_len = sizeof(struct braid_rd_cts_hdr);
+		out[n].payload_iovcnt = 0;
+		out[n].payload_len = 0;
+		out[n].dst_ip = c->ip;
+		out[n].dst_port = c->port;
+		out[n].path = 0;
+		out[n].entropy = 0;
+		out[n].reply_route = c->port;
+		rd->ctl_head = (rd->ctl_head + 1) % RD_CTL_MAX;
+		rd->ctl_n--;
+	}
 	/* RMA requests that waited for a send or a buffer (§4.7) */
 	if (!braid_dlist_empty(&rd->rma_pend))
 		rd_rma_pend_run(rd, now);
@@ -655,7 +911,7 @@ bool braid_rd_pending(const struct braid_rd *rd)
 {
 	const struct braid_dlist *it;
 
-	if (!braid_dlist_empty(&rd->ready) || !braid_dlist_empty(&rd->rma_pend))
+	if (!braid_dlist_empty(&rd->ready) || !braid_dlist_empty(&rd->rma_pend) || rd->ctl_n)
 		return true;
 	for (it = rd->active.next; it != &rd->active; it = it->next) {
 		const struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);

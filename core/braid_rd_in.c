@@ -110,7 +110,7 @@ static void msg_done(struct braid_rd *rd, struct rd_msg *m)
 	if (m->hflags & BRAID_RD_F_DC)
 		rd_rma_delivered(rd, m);
 	else
-		braid_pool_release(&rd->msgs, m);
+		rd_msg_release(rd, m);
 }
 
 /* Deliver a complete, matched message and free it. */
@@ -148,7 +148,7 @@ static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov
 	braid_pool_release(&rd->recvs, r);
 	if (err) {	/* the peer failed or restarted: nobody to answer */
 		stage_free_all(rd, m);
-		braid_pool_release(&rd->msgs, m);
+		rd_msg_release(rd, m);
 		return;
 	}
 	rd->stats.msgs_received++;
@@ -300,7 +300,7 @@ int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 		if (f->cts_sent[i])
 			continue;	/* sent; rd_in_timer makes it due again */
 		braid_rd_cts_write((struct braid_rd_cts_hdr *)out[n].hdr, rd->cfg.local_port,
-				   rd->cfg.epoch, conn->peer->epoch, f->cts_ids[i]);
+				   rd->cfg.epoch, conn->epoch, f->cts_ids[i]);
 		rd_out_control(rd, f, &out[n], sizeof(struct braid_rd_cts_hdr), f->data_route);
 		f->cts_sent[i] = now;
 		if (!f->cts_first[i])
@@ -443,10 +443,24 @@ static void match_in_order(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 
 		if (!m || m->msg_id != conn->match_next || m->matched)
 			return;
+		/* §4.9: an unproven peer's message takes a receive only whole: a
+		 * stranger can then neither hold a receive half-filled nor fail it */
+		if (!conn->verified && !m->rma.op && !msg_complete(m))
+			return;
 		conn->match_next++;
 		msg_match(rd, m);
 		msg_settle(rd, f, m, now);
 	}
+}
+
+/* The peer proved its address (§4.9): its messages held back may match now. */
+void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
+{
+	struct rd_flow *f = conn->flow;
+
+	if (!f)
+		return;
+	match_in_order(rd, f, now);
 }
 
 uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
@@ -517,7 +531,6 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	}
 	if (d >= (int32_t)w)
 		return rd_drop(rd, BRAID_DROP_OUT_OF_WINDOW);
-
 	/* the message: its slot in the message window */
 	d = braid_seq_diff(v->msg_id, conn->match_next);
 	slot = &f->msgs[v->msg_id % w];
@@ -532,6 +545,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 			goto no_buffer;
 		braid_dlist_init(&m->node);
 		m->conn = conn;
+		conn->msgs++;
 		m->peer = conn->key;
 		m->msg_id = v->msg_id;
 		m->len = v->msg_len;
@@ -539,7 +553,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		m->data = v->cq_data;
 		m->hflags = v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA | BRAID_RD_F_DC);
 		if (v->rma.op && !rd_rma_in_open(rd, m, v)) {
-			braid_pool_release(&rd->msgs, m);
+			rd_msg_release(rd, m);
 			return rd_drop(rd, BRAID_DROP_BAD_LEN);
 		}
 		*slot = m;
@@ -552,7 +566,9 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		m->rdv = true;
 	else if (m->rdv)
 		cts_touch(f, m->msg_id, now);
-	if (v->msg_id == conn->match_next && !m->matched) {
+	/* its turn to match (an unproven peer's message waits in staging until
+	 * whole, §4.9: match_in_order below) */
+	if (v->msg_id == conn->match_next && !m->matched && (conn->verified || m->rma.op)) {
 		conn->match_next++;
 		msg_match(rd, m);
 	}
@@ -573,7 +589,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 			if (created && !m->matched) {
 				*slot = NULL;
 				f->msgs_live--;
-				braid_pool_release(&rd->msgs, m);
+				rd_msg_release(rd, m);
 			}
 			goto no_buffer;
 		}
@@ -589,6 +605,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	/* mark the PSN and advance the cumulative point */
 	gap = v->psn != conn->rcv_nxt;
 	bit_set(f->rcv_bits, v->psn % w);
+	conn->took = true;
 	while (bit_test(f->rcv_bits, conn->rcv_nxt % w)) {
 		bit_clear(f->rcv_bits, conn->rcv_nxt % w);
 		conn->rcv_nxt++;
@@ -640,7 +657,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 		.src_port = rd->cfg.local_port,
 		.flags = f->echo_ecn ? BRAID_RD_ACK_F_ECN_CE : 0,
 		.src_epoch = rd->cfg.epoch,
-		.dst_epoch = conn->peer->epoch,
+		.dst_epoch = conn->epoch,
 		.cum_psn = conn->rcv_nxt,
 		.echo_psn = f->echo_psn,
 		.echo_time = f->echo_time,
@@ -694,7 +711,7 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 			msg_deliver(rd, m, err, prov_errno);
 		} else {
 			stage_free_all(rd, m);
-			braid_pool_release(&rd->msgs, m);
+			rd_msg_release(rd, m);
 		}
 	}
 	f->msgs_live = 0;
@@ -949,9 +966,9 @@ int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t 
 	    (((const uint8_t *)hdr)[2] == BRAID_PKT_RD_RMA && hdr_len < sizeof(struct braid_rd_rma_hdr)) ||
 	    braid_rd_data_decode(hdr, len, &v) || !v.payload_len || v.msg_len > rd->cfg.max_msg_size)
 		return 0;
-	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false);
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, 0);
 	f = conn ? conn->flow : NULL;
-	if (!f || v.dst_epoch != rd->cfg.epoch || v.src_epoch != conn->peer->epoch)
+	if (!f || v.dst_epoch != rd->cfg.epoch || v.src_epoch != conn->epoch)
 		return 0;
 	d = braid_seq_diff(v.psn, conn->rcv_nxt);
 	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, v.psn % w))

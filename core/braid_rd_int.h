@@ -270,6 +270,37 @@ struct rd_conn {
 	struct braid_dlist rma_ops;
 	uint32_t waiting;
 	struct rd_flow *flow;
+	/** @epoch: the peer's incarnation as this endpoint knows it; 0 while unknown (§4.1). */
+	uint32_t epoch;
+	/**
+	 * @verified: the peer proved that it receives at its address in
+	 * incarnation @epoch: it answered our challenge (§4.9). Until then its
+	 * messages match receives only once complete, and the conn may be evicted.
+	 */
+	bool verified;
+	/** @chal_epoch, @chal_cookie, @chal_at: our latest challenge: the incarnation
+	 * it asks about, its cookie and when it went, while @chal_out. */
+	uint32_t chal_epoch, chal_cookie;
+	uint64_t chal_at;
+	bool chal_out;
+	/** @chal_tries: repeats of the challenge about @chal_epoch (each waits twice as long). */
+	uint8_t chal_tries;
+	/** @lru: in rd->unproven, least recently heard from first, while not verified. */
+	struct braid_dlist lru;
+	/** @msgs: messages (struct rd_msg) from the peer alive anywhere: the conn stays while any is. */
+	uint32_t msgs;
+	/** @took: we accepted (and acknowledged) data from the peer: it may not be forgotten at once. */
+	bool took;
+};
+
+/* challenges and responses waiting for braid_rd_output (§4.9) */
+#define RD_CTL_MAX	64
+
+/** A header-only control packet owed to an address (a challenge or its response). */
+struct rd_ctl {
+	struct braid_rd_chal_view v;
+	uint32_t ip;
+	uint16_t port;
 };
 
 struct braid_rd {
@@ -299,6 +330,8 @@ struct braid_rd {
 	struct braid_rd_comp *comps;
 	uint32_t comp_head, comp_count, comp_cap;
 	uint64_t rng;
+	/** @chal_rng: cookies' generator without cfg.random (its own: path choices stay as they were). */
+	uint64_t chal_rng;
 	/** @refused_n: flows with @refused set. */
 	uint32_t refused_n;
 	/** @in_route: the route of the packet braid_rd_input_from() is handling, or -1. */
@@ -306,11 +339,27 @@ struct braid_rd {
 	/** @in_placed: its payload is in place already (braid_rd_input_placed()). */
 	bool in_placed;
 	size_t flow_size;
+	/** @conn_pool: conns, sized at open (cfg.max_peers; none: malloc'd, unbounded). */
+	struct braid_pool conn_pool;
+	/** @unproven: conns not verified (§4.9), least recently heard from first. */
+	struct braid_dlist unproven;
+	/** @unproven_flows: flows attached to unproven conns (at most half of max_flows). */
+	uint32_t unproven_flows;
+	/** @ctl: challenges and responses to send (a ring). */
+	struct rd_ctl ctl[RD_CTL_MAX];
+	uint32_t ctl_head, ctl_n;
 	struct braid_rd_stats stats;
 };
 
+/* Free a message record (it no longer holds its conn). */
+static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
+{
+	m->conn->msgs--;
+	braid_pool_release(&rd->msgs, m);
+}
+
 /* braid_rd_engine.c */
-struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create);
+struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now);
 struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
 void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
@@ -366,6 +415,7 @@ uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
 void rd_in_room(struct braid_rd *rd);
 void rd_in_forget(struct braid_rd *rd, struct rd_flow *flow);
+void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
 int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
 		    struct braid_rd_out *out, int max);
 uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);

@@ -89,7 +89,7 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
 		 struct rd_send **opp)
 {
-	struct rd_conn *conn = rd_conn_get(rd, peer, true);
+	struct rd_conn *conn = rd_conn_get(rd, peer, true, now);
 	struct rd_send *op;
 
 	if (!conn)
@@ -875,7 +875,7 @@ static void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct
 		.src_port = rd->cfg.local_port,
 		.flags = BRAID_RD_F_ACK,
 		.src_epoch = rd->cfg.epoch,
-		.dst_epoch = conn->peer->epoch,
+		.dst_epoch = conn->epoch,
 		.psn = psn,
 		.ack_psn = conn->rcv_nxt,
 		.msg_id = op->msg_id,
@@ -927,7 +927,7 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
  * first packet again, with no payload. The receiver has it (it was
  * acknowledged), so it drops it as a duplicate and acknowledges at once: an
  * ACK that proves the peer alive. A restarted peer answers with its new
- * epoch instead (§4.2 rule 2).
+ * epoch instead (§4.2 rule 3).
  */
 static void probe_write(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 			struct braid_rd_out *out)
@@ -1191,7 +1191,7 @@ void braid_rd_unsent(struct braid_rd *rd, const struct braid_rd_out *out, int n)
 	for (i = n - 1; i >= 0; i--) {
 		struct braid_rd_data_view v;
 		struct rd_conn *conn = rd_conn_get(rd, braid_peer_key(out[i].dst_ip,
-								       out[i].dst_port), false);
+								       out[i].dst_port), false, 0);
 		struct rd_flow *f = conn ? conn->flow : NULL;
 		struct rd_txpkt *p;
 

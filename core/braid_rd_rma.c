@@ -373,7 +373,7 @@ static void msg_free(struct braid_rd *rd, struct rd_msg *m)
 		m->stage = s->next;
 		rd_stage_put(rd, s);
 	}
-	braid_pool_release(&rd->msgs, m);
+	rd_msg_release(rd, m);
 }
 
 void rd_rma_in_settle(struct braid_rd *rd, struct rd_msg *m, uint64_t now)

@@ -77,6 +77,8 @@ struct braid_config {
 	size_t unexp_bytes;
 	/** @peer_timeout_ms: RDM: a peer silent this long fails its operations; MSG: connect timeout. */
 	int peer_timeout_ms;
+	/** @max_peers: RDM: peers one endpoint keeps state for (FI_BRAID_MAX_PEERS; 0: no limit). */
+	int max_peers;
 	/** @rc_port: MSG: UDP port for RoCEv2 (0: 4791 when free, else any). */
 	int rc_port;
 	/**

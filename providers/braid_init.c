@@ -18,6 +18,7 @@ struct braid_config braid_cfg = {
 	.bundle = 1,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
+	.max_peers = 65536,
 	.rc_timeout = BRAID_RC_DEFAULT_TIMEOUT,
 	.rc_retry = BRAID_RC_DEFAULT_RETRY,
 	.rc_rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY,
@@ -203,6 +204,13 @@ static void braid_init_env(void)
 			"fi_connect and fi_accept wait for the other side before an "
 			"FI_ETIMEDOUT error event. (default: %d)",
 			braid_cfg.peer_timeout_ms);
+	fi_param_define(&braid_prov, "max_peers", FI_PARAM_INT,
+			"RDM: peers one endpoint keeps state for at once (about 300 "
+			"bytes each). A first contact beyond it evicts the state of "
+			"the unproven peer (one that has not yet answered a "
+			"challenge) least recently heard from with nothing pending, "
+			"else is dropped; proven peers are never evicted. 0: no "
+			"limit. (default: %d)", braid_cfg.max_peers);
 	fi_param_define(&braid_prov, "rc_port", FI_PARAM_INT,
 			"MSG (RoCEv2 RC): the UDP port RoCEv2 packets are received on; "
 			"0 means 4791, the RoCEv2 port, when it is free on the "
@@ -288,6 +296,7 @@ static void braid_init_env(void)
 		braid_cfg.peer_timeout_ms = val;
 	if (!fi_param_get_int(&braid_prov, "rc_port", &val) && val >= 0 && val < 65536)
 		braid_cfg.rc_port = val;
+	braid_param_int("max_peers", 0, INT32_MAX, &braid_cfg.max_peers);
 	braid_param_int("rc_timeout", 0, 31, &braid_cfg.rc_timeout);
 	braid_param_int("rc_retry", 0, 7, &braid_cfg.rc_retry);
 	braid_param_int("rc_rnr_retry", 0, 7, &braid_cfg.rc_rnr_retry);

@@ -79,6 +79,9 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.rto_min_ns = 1000000ULL;
 	cfg.tlp_min_ns = 300000ULL;
 	cfg.seed = cfg.epoch ^ ((uint64_t)cfg.local_port << 32);
+	/* challenge cookies an off-path attacker cannot guess (§4.9): glibc's CSPRNG */
+	cfg.random = arc4random;
+	cfg.max_peers = (uint32_t)braid_cfg.max_peers;
 	cfg.mr_check = rdm_mr_check;
 	cfg.mr_ctx = ep->domain;
 	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);

@@ -492,8 +492,8 @@ Test(braid_rd_bundle_check, common_header_checks)
 	b[7] = 10;
 	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_HDR_LEN));
 	memcpy(b, good, glen);
-	b[2] = 8;
-	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_TYPE), "type 8 is not spoken");
+	b[2] = 9;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_TYPE), "type 9 is not spoken");
 	cr_assert_eq(braid_rd_bundle_check(pkt, dlen), DROP(BRAID_DROP_TYPE), "an RD_DATA alone");
 	cr_assert_str_eq(braid_drop_reason_str(BRAID_DROP_BUNDLE), "bad_bundle");
 }
@@ -534,4 +534,52 @@ Test(braid_rd_bundle_check, random_bytes_never_escape)
 		cr_assert_eq(tot, (size_t)n);
 	}
 	cr_assert_gt(ok, 0, "some random bundles were well framed");
+}
+
+/* RD_CHALLENGE (§4.9): the layout of RD_CTS, its own type, one flag. */
+Test(braid_rd_chal, round_trip_and_checks)
+{
+	struct braid_rd_chal_view v = { .src_port = 4242, .flags = BRAID_RD_CHAL_F_RESPONSE,
+					.src_epoch = 7, .dst_epoch = 9, .cookie = 0xdeadbeef }, w;
+	struct braid_rd_cts_hdr h;
+	uint8_t b[32];
+	uint16_t port;
+	uint32_t se, de, id;
+
+	braid_rd_chal_write(&h, &v);
+	memcpy(b, &h, sizeof(h));
+	cr_assert_eq(b[2], BRAID_PKT_RD_CHALLENGE);
+	cr_assert_eq(braid_base_hdr_check(b, sizeof(h)), BRAID_PKT_RD_CHALLENGE);
+	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h), &w), 0);
+	cr_assert_eq(w.src_port, 4242);
+	cr_assert_eq(w.flags, BRAID_RD_CHAL_F_RESPONSE);
+	cr_assert_eq(w.src_epoch, 7);
+	cr_assert_eq(w.dst_epoch, 9);
+	cr_assert_eq(w.cookie, 0xdeadbeef);
+	cr_assert_eq(b[16], 0xde, "the cookie in network order");
+	cr_assert_eq(braid_rd_cts_decode(b, sizeof(h), &port, &se, &de, &id), DROP(BRAID_DROP_TYPE),
+		     "not an RD_CTS");
+	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h) - 1, &w), DROP(BRAID_DROP_SHORT));
+	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h) + 1, &w), DROP(BRAID_DROP_BAD_LEN));
+	b[3] = 0x02;
+	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h), &w), DROP(BRAID_DROP_FLAGS));
+	v.src_epoch = 0;
+	braid_rd_chal_write(&h, &v);
+	cr_assert_eq(braid_rd_chal_decode(&h, sizeof(h), &w), DROP(BRAID_DROP_STALE_EPOCH));
+	cr_assert_str_eq(braid_drop_reason_str(BRAID_DROP_UNVERIFIED), "unverified");
+	cr_assert_str_eq(braid_drop_reason_str(BRAID_DROP_PEER_CAP), "peer_cap");
+	/* never inside a bundle */
+	{
+		uint8_t bun[64];
+		size_t len = BRAID_RD_BUNDLE_HDR;
+
+		v.src_epoch = 7;
+		braid_rd_chal_write(&h, &v);
+		braid_rd_bundle_hdr_write(bun, 4242);
+		bun[len] = 0;
+		bun[len + 1] = sizeof(h);
+		memcpy(bun + len + 2, &h, sizeof(h));
+		len += 2 + sizeof(h);
+		cr_assert_eq(braid_rd_bundle_check(bun, len), DROP(BRAID_DROP_BUNDLE));
+	}
 }

@@ -103,7 +103,6 @@ Test(braid_peer_get, creates_once)
 	cr_assert_eq(created, 1, "the first get with create inserts");
 	cr_assert_eq(a->key, key_of(1));
 	cr_assert_eq(a->ref, 1);
-	cr_assert_eq(a->epoch, 0);
 	cr_assert_eq(a->last_active, 0);
 	cr_assert_null(a->active);
 	cr_assert_eq(a->table, table);

@@ -236,7 +236,9 @@ Test(rd_bundle_in, bundle_delivers_every_record_in_order_once)
 	cr_assert_eq(st->rx_bundles, 1);
 	cr_assert_eq(st->rx_data, 6);
 	cr_assert_eq(st->msgs_received, 5);
-	/* the ACK that answers covers the six packets */
+	/* the ACK that answers covers the six packets (after the challenge to the
+	 * new peer, §4.9, which it answers) */
+	cr_assert(rd_answer_challenge(o.rd, PEER_IP, 11));
 	n = braid_rd_output(o.rd, 11, out, 8);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(out[0].frame_len, 0, "an ACK with no data to ride on goes alone");
@@ -324,6 +326,7 @@ static void ack_rides_with_data(bool bundle)
 	cr_assert_eq(braid_rd_open(&c, t, &rd), 0);
 	cr_assert_eq(braid_rd_input_from(rd, pkt, mkdata(pkt, 0, 0, 0, 1800, part, 900), PEER_IP, 7,
 					 false, 1000), 0);
+	cr_assert(rd_answer_challenge(rd, PEER_IP, 1000), "a new peer is challenged (§4.9)");
 	cr_assert_eq(braid_rd_output(rd, 1000, out, 8), 0, "the ACK of half a message is delayed");
 	cr_assert_neq(braid_rd_next_deadline(rd), UINT64_MAX);
 	cr_assert_eq(braid_rd_send(rd, &s, 1100), 0);
@@ -542,7 +545,9 @@ Test(rd_bundle_direct, no_bundle_when_disabled)
 	cr_assert_geq(dgrams, NSMALL, "one datagram per packet: %zu", dgrams);
 	cr_assert_eq(st[0].tx_bundles + st[1].tx_bundles, 0);
 	cr_assert_eq(st[0].rx_bundles + st[1].rx_bundles, 0);
-	cr_assert_eq(dgrams, st[0].tx_data + st[0].tx_acks + st[1].tx_data + st[1].tx_acks,
+	/* and each side's challenge of the other and its answer (§4.9) */
+	cr_assert_eq(dgrams, st[0].tx_data + st[0].tx_acks + st[1].tx_data + st[1].tx_acks +
+		     st[0].chal_tx + st[0].chal_rx + st[1].chal_tx + st[1].chal_rx,
 		     "every packet its own datagram");
 }
 

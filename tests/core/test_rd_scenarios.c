@@ -63,14 +63,17 @@ static const char *stats_str(const struct braid_rd *rd)
 	snprintf(b, sizeof(bufs[0]),
 		 "tx_data %lu tx_acks %lu retx %lu rto_fires %lu tlp %lu rack_losses %lu "
 		 "(per path %lu) path_deaths %lu redraws %lu rdv_probes %lu rx_data %lu rx_acks %lu "
-		 "rdv_msgs %lu cts_tx %lu cts_rx %lu peers_failed %lu dups %lu",
+		 "rdv_msgs %lu cts_tx %lu cts_rx %lu peers_failed %lu dups %lu challenges %lu "
+		 "answered %lu proven %lu unverified %lu",
 		 (unsigned long)s->tx_data, (unsigned long)s->tx_acks, (unsigned long)s->retx_pkts,
 		 (unsigned long)s->rto_fires, (unsigned long)s->tlp_probes,
 		 (unsigned long)s->rack_losses, (unsigned long)s->rack_path_losses,
 		 (unsigned long)s->path_deaths, (unsigned long)s->path_redraws,
 		 (unsigned long)s->rdv_probes, (unsigned long)s->rx_data, (unsigned long)s->rx_acks,
 		 (unsigned long)s->rdv_msgs, (unsigned long)s->cts_tx, (unsigned long)s->cts_rx,
-		 (unsigned long)s->peers_failed, (unsigned long)s->drops[BRAID_DROP_DUPLICATE]);
+		 (unsigned long)s->peers_failed, (unsigned long)s->drops[BRAID_DROP_DUPLICATE],
+		 (unsigned long)s->chal_tx, (unsigned long)s->chal_rx, (unsigned long)s->resp_rx,
+		 (unsigned long)s->drops[BRAID_DROP_UNVERIFIED]);
 	return b;
 }
 
@@ -779,7 +782,10 @@ static bool rx_bytes_reached(struct harness *h, void *arg)
 {
 	const struct rx_bytes_at_least *w = arg;
 
-	return braid_rd_get_stats(h->nodes[1].rd)->rx_bytes >= w->n;
+	/* and the receiver has proven the sender (§4.9): an unproven sender's
+	 * message takes no receive until whole (test_rd_verify.c) */
+	return braid_rd_get_stats(h->nodes[1].rd)->rx_bytes >= w->n &&
+	       braid_rd_get_stats(h->nodes[1].rd)->peers_verified >= 1;
 }
 
 static bool node_has_comp(struct harness *h, void *arg)

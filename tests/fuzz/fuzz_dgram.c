@@ -54,6 +54,19 @@ static void rd_decoders(const uint8_t *p, size_t len)
 		KEEP(h, p, reserved);
 		FUZZ_CHECK(len == sizeof(h) && memcmp(&h, p, sizeof(h)) == 0);
 	}
+	{
+		struct braid_rd_chal_view cv;
+
+		if (braid_rd_chal_decode(p, len, &cv) == 0) {
+			struct braid_rd_cts_hdr h;
+
+			agrees(p, len, BRAID_PKT_RD_CHALLENGE, sizeof(h));
+			FUZZ_CHECK(!(cv.flags & ~BRAID_RD_CHAL_FLAGS) && cv.src_epoch && cv.dst_epoch);
+			braid_rd_chal_write(&h, &cv);
+			KEEP(h, p, reserved);
+			FUZZ_CHECK(len == sizeof(h) && memcmp(&h, p, sizeof(h)) == 0);
+		}
+	}
 }
 
 static void bundle(const uint8_t *p, size_t len)

@@ -37,7 +37,8 @@ BRAID_FIELDS = ["braid.type", "braid.flags", "braid.src_port", "braid.rd.src_epo
                 "braid.rd.msg_len", "braid.payload_len", "braid.rma.op", "braid.ack.cum_psn",
                 "braid.cts.msg_id", "braid.bundle.records"]
 FIELDS = HOST_FIELDS + BRAID_FIELDS
-NAMES = {1: "DGRAM", 2: "RD_DATA", 3: "RD_ACK", 4: "RD_CTS", 5: "CM", 6: "RD_RMA", 7: "RD_BUNDLE"}
+NAMES = {1: "DGRAM", 2: "RD_DATA", 3: "RD_ACK", 4: "RD_CTS", 5: "CM", 6: "RD_RMA", 7: "RD_BUNDLE",
+         8: "RD_CHALLENGE"}
 SEV_ERROR = 8388608
 F_RETX, F_RDV = 0x08, 0x10
 M32 = 1 << 32
@@ -77,7 +78,7 @@ def records(cols):
     out = []
     for t in [num(x) for x in cols["braid.type"].split(",") if x]:
         r = {"type": t, "flags": num(next(it["braid.flags"])), "src_port": num(next(it["braid.src_port"]))}
-        if t in (2, 3, 4, 6):
+        if t in (2, 3, 4, 6, 8):
             r["src_epoch"] = num(next(it["braid.rd.src_epoch"]))
             r["dst_epoch"] = num(next(it["braid.rd.dst_epoch"]))
         if t in (2, 6):

@@ -1,6 +1,6 @@
 -- braid.lua: a Wireshark/tshark dissector (Lua, Wireshark 3.6 and 4.x) for
 -- braid's own packets, as docs/protocol.md specifies them: the common header
--- (§2), DGRAM (§3), RD_DATA (§4.2), RD_ACK (§4.3), RD_CTS (§4.6), RD_RMA (§4.7),
+-- (§2), DGRAM (§3), RD_DATA (§4.2), RD_ACK (§4.3), RD_CTS (§4.6), RD_RMA (§4.7), RD_CHALLENGE (§4.9),
 -- RD_BUNDLE (§4.8, every record dissected as a braid packet of its own) and CM
 -- (§6.2). Its checks are those of core/braid_hdr.c (the validating decoders):
 -- a packet braid would drop gets an expert error naming braid's drop reason
@@ -20,14 +20,16 @@
 
 local braid = Proto("braid", "braid")
 
-local TYPE = { DGRAM = 1, RD_DATA = 2, RD_ACK = 3, RD_CTS = 4, CM = 5, RD_RMA = 6, RD_BUNDLE = 7 }
+local TYPE = { DGRAM = 1, RD_DATA = 2, RD_ACK = 3, RD_CTS = 4, CM = 5, RD_RMA = 6, RD_BUNDLE = 7,
+	RD_CHALLENGE = 8 }
 local type_names = {
 	[1] = "DGRAM", [2] = "RD_DATA", [3] = "RD_ACK", [4] = "RD_CTS", [5] = "CM",
-	[6] = "RD_RMA", [7] = "RD_BUNDLE",
+	[6] = "RD_RMA", [7] = "RD_BUNDLE", [8] = "RD_CHALLENGE",
 }
 -- §2.2: the exact header length and the defined flags of each type (braid_hdr.c type_info)
-local HDR_LEN = { [1] = 16, [2] = 56, [3] = 72, [4] = 24, [5] = 40, [6] = 80, [7] = 8 }
-local FLAGS = { [1] = 0x01, [2] = 0x3f, [3] = 0x01, [4] = 0x00, [5] = 0x00, [6] = 0x1d, [7] = 0x00 }
+local HDR_LEN = { [1] = 16, [2] = 56, [3] = 72, [4] = 24, [5] = 40, [6] = 80, [7] = 8, [8] = 24 }
+local FLAGS = { [1] = 0x01, [2] = 0x3f, [3] = 0x01, [4] = 0x00, [5] = 0x00, [6] = 0x1d, [7] = 0x00,
+	[8] = 0x01 }
 local MAGIC, VERSION = 0xbd, 1
 local BUNDLE_MAX = 64
 local SACK_BITS = 256
@@ -92,6 +94,10 @@ local f = {
 	-- §4.6 RD_CTS
 	cts_msg_id = ProtoField.uint32("braid.cts.msg_id", "Message id", base.DEC),
 	cts_reserved = ProtoField.uint32("braid.cts.reserved", "Reserved", base.HEX),
+	-- §4.9 RD_CHALLENGE
+	chal_f_response = ProtoField.bool("braid.chal.flags.response", "RESPONSE", 8, set_unset, 0x01),
+	chal_cookie = ProtoField.uint32("braid.chal.cookie", "Cookie", base.HEX),
+	chal_reserved = ProtoField.uint32("braid.chal.reserved", "Reserved", base.HEX),
 	-- §4.8 RD_BUNDLE
 	bundle_records = ProtoField.uint32("braid.bundle.records", "Records", base.DEC),
 	bundle_len = ProtoField.uint16("braid.bundle.len", "Record length", base.DEC),
@@ -286,19 +292,30 @@ local function dissect_rd_ack(tvb, pinfo, tree, flags, rlen)
 	return s
 end
 
--- RD_CTS (§4.6)
-local function dissect_rd_cts(tvb, pinfo, tree, rlen)
+-- RD_CTS (§4.6) and RD_CHALLENGE (§4.9) share a layout: the two epochs, a
+-- 32-bit value (a message id, a cookie), reserved
+local function dissect_short(tvb, tree, rlen, name, value_field, reserved_field)
 	tree:add(f.src_epoch, tvb(8, 4))
 	tree:add(f.dst_epoch, tvb(12, 4))
-	tree:add(f.cts_msg_id, tvb(16, 4))
-	tree:add(f.cts_reserved, tvb(20, 4))
+	tree:add(value_field, tvb(16, 4))
+	tree:add(reserved_field, tvb(20, 4))
 	if rlen ~= 24 then
-		tree:add_proto_expert_info(ex.bad_len, string.format("RD_CTS of %d bytes, not 24 (bad_len)", rlen))
+		tree:add_proto_expert_info(ex.bad_len, string.format("%s of %d bytes, not 24 (bad_len)", name, rlen))
 	end
 	if u32(tvb, 8) == 0 or u32(tvb, 12) == 0 then
 		tree:add_proto_expert_info(ex.stale_epoch, "src_epoch or dst_epoch 0 (stale_epoch)")
 	end
+end
+
+local function dissect_rd_cts(tvb, pinfo, tree, rlen)
+	dissect_short(tvb, tree, rlen, "RD_CTS", f.cts_msg_id, f.cts_reserved)
 	return string.format("RD_CTS msg=%u", u32(tvb, 16))
+end
+
+local function dissect_rd_chal(tvb, pinfo, tree, flags, rlen)
+	dissect_short(tvb, tree, rlen, "RD_CHALLENGE", f.chal_cookie, f.chal_reserved)
+	return string.format("RD_CHALLENGE%s epoch=%u cookie=0x%08x",
+		bit32.band(flags, 0x01) ~= 0 and " RESPONSE" or "", u32(tvb, 12), u32(tvb, 16))
 end
 
 -- CM (§6.2)
@@ -436,6 +453,8 @@ local function dissect_one(tvb, pinfo, tree, rlen, depth)
 		if ptype == TYPE.RD_DATA then fi:add(f.rd_f_dc, tvb(3, 1)) end
 	elseif ptype == TYPE.RD_ACK then
 		fi:add(f.ack_f_ecn_ce, tvb(3, 1))
+	elseif ptype == TYPE.RD_CHALLENGE then
+		fi:add(f.chal_f_response, tvb(3, 1))
 	end
 	local hl = HDR_LEN[ptype]
 	if hdr_len ~= hl then
@@ -469,6 +488,8 @@ local function dissect_one(tvb, pinfo, tree, rlen, depth)
 		s = dissect_rd_ack(tvb, pinfo, tree, flags, rlen)
 	elseif ptype == TYPE.RD_CTS then
 		s = dissect_rd_cts(tvb, pinfo, tree, rlen)
+	elseif ptype == TYPE.RD_CHALLENGE then
+		s = dissect_rd_chal(tvb, pinfo, tree, flags, rlen)
 	elseif ptype == TYPE.CM then
 		s = dissect_cm(tvb, pinfo, tree, rlen)
 	else

@@ -1,0 +1,469 @@
+/* test_rd_verify.c: the RD engine against strangers (protocol.md §4.9): incarnations believed only with proof, unproven peers' messages, the peer cap. */
+#include <criterion/criterion.h>
+#include <rdma/fi_errno.h>
+
+#include "rd_direct.h"
+#include "braid_hdr.h"
+#include "braid/braid_errno.h"
+
+#define DROP(r) (-((int)(r) + 1))
+#define IP0 0x7f020001u		/* rd_direct.h's engines: 127.2.0.1 and .2, port 9000 */
+#define IP1 0x7f020002u
+#define PORT 9000
+
+static struct braid_rd_config cfg(void)
+{
+	struct braid_rd_config c;
+
+	braid_rd_config_default(&c);
+	c.mtu = 1000;
+	c.paths = 4;
+	return c;
+}
+
+/* An RD_DATA packet of @plen payload bytes as if from port @port. */
+static size_t mkdata(uint8_t *buf, uint16_t port, uint32_t src_epoch, uint32_t dst_epoch,
+		     uint32_t psn, uint32_t msg_id, uint32_t off, uint32_t msg_len, size_t plen,
+		     uint8_t fill)
+{
+	struct braid_rd_data_view v = {
+		.src_port = port, .src_epoch = src_epoch, .dst_epoch = dst_epoch, .psn = psn,
+		.msg_id = msg_id, .offset = off, .msg_len = msg_len, .tx_time = 1,
+	};
+
+	braid_rd_data_write(buf, &v);
+	memset(buf + sizeof(struct braid_rd_data_hdr), fill, plen);
+	return sizeof(struct braid_rd_data_hdr) + plen;
+}
+
+static void post(struct braid_rd *rd, void *buf, size_t len, uint64_t peer, void *ctx, uint64_t now)
+{
+	struct iovec iov = { buf, len };
+	struct braid_rd_recv r = { .iov = &iov, .iov_count = 1, .peer = peer, .context = ctx };
+
+	cr_assert_eq(braid_rd_post_recv(rd, &r, now), 0);
+}
+
+static void send_msg(struct braid_rd *rd, uint64_t peer, const void *buf, size_t len, void *ctx,
+		     uint64_t now)
+{
+	struct iovec iov = { (void *)buf, len };
+	struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = peer, .context = ctx };
+
+	cr_assert_eq(braid_rd_send(rd, &s, now), 0);
+}
+
+/* One engine at 127.0.0.1:4000 with @c (its epoch 1 unless set), over a table of its own. */
+static struct braid_rd *one_open(struct braid_rd_config *c, struct braid_peer_table **t)
+{
+	struct braid_rd *rd;
+
+	c->local_ip = 0x7f000001u;
+	c->local_port = 4000;
+	if (!c->epoch)
+		c->epoch = 1;
+	cr_assert_eq(braid_peer_table_open(t, 16, NULL), 0);
+	cr_assert_eq(braid_rd_open(c, *t, &rd), 0);
+	return rd;
+}
+
+/* Everything @rd wants to send now, dropped (a peer that never answers). */
+static int drain(struct braid_rd *rd, uint64_t now)
+{
+	struct braid_rd_out out[64];
+	int n, total = 0;
+
+	while ((n = braid_rd_output(rd, now, out, 64)) > 0)
+		total += n;
+	return total;
+}
+
+/* The first message of a genuine peer is delivered as it arrives (0-RTT); the
+ * proof of its address follows, one challenge and one answer each way. */
+Test(rd_verify, first_message_is_0rtt_and_then_proven)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_rd_out out[8];
+	struct braid_rd_comp comp;
+	struct direct d;
+	char dst[64] = { 0 };
+	int n, k = 0;
+
+	cr_assert_eq(direct_open(&d, &c), 0);
+	post(d.rd[1], dst, sizeof(dst), 0, (void *)1, 0);
+	send_msg(d.rd[0], d.key[1], "hello", 6, (void *)2, 0);
+	n = braid_rd_output(d.rd[0], 0, out, 8);
+	cr_assert_eq(n, 1, "one packet, no handshake before it");
+	braid_rd_input(d.rd[1], d.buf, rd_dgram_copy(out, n, d.buf, &k), IP0, false, 0);
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 1, "delivered on arrival");
+	cr_assert_eq(comp.err, 0);
+	cr_assert_str_eq(dst, "hello");
+	cr_assert_eq(braid_rd_get_stats(d.rd[1])->chal_tx, 1, "and its sender challenged");
+	direct_pump(&d);
+	for (int i = 0; i < 2; i++) {
+		const struct braid_rd_stats *st = braid_rd_get_stats(d.rd[i]);
+
+		cr_assert_eq(st->peers, 1);
+		cr_assert_eq(st->peers_verified, 1, "engine %d proved its peer", i);
+		cr_assert_eq(st->resp_rx, 1);
+		cr_assert_eq(st->chal_rx, 1, "engine %d answered one challenge", i);
+		cr_assert_eq(st->drops[BRAID_DROP_UNVERIFIED], 0);
+	}
+	direct_close(&d);
+}
+
+/* Two engines that proved each other; @n messages from 0 to 1, every one checked. */
+static void exchange(struct direct *d, int n, uint8_t base)
+{
+	struct braid_rd_comp comp[64];
+	uint8_t src[64][100], dst[64][100];
+	int got0 = 0, got1 = 0, i;
+
+	cr_assert_leq(n, 64);
+	for (i = 0; i < n; i++) {
+		memset(src[i], base + i, sizeof(src[i]));
+		memset(dst[i], 0, sizeof(dst[i]));
+		post(d->rd[1], dst[i], sizeof(dst[i]), 0, (void *)(uintptr_t)(100 + i), d->now);
+		send_msg(d->rd[0], d->key[1], src[i], sizeof(src[i]), (void *)(uintptr_t)(200 + i), d->now);
+	}
+	direct_pump(d);
+	while ((i = braid_rd_poll(d->rd[0], comp, 64)) > 0) {
+		for (int j = 0; j < i; j++)
+			cr_assert_eq(comp[j].err, 0, "a send failed: %d", comp[j].err);
+		got0 += i;
+	}
+	while ((i = braid_rd_poll(d->rd[1], comp, 64)) > 0) {
+		for (int j = 0; j < i; j++)
+			cr_assert_eq(comp[j].err, 0, "a receive failed: %d", comp[j].err);
+		got1 += i;
+	}
+	cr_assert_eq(got0, n, "every send completed");
+	cr_assert_eq(got1, n, "every message arrived");
+	for (i = 0; i < n; i++)
+		cr_assert_eq(memcmp(src[i], dst[i], sizeof(src[i])), 0, "message %d intact", i);
+}
+
+/* The attack of issue 15: one datagram from the sender's address with a
+ * "later" incarnation made the receiver drop the real sender for good. Now it
+ * is held back and its incarnation challenged; the real sender, which is not
+ * that incarnation, does not answer; nothing changes. */
+Test(rd_verify, forged_epoch_cannot_take_a_peer)
+{
+	struct braid_rd_config c = cfg();
+	const struct braid_rd_stats *s0, *s1;
+	struct direct d;
+	uint8_t pkt[256];
+	size_t len;
+
+	cr_assert_eq(direct_open(&d, &c), 0);
+	s0 = braid_rd_get_stats(d.rd[0]);
+	s1 = braid_rd_get_stats(d.rd[1]);
+	exchange(&d, 4, 1);
+	cr_assert_eq(s1->peers_verified, 1);
+
+	/* RD_DATA "from" engine 0, a much later epoch, dst_epoch 0, PSN 0 */
+	len = mkdata(pkt, PORT, 100 + 86400000u, 0, 0, 0, 0, 8, 8, 0x66);
+	cr_assert_eq(braid_rd_input(d.rd[1], pkt, len, IP0, false, d.now),
+		     DROP(BRAID_DROP_UNVERIFIED));
+	/* the same with dst_epoch earlier than engine 1's (§4.2 rule 2's path) */
+	len = mkdata(pkt, PORT, 100 + 86400001u, 1, 0, 0, 0, 8, 8, 0x66);
+	cr_assert_eq(braid_rd_input(d.rd[1], pkt, len, IP0, false, d.now),
+		     DROP(BRAID_DROP_UNVERIFIED));
+	/* an RD_ACK "from" engine 1 to engine 0 with a later epoch */
+	{
+		struct braid_rd_ack_view a = { .src_port = PORT, .src_epoch = 101 + 5000,
+					       .dst_epoch = 100, .cum_psn = 1000, .rwnd = 0 };
+		struct braid_rd_ack_hdr h;
+
+		braid_rd_ack_write(&h, &a);
+		cr_assert_eq(braid_rd_input(d.rd[0], &h, sizeof(h), IP1, false, d.now),
+			     DROP(BRAID_DROP_UNVERIFIED));
+	}
+	cr_assert_eq(s1->peers_restarted + s0->peers_restarted, 0, "no restart believed");
+	/* the challenges go to the real engines, which are not those incarnations */
+	direct_pump(&d);
+	cr_assert_geq(s1->chal_tx, 2);
+	cr_assert_eq(s1->resp_rx, 1, "no answer but the first (the real peer's)");
+	cr_assert_eq(s0->resp_rx, 1);
+	cr_assert_geq(s0->drops[BRAID_DROP_STALE_EPOCH], 1, "engine 0 ignores a challenge of another incarnation");
+	/* and the real traffic goes on, both ways */
+	exchange(&d, 16, 50);
+	cr_assert_eq(s0->peers_failed + s1->peers_failed, 0);
+	cr_assert_eq(s1->peers_restarted + s0->peers_restarted, 0);
+	direct_close(&d);
+}
+
+/* A genuine restart is believed once the new incarnation answers at the address:
+ * what was pending with the old one fails with FI_ECONNRESET, the new one's
+ * message arrives. */
+Test(rd_verify, genuine_restart_is_believed_after_proof)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_rd_comp comp[8];
+	char lost[8] = "lost", fresh[16] = "fresh start", dst[32] = { 0 };
+	bool failed = false, delivered = false;
+	struct direct d;
+	int n;
+
+	cr_assert_eq(direct_open(&d, &c), 0);
+	exchange(&d, 2, 1);
+	/* engine 0 sends to engine 1, which dies before it arrives */
+	send_msg(d.rd[0], d.key[1], lost, sizeof(lost), (void *)7, d.now);
+	drain(d.rd[0], d.now);
+	braid_rd_close(d.rd[1]);
+	c.local_ip = IP1;
+	c.local_port = PORT;
+	c.epoch = 101 + 1000;
+	cr_assert_eq(braid_rd_open(&c, d.t[1], &d.rd[1]), 0);
+	post(d.rd[0], dst, sizeof(dst), 0, (void *)8, d.now);
+	send_msg(d.rd[1], d.key[0], fresh, sizeof(fresh), (void *)9, d.now);
+	direct_pump(&d);
+	while ((n = braid_rd_poll(d.rd[0], comp, 8)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (comp[i].context == (void *)7) {
+				cr_assert_eq(comp[i].err, FI_ECONNRESET);
+				failed = true;
+			} else if (comp[i].context == (void *)8) {
+				cr_assert_eq(comp[i].err, 0);
+				delivered = true;
+			}
+		}
+	}
+	cr_assert_eq(braid_rd_poll(d.rd[1], comp, 8), 1);
+	cr_assert_eq(comp[0].context, (void *)9);
+	cr_assert_eq(comp[0].err, 0, "the new incarnation's send completed");
+	cr_assert(failed, "the send to the old incarnation failed");
+	cr_assert(delivered, "the new incarnation's message arrived");
+	cr_assert_str_eq(dst, "fresh start");
+	cr_assert_eq(braid_rd_get_stats(d.rd[0])->peers_restarted, 1);
+	cr_assert_geq(braid_rd_get_stats(d.rd[0])->drops[BRAID_DROP_UNVERIFIED], 1,
+		      "its first packets waited for the proof");
+	exchange(&d, 8, 30);
+	direct_close(&d);
+}
+
+/* A stranger that never proves its address: its half-sent message takes no
+ * receive and, when it goes silent, fails none; a proven peer's takes it. */
+Test(rd_verify, stranger_cannot_hold_or_fail_a_receive)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	struct braid_rd_comp comp[4];
+	uint8_t pkt[1100], dst[2][4096];
+	uint32_t stranger = 0x0a000005u, friend_ip = 0x0a000009u;
+	size_t len;
+
+	c.epoch = 1;
+	c.peer_timeout_ns = 50 * 1000 * 1000ULL;
+	rd = one_open(&c, &t);
+	post(rd, dst[0], sizeof(dst[0]), 0, (void *)1, 0);
+	/* the stranger: the first half of an 1800-byte message */
+	len = mkdata(pkt, 7777, 555, 0, 0, 0, 0, 1800, 900, 0xbb);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, stranger, false, 10), 0);
+	cr_assert_eq(braid_rd_poll(rd, comp, 4), 0);
+	drain(rd, 10);	/* its challenge goes unanswered */
+	/* a peer that proves itself sends its own 1800 bytes */
+	len = mkdata(pkt, 8888, 777, 0, 0, 0, 0, 1800, 900, 0xcc);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, friend_ip, false, 20), 0);
+	cr_assert(rd_answer_challenge(rd, friend_ip, 20));
+	len = mkdata(pkt, 8888, 777, 1, 1, 0, 900, 1800, 900, 0xcc);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, friend_ip, false, 30), 0);
+	cr_assert_eq(braid_rd_poll(rd, comp, 4), 1);
+	cr_assert_eq(comp[0].context, (void *)1, "the proven peer's message took the receive");
+	cr_assert_eq(comp[0].err, 0);
+	cr_assert_eq(comp[0].len, 1800);
+	cr_assert_eq(comp[0].peer, braid_peer_key(friend_ip, 8888));
+	for (int i = 0; i < 1800; i++)
+		cr_assert_eq(dst[0][i], 0xcc, "byte %d is the proven peer's", i);
+	/* the stranger goes silent past the peer timeout: a receive posted meanwhile stays */
+	post(rd, dst[1], sizeof(dst[1]), 0, (void *)2, 40);
+	braid_rd_timer(rd, 1000 * 1000 * 1000ULL);
+	drain(rd, 1000 * 1000 * 1000ULL);
+	cr_assert_eq(braid_rd_poll(rd, comp, 4), 0, "no receive failed by the stranger");
+	/* and the stranger's message that does complete is delivered (0-RTT, §4.9) */
+	len = mkdata(pkt, 7777, 555, 2, 1, 0, 0, 5, 5, 0xdd);
+	braid_rd_input(rd, pkt, len, stranger, false, 1000 * 1000 * 1000ULL + 1);
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}
+
+/* Challenges and answers that do not fit are dropped and counted, never believed. */
+Test(rd_verify, answers_must_answer_our_challenge)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	struct braid_rd_out out[4];
+	struct braid_rd_chal_view v;
+	struct braid_rd_cts_hdr h;
+	uint8_t pkt[1100];
+	uint32_t peer = 0x0a000007u;
+	size_t len;
+
+	c.epoch = 50;
+	rd = one_open(&c, &t);
+	/* an answer from an address we never heard from */
+	v = (struct braid_rd_chal_view){ .src_port = 1234, .flags = BRAID_RD_CHAL_F_RESPONSE,
+					 .src_epoch = 9, .dst_epoch = 50, .cookie = 1 };
+	braid_rd_chal_write(&h, &v);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), peer, false, 1), DROP(BRAID_DROP_NO_STATE));
+	/* the peer speaks; we challenge it */
+	len = mkdata(pkt, 1234, 9, 0, 0, 0, 0, 2000, 900, 1);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, peer, false, 2), 0);
+	cr_assert_eq(braid_rd_output(rd, 2, out, 1), 1);
+	cr_assert_eq(braid_rd_chal_decode(out[0].hdr, out[0].hdr_len, &v), 0);
+	cr_assert_eq(v.flags, 0);
+	cr_assert_eq(v.dst_epoch, 9, "it asks about the epoch the peer claimed");
+	cr_assert_eq(v.src_epoch, 50);
+	cr_assert_eq(out[0].dst_ip, peer);
+	cr_assert_eq(out[0].dst_port, 1234);
+	cr_assert_eq(out[0].reply_route, 1234, "to the peer's home port");
+	/* a guessed cookie, and the right cookie for another epoch: no */
+	{
+		struct braid_rd_chal_view bad = { .src_port = 1234, .flags = BRAID_RD_CHAL_F_RESPONSE,
+						  .src_epoch = 9, .dst_epoch = 50, .cookie = v.cookie + 1 };
+
+		braid_rd_chal_write(&h, &bad);
+		cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), peer, false, 3), DROP(BRAID_DROP_UNVERIFIED));
+		bad.cookie = v.cookie;
+		bad.src_epoch = 10;
+		braid_rd_chal_write(&h, &bad);
+		cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), peer, false, 3), DROP(BRAID_DROP_UNVERIFIED));
+		bad.src_epoch = 9;
+		bad.dst_epoch = 49;
+		braid_rd_chal_write(&h, &bad);
+		cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), peer, false, 3), DROP(BRAID_DROP_STALE_EPOCH));
+	}
+	cr_assert_eq(braid_rd_get_stats(rd)->peers_verified, 0);
+	/* the right answer */
+	{
+		struct braid_rd_chal_view ok = { .src_port = 1234, .flags = BRAID_RD_CHAL_F_RESPONSE,
+						 .src_epoch = 9, .dst_epoch = 50, .cookie = v.cookie };
+
+		braid_rd_chal_write(&h, &ok);
+		cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), peer, false, 4), 0);
+		cr_assert_eq(braid_rd_get_stats(rd)->peers_verified, 1);
+		cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), peer, false, 5), DROP(BRAID_DROP_UNVERIFIED),
+			     "an answer counts once");
+	}
+	/* a challenge to us is answered statelessly, and only for our own epoch */
+	drain(rd, 6);
+	v = (struct braid_rd_chal_view){ .src_port = 4321, .src_epoch = 77, .dst_epoch = 51, .cookie = 99 };
+	braid_rd_chal_write(&h, &v);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), 0x0a000008u, false, 7), DROP(BRAID_DROP_STALE_EPOCH));
+	cr_assert_eq(braid_rd_output(rd, 7, out, 4), 0);
+	v.dst_epoch = 50;
+	braid_rd_chal_write(&h, &v);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), 0x0a000008u, false, 8), 0);
+	cr_assert_eq(braid_rd_output(rd, 8, out, 4), 1);
+	cr_assert_eq(braid_rd_chal_decode(out[0].hdr, out[0].hdr_len, &v), 0);
+	cr_assert_eq(v.flags, BRAID_RD_CHAL_F_RESPONSE);
+	cr_assert_eq(v.cookie, 99);
+	cr_assert_eq(v.src_epoch, 50);
+	cr_assert_eq(v.dst_epoch, 77);
+	cr_assert_eq(out[0].dst_port, 4321);
+	cr_assert_eq(braid_rd_get_stats(rd)->peers, 1, "a challenge creates no state");
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}
+
+/* max_peers: strangers from 20,000 addresses leave at most that many peers'
+ * state; a proven peer keeps its state and its traffic through the flood.
+ * A stranger's whole message waiting for a receive keeps its sender's state
+ * (it is delivered later, 0-RTT): at most max_msgs of them, here fewer than
+ * the cap, so every first contact finds a place. */
+Test(rd_verify, peer_cap_bounds_strangers)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	struct braid_rd_comp comp[4];
+	const struct braid_rd_stats *st;
+	uint8_t pkt[1100], dst[2000];
+	uint32_t friend_ip = 0x0a000009u, i;
+	size_t len;
+
+	c.epoch = 1;
+	c.max_peers = 64;
+	c.max_msgs = 32;
+	rd = one_open(&c, &t);
+	st = braid_rd_get_stats(rd);
+	/* the friend proves itself with its first packet */
+	len = mkdata(pkt, 8888, 777, 0, 0, 0, 0, 1800, 900, 0xcc);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, friend_ip, false, 1), 0);
+	cr_assert(rd_answer_challenge(rd, friend_ip, 1));
+	drain(rd, 1);
+	for (i = 0; i < 20000; i++) {
+		uint64_t now = 10 + i;
+
+		/* half-messages and whole ones (delivered nowhere: no receive), never proven */
+		len = mkdata(pkt, (uint16_t)(1000 + i % 7), 3 + i, 0, 0, 0, 0, i % 2 ? 1800 : 8,
+			     i % 2 ? 900 : 8, 0xee);
+		(void)braid_rd_input(rd, pkt, len, 0x0b000000u + i, false, now);
+		drain(rd, now);
+		cr_assert_leq(st->peers, 64, "after %u strangers", i + 1);
+		cr_assert_leq(braid_peer_count(t), 64, "the domain's table too, after %u", i + 1);
+	}
+	cr_assert_eq(st->peers_evicted, 20000 + 1 - 64, "strangers' state was evicted: %lu",
+		     (unsigned long)st->peers_evicted);
+	cr_assert_eq(st->peers_verified, 1);
+	cr_assert_eq(st->drops[BRAID_DROP_PEER_CAP], 0, "every first contact found a place");
+	/* the friend's message completes, every byte its own */
+	post(rd, dst, sizeof(dst), braid_peer_key(friend_ip, 8888), (void *)5, 30000);
+	len = mkdata(pkt, 8888, 777, 1, 1, 0, 900, 1800, 900, 0xcc);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, friend_ip, false, 30001), 0);
+	cr_assert_eq(braid_rd_poll(rd, comp, 4), 1);
+	cr_assert_eq(comp[0].context, (void *)5);
+	cr_assert_eq(comp[0].err, 0);
+	for (i = 0; i < 1800; i++)
+		cr_assert_eq(dst[i], 0xcc);
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}
+
+/* An unproven peer whose message was delivered is not forgotten at once: a
+ * resend of it (its ACK lost) would reach a fresh state and be delivered
+ * twice. Its state stays until it has been silent for the peer timeout. */
+Test(rd_verify, delivered_message_pins_its_peer_for_the_peer_timeout)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	struct braid_rd_comp comp[8];
+	const struct braid_rd_stats *st;
+	uint8_t pkt[256], dst[8][16];
+	uint64_t tmo = 100 * 1000 * 1000ULL;
+	uint32_t i;
+	size_t len;
+
+	c.epoch = 1;
+	c.max_peers = 4;
+	c.peer_timeout_ns = tmo;
+	rd = one_open(&c, &t);
+	st = braid_rd_get_stats(rd);
+	for (i = 0; i < 8; i++)
+		post(rd, dst[i], sizeof(dst[i]), 0, (void *)(uintptr_t)(i + 1), 0);
+	for (i = 0; i < 4; i++) {
+		len = mkdata(pkt, 5000, 10 + i, 0, 0, 0, 0, 8, 8, (uint8_t)i);
+		cr_assert_eq(braid_rd_input(rd, pkt, len, 0x0c000000u + i, false, 10 + i), 0);
+	}
+	cr_assert_eq(braid_rd_poll(rd, comp, 8), 4, "four whole messages, delivered 0-RTT");
+	drain(rd, 20);
+	/* a fifth stranger: every slot holds a peer whose message we took */
+	len = mkdata(pkt, 5000, 99, 0, 0, 0, 0, 8, 8, 9);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, 0x0c0000ffu, false, 30), DROP(BRAID_DROP_NO_STATE));
+	cr_assert_eq(st->drops[BRAID_DROP_PEER_CAP], 1);
+	/* the first one's message again (our ACK lost): a duplicate, not a new message */
+	len = mkdata(pkt, 5000, 10, 0, 0, 0, 0, 8, 8, 0);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, 0x0c000000u, false, 40), DROP(BRAID_DROP_DUPLICATE));
+	cr_assert_eq(braid_rd_poll(rd, comp, 8), 0);
+	/* silent for the peer timeout: then they may go */
+	len = mkdata(pkt, 5000, 99, 0, 0, 0, 0, 8, 8, 9);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, 0x0c0000ffu, false, 40 + tmo), 0);
+	cr_assert_eq(st->peers_evicted, 1);
+	cr_assert_eq(braid_rd_poll(rd, comp, 8), 1);
+	cr_assert_eq(dst[4][0], 9);
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}
