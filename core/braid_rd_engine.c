@@ -279,6 +279,7 @@ struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint
 	c->ip = (uint32_t)(key >> 16);
 	c->port = (uint16_t)key;
 	c->peer = peer;
+	c->my_epoch = rd->cfg.epoch;
 	braid_dlist_init(&c->sendq);
 	braid_dlist_init(&c->paused);
 	braid_dlist_init(&c->rma_ops);
@@ -405,6 +406,18 @@ void rd_flow_fail(struct braid_rd *rd, struct rd_flow *f, int err, int prov_errn
 	/* the next exchange starts a fresh sequence space for both directions */
 	conn->snd_nxt = conn->next_msg_id = 0;
 	conn->rcv_nxt = conn->match_next = 0;
+	/*
+	 * We gave up on a live-looking peer (silence), not the peer on us: it
+	 * still holds the old sequence state. We become a new incarnation to it,
+	 * later by one, so that it starts afresh too once we prove it (§4.9);
+	 * else its cumulative ACK would "acknowledge" our fresh packets, which it
+	 * drops as old, and they would be lost in silence.
+	 */
+	if (err != FI_ECONNRESET && err != FI_ECONNABORTED) {
+		conn->my_epoch++;
+		if (!conn->my_epoch)
+			conn->my_epoch = 1;
+	}
 }
 
 /* ---- open / close ---- */
@@ -613,7 +626,7 @@ static void conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t e
 	conn->chal_at = now;
 	v = (struct braid_rd_chal_view){
 		.src_port = rd->cfg.local_port,
-		.src_epoch = rd->cfg.epoch,
+		.src_epoch = conn->my_epoch,
 		.dst_epoch = epoch,
 		.cookie = conn->chal_cookie,
 	};
@@ -651,18 +664,22 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 {
 	struct braid_rd_chal_view v;
 	struct rd_conn *conn;
+	uint32_t mine;
 	int ret = braid_rd_chal_decode(pkt, len, &v);
 
 	if (ret)
 		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-	if (v.dst_epoch != rd->cfg.epoch)
+	/* our incarnation as the asker knows it (its conn's, if we have one) */
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, now);
+	mine = conn ? conn->my_epoch : rd->cfg.epoch;
+	if (v.dst_epoch != mine)
 		return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 	if (!(v.flags & BRAID_RD_CHAL_F_RESPONSE)) {
-		/* stateless: the answer goes to the address that asks, nothing is kept */
+		/* the answer goes to the address that asks; nothing is kept */
 		struct braid_rd_chal_view r = {
 			.src_port = rd->cfg.local_port,
 			.flags = BRAID_RD_CHAL_F_RESPONSE,
-			.src_epoch = rd->cfg.epoch,
+			.src_epoch = mine,
 			.dst_epoch = v.src_epoch,
 			.cookie = v.cookie,
 		};
@@ -671,7 +688,6 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 		rd->stats.chal_rx++;
 		return 0;
 	}
-	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, now);
 	if (!conn)
 		return rd_drop(rd, BRAID_DROP_NO_STATE);
 	if (!conn->chal_out || v.src_epoch != conn->chal_epoch || v.cookie != conn->chal_cookie)
@@ -724,9 +740,9 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 		ret = conn_epoch_check(rd, conn, dv.src_epoch, now);
 		if (ret)
 			return ret;
-		if (dv.dst_epoch && dv.dst_epoch != rd->cfg.epoch) {
+		if (dv.dst_epoch && dv.dst_epoch != conn->my_epoch) {
 			/* §4.2 rule 3: meant for our previous incarnation */
-			if (braid_seq_lt(dv.dst_epoch, rd->cfg.epoch))
+			if (braid_seq_lt(dv.dst_epoch, conn->my_epoch))
 				conn_send_reset(rd, conn, now);
 			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 		}
@@ -739,11 +755,11 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 		ret = braid_rd_ack_decode(pkt, len, &av);
 		if (ret)
 			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		if (av.dst_epoch != rd->cfg.epoch)
-			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 		conn = rd_conn_get(rd, braid_peer_key(src_ip, av.src_port), false, now);
 		if (!conn)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
+		if (av.dst_epoch != conn->my_epoch)
+			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 		conn_touch(rd, conn, now);
 		ret = conn_epoch_check(rd, conn, av.src_epoch, now);
 		if (ret)
@@ -762,11 +778,11 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 		ret = braid_rd_cts_decode(pkt, len, &port, &src_epoch, &dst_epoch, &msg_id);
 		if (ret)
 			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		if (dst_epoch != rd->cfg.epoch)
-			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 		conn = rd_conn_get(rd, braid_peer_key(src_ip, port), false, now);
 		if (!conn || !conn->flow)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
+		if (dst_epoch != conn->my_epoch)
+			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 		conn_touch(rd, conn, now);
 		/* a CTS may overtake the first ACK: it may teach us the epoch */
 		ret = conn_epoch_check(rd, conn, src_epoch, now);

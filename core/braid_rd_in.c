@@ -300,7 +300,7 @@ int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 		if (f->cts_sent[i])
 			continue;	/* sent; rd_in_timer makes it due again */
 		braid_rd_cts_write((struct braid_rd_cts_hdr *)out[n].hdr, rd->cfg.local_port,
-				   rd->cfg.epoch, conn->epoch, f->cts_ids[i]);
+				   conn->my_epoch, conn->epoch, f->cts_ids[i]);
 		rd_out_control(rd, f, &out[n], sizeof(struct braid_rd_cts_hdr), f->data_route);
 		f->cts_sent[i] = now;
 		if (!f->cts_first[i])
@@ -656,7 +656,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 	struct braid_rd_ack_view a = {
 		.src_port = rd->cfg.local_port,
 		.flags = f->echo_ecn ? BRAID_RD_ACK_F_ECN_CE : 0,
-		.src_epoch = rd->cfg.epoch,
+		.src_epoch = conn->my_epoch,
 		.dst_epoch = conn->epoch,
 		.cum_psn = conn->rcv_nxt,
 		.echo_psn = f->echo_psn,
@@ -968,7 +968,7 @@ int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t 
 		return 0;
 	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, 0);
 	f = conn ? conn->flow : NULL;
-	if (!f || v.dst_epoch != rd->cfg.epoch || v.src_epoch != conn->epoch)
+	if (!f || v.dst_epoch != conn->my_epoch || v.src_epoch != conn->epoch)
 		return 0;
 	d = braid_seq_diff(v.psn, conn->rcv_nxt);
 	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, v.psn % w))

@@ -273,6 +273,12 @@ struct rd_conn {
 	/** @epoch: the peer's incarnation as this endpoint knows it; 0 while unknown (§4.1). */
 	uint32_t epoch;
 	/**
+	 * @my_epoch: our incarnation as this peer knows it: cfg.epoch, later by
+	 * one each time we gave up on the peer (peer timeout) and started afresh
+	 * (§4.9), so that the peer starts afresh too.
+	 */
+	uint32_t my_epoch;
+	/**
 	 * @verified: the peer proved that it receives at its address in
 	 * incarnation @epoch: it answered our challenge (§4.9). Until then its
 	 * messages match receives only once complete, and the conn may be evicted.

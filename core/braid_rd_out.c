@@ -874,7 +874,7 @@ static void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct
 	*v = (struct braid_rd_data_view){
 		.src_port = rd->cfg.local_port,
 		.flags = BRAID_RD_F_ACK,
-		.src_epoch = rd->cfg.epoch,
+		.src_epoch = conn->my_epoch,
 		.dst_epoch = conn->epoch,
 		.psn = psn,
 		.ack_psn = conn->rcv_nxt,

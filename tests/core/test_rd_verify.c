@@ -467,3 +467,33 @@ Test(rd_verify, delivered_message_pins_its_peer_for_the_peer_timeout)
 	braid_rd_close(rd);
 	braid_peer_table_close(t);
 }
+
+/* A partition longer than the peer timeout: the sender's operations fail; once
+ * the network heals, new ones go through (both sides start afresh). */
+Test(rd_verify, traffic_resumes_after_a_partition)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_rd_comp comp[8];
+	struct direct d;
+	uint64_t end;
+	int n, failed = 0;
+
+	c.peer_timeout_ns = 100 * 1000 * 1000ULL;
+	cr_assert_eq(direct_open(&d, &c), 0);
+	exchange(&d, 4, 1);
+	send_msg(d.rd[0], d.key[1], "cut off", 8, (void *)77, d.now);
+	/* the partition: everything either sends is lost, for twice the peer timeout */
+	for (end = d.now + 2 * c.peer_timeout_ns; d.now < end; d.now += 1000 * 1000) {
+		for (int i = 0; i < 2; i++) {
+			braid_rd_timer(d.rd[i], d.now);
+			drain(d.rd[i], d.now);
+		}
+	}
+	while ((n = braid_rd_poll(d.rd[0], comp, 8)) > 0)
+		for (int i = 0; i < n; i++)
+			if (comp[i].context == (void *)77 && comp[i].err == FI_EHOSTUNREACH)
+				failed++;
+	cr_assert_eq(failed, 1, "the send failed with FI_EHOSTUNREACH");
+	exchange(&d, 8, 40);
+	direct_close(&d);
+}
