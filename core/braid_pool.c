@@ -7,7 +7,6 @@
 
 int braid_pool_construct(struct braid_pool *pool, size_t obj_size, size_t count)
 {
-	size_t i;
 
 	memset(pool, 0, sizeof(*pool));
 	if (!obj_size || !count)
@@ -25,9 +24,8 @@ int braid_pool_construct(struct braid_pool *pool, size_t obj_size, size_t count)
 		memset(pool, 0, sizeof(*pool));
 		return -FI_ENOMEM;
 	}
-	for (i = 0; i < count; i++)
-		pool->next_free[i] = i + 1 < count ? i + 1 : SIZE_MAX;
-	pool->free_head = 0;
+	pool->free_head = SIZE_MAX;
+	pool->fresh = 0;
 	return 0;
 }
 
@@ -42,9 +40,14 @@ void *braid_pool_alloc_raw(struct braid_pool *pool)
 {
 	size_t i = pool->free_head;
 
-	if (i == SIZE_MAX || !pool->base)
+	if (!pool->base)
 		return NULL;
-	pool->free_head = pool->next_free[i];
+	if (i != SIZE_MAX)
+		pool->free_head = pool->next_free[i];
+	else if (pool->fresh < pool->count)
+		i = pool->fresh++;
+	else
+		return NULL;
 	pool->next_free[i] = SIZE_MAX - 1;	/* marks "in use" */
 	pool->in_use++;
 	return braid_pool_at(pool, i);

@@ -7,7 +7,8 @@
 
 /**
  * struct braid_pool - a free list over one contiguous array of equally sized
- * objects. Allocation and release are O(1) and never call malloc; an empty
+ * objects. Allocation and release are O(1) and never call malloc; memory is
+ * reserved at construction and touched only as objects are first used; an empty
  * pool makes braid_pool_alloc() return NULL (callers turn that into
  * -FI_EAGAIN). Not thread safe: the owner serialises access.
  */
@@ -20,9 +21,16 @@ struct braid_pool {
 	size_t count;
 	/** @in_use: number of objects currently handed out. */
 	size_t in_use;
-	/** @free_head: index of the first free object, or SIZE_MAX. */
+	/** @free_head: index of the first object given back and free again, or SIZE_MAX. */
 	size_t free_head;
-	/** @next_free: per object, the index of the next free one. */
+	/**
+	 * @fresh: objects from this index on were never handed out: they are
+	 * taken in order once the free list is empty, so a pool touches the
+	 * memory of only as many objects as were ever in use at once (a large
+	 * pool reserved at open costs nothing until used).
+	 */
+	size_t fresh;
+	/** @next_free: per object given back, the index of the next free one. */
 	size_t *next_free;
 };
 
