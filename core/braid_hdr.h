@@ -8,6 +8,7 @@
 
 #define BRAID_HDR_MAGIC		0xbd
 #define BRAID_PROTO_VERSION	1
+#define BRAID_PROTO_VERSION_KEYED	2	/* a keyed endpoint's datagram: a tag after the first header (§2.4) */
 
 /* Packet types (protocol.md §2.2). Frozen: never renumber, only append. */
 enum braid_pkt_type {
@@ -259,6 +260,7 @@ enum braid_drop_reason {
 	BRAID_DROP_NO_BUFFER,	/* RD: no room to take the payload (§4.2 rule 6) */
 	BRAID_DROP_NO_STATE,	/* RD: no flow state could be had for the peer */
 	BRAID_DROP_BUNDLE,	/* RD: a bundle whose records are not well framed (§4.8) */
+	BRAID_DROP_AUTH,	/* keyed or not as this endpoint is not, or a tag that does not verify (§2.4) */
 	BRAID_DROP_MAX
 };
 

@@ -56,10 +56,11 @@ int braid_iov_slice(const struct iovec *iov, size_t cnt, uint64_t off, size_t le
 	return n;
 }
 
-size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
-			 size_t len)
+/* copy @len bytes between @buf and @iov[0..@cnt) from byte @off on: into @iov (@into), else out of it */
+static size_t iov_copy(const struct iovec *iov, size_t cnt, uint64_t off, uint8_t *buf, size_t len,
+		       bool into)
 {
-	const uint8_t *p = src;
+	uint8_t *p = buf;
 	size_t i;
 
 	for (i = iov_seek(iov, cnt, &off); i < cnt && len; i++, off = 0) {
@@ -67,12 +68,27 @@ size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, cons
 
 		if (take > len)
 			take = len;
-		if (take)
-			memcpy((uint8_t *)iov[i].iov_base + off, p, take);
+		if (take) {
+			uint8_t *at = (uint8_t *)iov[i].iov_base + off;
+
+			memcpy(into ? at : p, into ? p : at, take);
+		}
 		p += take;
 		len -= take;
 	}
-	return (size_t)(p - (const uint8_t *)src);
+	return (size_t)(p - buf);
+}
+
+size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
+			 size_t len)
+{
+	return iov_copy(iov, cnt, off, (uint8_t *)src, len, true);
+}
+
+size_t braid_iov_copyout(const struct iovec *iov, size_t cnt, uint64_t off, void *dst,
+			 size_t len)
+{
+	return iov_copy(iov, cnt, off, dst, len, false);
 }
 
 size_t braid_iov_gather(const struct iovec *iov, size_t cnt, void *dst)
