@@ -52,6 +52,35 @@ bool braid_auth_same(const struct braid_auth *a, const struct braid_auth *b)
 	       (a->mode == BRAID_AUTH_NONE || !sodium_memcmp(a->key, b->key, sizeof(a->key)));
 }
 
+/* a place in a run of iovecs, read forward once (a bundle's records cross them anywhere) */
+struct iov_cursor {
+	const struct iovec *iov;
+	int cnt, i;
+	size_t off;
+};
+
+/* up to @n bytes from the cursor on, copied to @dst when it is not NULL; the cursor moves past them */
+static size_t cursor_take(struct iov_cursor *c, uint8_t *dst, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n && c->i < c->cnt) {
+		size_t take = c->iov[c->i].iov_len - c->off;
+
+		if (take > n - done)
+			take = n - done;
+		if (take && dst)
+			memcpy(dst + done, (const uint8_t *)c->iov[c->i].iov_base + c->off, take);
+		done += take;
+		c->off += take;
+		if (c->off == c->iov[c->i].iov_len) {
+			c->i++;
+			c->off = 0;
+		}
+	}
+	return done;
+}
+
 /*
  * §2.4's covered bytes of an RD_BUNDLE in job mode, after its header: each
  * record's length field and the record's header (its first hdr_len bytes,
@@ -60,27 +89,28 @@ bool braid_auth_same(const struct braid_auth *a, const struct braid_auth *b)
  */
 static uint8_t *bundle_headers(const struct iovec *rest, int cnt, uint8_t *p)
 {
-	uint64_t off = 0, total = braid_iov_len(rest, (size_t)cnt);
+	struct iov_cursor c = { rest, cnt, 0, 0 };
+	size_t left = braid_iov_len(rest, (size_t)cnt);
 
-	while (off < total) {
-		size_t got = braid_iov_copyout(rest, (size_t)cnt, off, p, BRAID_RD_BUNDLE_REC);
-		size_t rec, hl, want;
+	while (left) {
+		size_t got = cursor_take(&c, p, BRAID_RD_BUNDLE_REC), rec, hl, want;
 
-		off += got;
+		left -= got;
 		if (got < BRAID_RD_BUNDLE_REC)
 			return p + got;	/* a stray last byte: covered as it is */
 		rec = (size_t)p[0] << 8 | p[1];
 		p += got;
-		if (rec > total - off)
-			rec = (size_t)(total - off);
-		hl = braid_iov_copyout(rest, (size_t)cnt, off, p, rec < 8 ? rec : 8);
+		if (rec > left)
+			rec = left;
+		hl = cursor_take(&c, p, rec < 8 ? rec : 8);
 		want = hl == 8 ? ((size_t)p[6] << 8 | p[7]) : hl;
 		if (want > rec)
 			want = rec;
-		p += hl;
-		if (want > hl)
-			p += braid_iov_copyout(rest, (size_t)cnt, off + hl, p, want - hl);
-		off += rec;
+		if (want < hl)
+			want = hl;
+		p += hl + cursor_take(&c, p + hl, want - hl);
+		(void)cursor_take(&c, NULL, rec - want);	/* the payload: not covered */
+		left -= rec;
 	}
 	return p;
 }

@@ -56,11 +56,10 @@ int braid_iov_slice(const struct iovec *iov, size_t cnt, uint64_t off, size_t le
 	return n;
 }
 
-/* copy @len bytes between @buf and @iov[0..@cnt) from byte @off on: into @iov (@into), else out of it */
-static size_t iov_copy(const struct iovec *iov, size_t cnt, uint64_t off, uint8_t *buf, size_t len,
-		       bool into)
+size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
+			 size_t len)
 {
-	uint8_t *p = buf;
+	const uint8_t *p = src;
 	size_t i;
 
 	for (i = iov_seek(iov, cnt, &off); i < cnt && len; i++, off = 0) {
@@ -68,27 +67,12 @@ static size_t iov_copy(const struct iovec *iov, size_t cnt, uint64_t off, uint8_
 
 		if (take > len)
 			take = len;
-		if (take) {
-			uint8_t *at = (uint8_t *)iov[i].iov_base + off;
-
-			memcpy(into ? at : p, into ? p : at, take);
-		}
+		if (take)
+			memcpy((uint8_t *)iov[i].iov_base + off, p, take);
 		p += take;
 		len -= take;
 	}
-	return (size_t)(p - buf);
-}
-
-size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
-			 size_t len)
-{
-	return iov_copy(iov, cnt, off, (uint8_t *)src, len, true);
-}
-
-size_t braid_iov_copyout(const struct iovec *iov, size_t cnt, uint64_t off, void *dst,
-			 size_t len)
-{
-	return iov_copy(iov, cnt, off, dst, len, false);
+	return (size_t)(p - (const uint8_t *)src);
 }
 
 size_t braid_iov_gather(const struct iovec *iov, size_t cnt, void *dst)

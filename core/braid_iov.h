@@ -31,14 +31,6 @@ size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, cons
 			 size_t len);
 
 /**
- * braid_iov_copyout() - copy @len bytes of @iov[0..@cnt) from byte @off on
- * into @dst (braid_iov_scatter()'s mirror); bytes past the end of @iov are
- * not there to copy. Return: the bytes copied.
- */
-size_t braid_iov_copyout(const struct iovec *iov, size_t cnt, uint64_t off, void *dst,
-			 size_t len);
-
-/**
  * braid_iov_gather() - copy every byte of @iov[0..@cnt) to @dst, which has
  * room for braid_iov_len() bytes. Return: the bytes copied.
  */

@@ -71,19 +71,3 @@ Test(braid_iov_gather, copies_every_byte_in_order)
 	for (i = 0; i < sizeof(dst); i++)
 		cr_assert_eq(dst[i], i);
 }
-
-Test(braid_iov_copyout, copies_from_offset_and_stops_at_the_end)
-{
-	uint8_t dst[8] = { 0 };
-	size_t i;
-
-	for (i = 0; i < sizeof(b0); i++)
-		b0[i] = (uint8_t)i;
-	for (i = 0; i < sizeof(b2); i++)
-		b2[i] = (uint8_t)(sizeof(b0) + i);
-	cr_assert_eq(braid_iov_copyout(three, 3, 2, dst, 3), 3, "across the empty entry");
-	cr_assert(dst[0] == 2 && dst[1] == 3 && dst[2] == 4 && dst[3] == 0);
-	cr_assert_eq(braid_iov_copyout(three, 3, 6, dst, 8), 2, "only what is there");
-	cr_assert(dst[0] == 6 && dst[1] == 7);
-	cr_assert_eq(braid_iov_copyout(three, 3, 9, dst, 1), 0, "past the end");
-}
