@@ -234,6 +234,7 @@ Test(auth, bad_key_sizes_are_refused)
 	struct fi_info *hints, *info = NULL;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
+	struct fid_pep *pep;
 	struct fid_ep *ep;
 
 	/* 1 and 64 bytes are taken */
@@ -279,6 +280,23 @@ Test(auth, bad_key_sizes_are_refused)
 	cr_assert_eq(fi_endpoint(domain, info, &ep, NULL), 0);
 	cr_assert_eq(fi_close(&ep->fid), 0);
 	cr_assert_eq(fi_close(&domain->fid), 0);
+	cr_assert_eq(fi_close(&fabric->fid), 0);
+	fi_freeinfo(info);
+
+	/* and so does fi_passive_ep, which has no domain: the endpoint's key, else the domain's */
+	info = key_info(FI_EP_MSG, KEY_A);
+	cr_assert_eq(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	info->ep_attr->auth_key = key_dup_room(big, 128);
+	info->ep_attr->auth_key_size = 65;
+	cr_assert_eq(fi_passive_ep(fabric, info, &pep, NULL), -FI_EINVAL);
+	info->ep_attr->auth_key_size = 0;
+	info->domain_attr->auth_key_size = 65;
+	free(info->domain_attr->auth_key);
+	info->domain_attr->auth_key = key_dup_room(big, 128);
+	cr_assert_eq(fi_passive_ep(fabric, info, &pep, NULL), -FI_EINVAL);
+	info->domain_attr->auth_key_size = strlen(KEY_A);
+	cr_assert_eq(fi_passive_ep(fabric, info, &pep, NULL), 0);
+	cr_assert_eq(fi_close(&pep->fid), 0);
 	cr_assert_eq(fi_close(&fabric->fid), 0);
 	fi_freeinfo(info);
 }
