@@ -14,6 +14,16 @@ double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+void bench_auth_hints(struct fi_info *hints)
+{
+	const char *key = getenv("BENCH_AUTH_KEY");
+
+	if (!key || !*key)
+		return;
+	hints->domain_attr->auth_key = (uint8_t *)strdup(key);
+	hints->domain_attr->auth_key_size = strlen(key);
+}
+
 void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_size)
 {
 	conn_open_caps(c, prov, node, buf_size, FI_TAGGED);
@@ -35,6 +45,7 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup(prov);
+	bench_auth_hints(hints);
 	/* BENCH_NODE: the local address when it is not loopback (a DPDK port's) */
 	if (!node)
 		node = getenv("BENCH_NODE") ? getenv("BENCH_NODE") : "127.0.0.1";

@@ -63,6 +63,12 @@ double now_s(void);
  * buffer of @buf_size bytes. Exits with BENCH_EXIT_SETUP on failure.
  */
 void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_size);
+/*
+ * bench_auth_hints() - with BENCH_AUTH_KEY set, its bytes become @hints'
+ * domain authorization key (fi_domain(3)): braid's keyed datagrams
+ * (fi_braid(7)). conn_open() applies it.
+ */
+void bench_auth_hints(struct fi_info *hints);
 /* conn_open() asking for @caps (FI_TAGGED and, say, FI_RMA: then @buf is registered) */
 void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t buf_size,
 		    uint64_t caps);

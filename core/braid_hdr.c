@@ -20,6 +20,7 @@ static const char *const drop_names[BRAID_DROP_MAX] = {
 	[BRAID_DROP_BUNDLE] = "bad_bundle",
 	[BRAID_DROP_UNVERIFIED] = "unverified",
 	[BRAID_DROP_PEER_CAP] = "peer_cap",
+	[BRAID_DROP_AUTH] = "bad_auth",
 };
 
 const char *braid_drop_reason_str(enum braid_drop_reason reason)
@@ -65,8 +66,8 @@ int braid_base_hdr_check(const void *buf, size_t len)
 	memcpy(&b, buf, sizeof(b));
 	if (b.magic != BRAID_HDR_MAGIC)
 		return DROP(BRAID_DROP_MAGIC);
-	if (b.version != BRAID_PROTO_VERSION)
-		return DROP(BRAID_DROP_VERSION);
+	if (b.version != BRAID_PROTO_VERSION)	/* a keyed datagram here: another job's (§2.4) */
+		return DROP(b.version == BRAID_PROTO_VERSION_KEYED ? BRAID_DROP_AUTH : BRAID_DROP_VERSION);
 	if (b.type == 0 || b.type >= sizeof(type_info) / sizeof(type_info[0]))
 		return DROP(BRAID_DROP_TYPE);
 	if (be16toh(b.hdr_len) != type_info[b.type].hdr_len)

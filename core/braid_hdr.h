@@ -8,6 +8,7 @@
 
 #define BRAID_HDR_MAGIC		0xbd
 #define BRAID_PROTO_VERSION	1
+#define BRAID_PROTO_VERSION_KEYED	2	/* a keyed endpoint's datagram: a tag after the first header (§2.4) */
 
 /* Packet types (protocol.md §2.2). Frozen: never renumber, only append. */
 enum braid_pkt_type {
@@ -267,6 +268,7 @@ enum braid_drop_reason {
 	BRAID_DROP_UNVERIFIED,	/* RD: a new incarnation not proven yet, or a response that
 				 * answers no challenge of ours (§4.9) */
 	BRAID_DROP_PEER_CAP,	/* RD: first contact while every peer slot is taken (§4.9) */
+	BRAID_DROP_AUTH,	/* keyed or not as this endpoint is not, or a tag that does not verify (§2.4) */
 	BRAID_DROP_MAX
 };
 

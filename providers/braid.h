@@ -25,8 +25,10 @@
 #include "braid/braid_pool.h"
 #include "braid/braid_wire.h"
 #include "braid/braid_errno.h"
+#include "braid_auth.h"
 #include "braid_cm.h"
 #include "braid_hdr.h"
+#include "braid_iov.h"
 #include "braid_peer.h"
 #include "braid_rd.h"
 #include "braid_rc.h"
@@ -104,6 +106,12 @@ struct braid_config {
 	char *dpdk_args, *dpdk_ip, *dpdk_gw, *dpdk_neigh;
 	/** @sim: the sim wire's fabric: "seed=,paths=,loss=,dup=,reorder=,..." (braid_sim_wire.c). */
 	char *sim;
+	/**
+	 * @auth_mode: what a keyed endpoint's tag covers (FI_BRAID_AUTH, protocol.md
+	 * §2.4): BRAID_AUTH_JOB (the headers) or BRAID_AUTH_MAC (every byte);
+	 * BRAID_AUTH_NONE when libsodium did not start: keys are then refused.
+	 */
+	enum braid_auth_mode auth_mode;
 	int dpdk_port, dpdk_mtu;
 };
 
@@ -191,6 +199,8 @@ struct braid_domain {
 	pid_t pt_pid;
 	/** @pt_passes: endpoint progress calls it made while the application was away. */
 	uint64_t pt_passes;
+	/** @auth: the default authorization key (domain_attr.auth_key) as the wire uses it. */
+	struct braid_auth auth;
 };
 
 /*
@@ -241,9 +251,20 @@ void braid_msg_progress_locked(struct braid_ep *ep);
 int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq);
 int braid_msg_wait_fd(struct braid_ep *ep);
 uint64_t braid_msg_next_deadline(struct braid_ep *ep);
-/* Send the CM message @v (protocol.md §6.2) from @wire's socket to @to; a full socket loses it (timers resend). */
-void braid_msg_cm_send(struct braid_wire *wire, const struct sockaddr_in *to,
-		       const struct braid_cm_view *v);
+/*
+ * Send the CM message @v (protocol.md §6.2) from @wire's socket to @to, keyed
+ * (§2.4) when @auth is; a full socket loses it (timers resend).
+ */
+void braid_msg_cm_send(struct braid_wire *wire, const struct braid_auth *auth,
+		       const struct sockaddr_in *to, const struct braid_cm_view *v);
+/*
+ * braid_msg_cm_open() - a CM datagram received whole in @pkt's one iovec:
+ * the CM packet it carries for braid_cm_decode() in *@cm, *@len (a keyed
+ * receiver's checked and its tag taken out, §2.4). Return: 0, or -(drop
+ * reason + 1).
+ */
+int braid_msg_cm_open(const struct braid_auth *auth, const struct braid_pkt *pkt,
+		      const uint8_t **cm, size_t *len);
 
 /* braid_pep.c */
 int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
@@ -441,15 +462,21 @@ struct braid_mr {
 	struct braid_cntr *cntr;
 };
 
+/* A DGRAM header as a keyed endpoint sends and receives it: the tag follows it (protocol.md §2.4). */
+struct braid_dgram_keyed_hdr {
+	struct braid_dgram_hdr h;
+	uint8_t tag[BRAID_AUTH_TAG];
+} __attribute__((packed));
+
 /* A posted receive. */
 struct braid_rx_entry {
 	struct braid_dlist node;
-	struct iovec iov[BRAID_IOV_LIMIT + 1];	/* [0] is the header */
+	struct iovec iov[BRAID_IOV_LIMIT + 1];	/* [0] is the header (and tag) */
 	size_t iov_count;			/* user iovs */
 	size_t capacity;
 	void *context;
 	uint64_t flags;
-	struct braid_dgram_hdr hdr;
+	struct braid_dgram_keyed_hdr hdr;
 };
 
 /* A send held back by FI_MORE, waiting for the batch to go. */
@@ -462,7 +489,7 @@ struct braid_tx_pending {
 	void *buf;
 	/** @comp: a CQ slot is reserved for this send's completion. */
 	bool comp;
-	struct braid_dgram_hdr hdr;
+	struct braid_dgram_keyed_hdr hdr;
 	struct sockaddr_in dest;
 };
 
@@ -548,6 +575,22 @@ struct braid_ep {
 	unsigned int unflushed;
 	/** @msg: FI_EP_MSG state (connection and QP), NULL for other types. */
 	struct braid_msg *msg;
+	/**
+	 * @auth: the endpoint's authorization key as the wire uses it: its own
+	 * (ep_attr.auth_key) or the domain's; BRAID_AUTH_NONE: keyless.
+	 */
+	struct braid_auth auth;
+	/**
+	 * @auth_scratch: a keyed RDM or DGRAM endpoint's room for one datagram's
+	 * covered bytes (braid_auth_seal, braid_auth_open); NULL otherwise.
+	 */
+	uint8_t *auth_scratch;
+	/**
+	 * @mr_auth_ok: the domain's memory regions (which carry the domain's key)
+	 * may be reached through this endpoint: the domain has no key, or this
+	 * endpoint has the same one (fi_mr(3): only peers of the region's key).
+	 */
+	bool mr_auth_ok;
 };
 
 /* braid_srx.c */
@@ -560,6 +603,14 @@ ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t co
 /* braid_domain.c */
 static inline void braid_domain_lock(struct braid_domain *d) { pthread_mutex_lock(&d->lock); }
 static inline void braid_domain_unlock(struct braid_domain *d) { pthread_mutex_unlock(&d->lock); }
+
+/*
+ * braid_auth_attr() - an authorization key of fi_domain(3), fi_endpoint(3)
+ * (@size bytes at @key; 0: none) as the wire uses it, in FI_BRAID_AUTH's
+ * mode. Return: 0, -FI_EINVAL (more than BRAID_AUTH_KEY_MAX bytes, a size
+ * with no key), -FI_ENODATA (keys cannot be had: libsodium did not start).
+ */
+int braid_auth_attr(struct braid_auth *auth, const uint8_t *key, size_t size);
 
 /* braid_fabric.c */
 int braid_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
@@ -604,7 +655,7 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 void braid_cntr_inc(struct braid_cntr *cntr);
 void braid_cntr_inc_err(struct braid_cntr *cntr);
 /* braid_mr.c */
-int braid_mr_check(struct braid_domain *dom, uint64_t key, uint64_t addr, size_t len,
+int braid_mr_check(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len,
 		   uint64_t access, void **ptr);
 int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 		 uint64_t offset, uint64_t requested_key, uint64_t flags,

@@ -423,19 +423,53 @@ static const struct ep_kind ep_kinds[] = {
 	  BRAID_ROCE_MAX_HDR + BRAID_ROCE_MAX_TRAILER },
 };
 
-static size_t kind_max_msg(const struct ep_kind *k, const struct braid_iface *ifc)
+/* bytes a keyed endpoint's datagrams carry besides (protocol.md §2.4): hints with a key get them */
+static size_t hints_tag(const struct fi_info *hints)
+{
+	return hints && ((hints->domain_attr && hints->domain_attr->auth_key_size) ||
+			 (hints->ep_attr && hints->ep_attr->auth_key_size)) ? BRAID_AUTH_TAG : 0;
+}
+
+static size_t kind_max_msg(const struct ep_kind *k, const struct braid_iface *ifc, size_t tag)
 {
 	if (k->type == FI_EP_MSG)
 		return BRAID_MSG_MAX_MSG;
-	return k->type == FI_EP_RDM ? BRAID_RDM_MAX_MSG : ifc->mtu_payload - k->hdr;
+	return k->type == FI_EP_RDM ? BRAID_RDM_MAX_MSG : ifc->mtu_payload - k->hdr - tag;
 }
 
-static size_t kind_inject(const struct ep_kind *k, const struct braid_iface *ifc)
+static size_t kind_inject(const struct ep_kind *k, const struct braid_iface *ifc, size_t tag)
 {
 	if (k->type == FI_EP_MSG)
 		return BRAID_MSG_INJECT;	/* copied into the send queue at post time */
 	/* as large as one packet allows */
-	return ifc->mtu_payload - k->hdr;
+	return ifc->mtu_payload - k->hdr - tag;
+}
+
+/*
+ * An authorization key in the hints (fi_domain(3), fi_endpoint(3)): none
+ * (size 0), or 1 to BRAID_AUTH_KEY_MAX bytes. Return: 0, -FI_EINVAL (too
+ * long, or a size with no key), -FI_ENODATA (keys cannot be had).
+ */
+static int auth_key_hint(const uint8_t *key, size_t size)
+{
+	struct braid_auth a;
+
+	return braid_auth_attr(&a, key, size);
+}
+
+/* a copy of a hint's key for the fi_info braid returns (fi_freeinfo frees it) */
+static int auth_key_echo(const uint8_t *key, size_t size, uint8_t **out, size_t *out_size)
+{
+	*out = NULL;
+	*out_size = 0;
+	if (!size)
+		return 0;
+	*out = malloc(size);
+	if (!*out)
+		return -FI_ENOMEM;
+	memcpy(*out, key, size);
+	*out_size = size;
+	return 0;
 }
 
 static bool order_ok(uint64_t want, uint64_t have)
@@ -504,8 +538,6 @@ static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr 
 	if (h->max_ep_tx_ctx > 1 || h->max_ep_rx_ctx > 1 || h->max_ep_stx_ctx > 0 ||
 	    h->max_ep_srx_ctx > t->max_ep_srx_ctx)
 		return false;
-	if (h->auth_key || h->auth_key_size)
-		return false;
 	if (h->mr_iov_limit > t->mr_iov_limit)
 		return false;
 	return true;
@@ -531,8 +563,6 @@ static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size
 	    h->max_order_raw_size > k->tmpl->ep_attr->max_order_raw_size ||
 	    h->max_order_war_size > k->tmpl->ep_attr->max_order_war_size ||
 	    h->max_order_waw_size > k->tmpl->ep_attr->max_order_waw_size)
-		return false;
-	if (h->auth_key || h->auth_key_size)
 		return false;
 	return true;
 }
@@ -617,8 +647,8 @@ static bool iface_ok(const struct ep_kind *k, const struct fi_info *hints,
 	    strcmp(hints->fabric_attr->name, fabric_name))
 		return false;
 	return domain_attr_ok(k, hints->domain_attr, ifc->name) &&
-	       ep_attr_ok(k, hints->ep_attr, kind_max_msg(k, ifc)) &&
-	       tx_attr_ok(k, hints->tx_attr, kind_inject(k, ifc));
+	       ep_attr_ok(k, hints->ep_attr, kind_max_msg(k, ifc, hints_tag(hints))) &&
+	       tx_attr_ok(k, hints->tx_attr, kind_inject(k, ifc, hints_tag(hints)));
 }
 
 static void *dup_sin(const struct sockaddr_in *sin)
@@ -645,8 +675,8 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	info->domain_attr->name = strdup(ifc->name);
 	if (!info->fabric_attr->name || !info->domain_attr->name)
 		goto err;
-	info->ep_attr->max_msg_size = kind_max_msg(k, ifc);
-	info->tx_attr->inject_size = kind_inject(k, ifc);
+	info->ep_attr->max_msg_size = kind_max_msg(k, ifc, hints_tag(hints));
+	info->tx_attr->inject_size = kind_inject(k, ifc, hints_tag(hints));
 	info->tx_attr->size = braid_cfg.tx_size;
 	info->rx_attr->size = braid_cfg.rx_size;
 
@@ -664,6 +694,13 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 		return info;
 
 	/* Echo what was asked where braid supports it (fi_getinfo(3)). */
+	if ((hints->domain_attr &&
+	     auth_key_echo(hints->domain_attr->auth_key, hints->domain_attr->auth_key_size,
+			   &info->domain_attr->auth_key, &info->domain_attr->auth_key_size)) ||
+	    (hints->ep_attr &&
+	     auth_key_echo(hints->ep_attr->auth_key, hints->ep_attr->auth_key_size,
+			   &info->ep_attr->auth_key, &info->ep_attr->auth_key_size)))
+		goto err;
 	(void)mr_fit(k, hints, version, &caps, &mr_mode);	/* iface_ok() checked it fits */
 	info->caps = caps;
 	/* domain capabilities are the domain's, not the transmit or receive context's */
@@ -725,6 +762,17 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 	*info = NULL;
 	if (version < BRAID_MIN_API)
 		return -FI_ENODATA;
+	/* authorization keys: every endpoint type takes one (protocol.md §2.4) */
+	if (hints && hints->domain_attr) {
+		ret = auth_key_hint(hints->domain_attr->auth_key, hints->domain_attr->auth_key_size);
+		if (ret)
+			return ret;
+	}
+	if (hints && hints->ep_attr) {
+		ret = auth_key_hint(hints->ep_attr->auth_key, hints->ep_attr->auth_key_size);
+		if (ret)
+			return ret;
+	}
 	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++)
 		any_kind |= hints_ok(&ep_kinds[k], hints);
 	if (!any_kind)

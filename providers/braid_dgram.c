@@ -38,7 +38,7 @@ static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, siz
 		return -FI_EAGAIN;
 	}
 	rx->iov[0].iov_base = &rx->hdr;
-	rx->iov[0].iov_len = sizeof(rx->hdr);
+	rx->iov[0].iov_len = sizeof(rx->hdr.h) + (ep->auth.mode ? BRAID_AUTH_TAG : 0);
 	rx->capacity = 0;
 	for (i = 0; i < count; i++) {
 		rx->iov[i + 1] = iov[i];
@@ -110,7 +110,11 @@ static void dgram_rx_complete(struct braid_ep *ep, struct braid_rx_entry *rx,
 		braid_cntr_inc(ep->recv_cntr);
 }
 
-/* Copy the payload that landed in @from's buffers into @to's (same packet, earlier receive). */
+/*
+ * Copy the payload that landed in @from's buffers into @to's (same packet,
+ * earlier receive). @pkt->len is the version-1 datagram's (a keyed one's
+ * tag is out: dgram_rx_open).
+ */
 static void dgram_rx_move(struct braid_rx_entry *from, struct braid_rx_entry *to,
 			  struct braid_pkt *pkt)
 {
@@ -141,6 +145,33 @@ static void dgram_rx_move(struct braid_rx_entry *from, struct braid_rx_entry *to
 	}
 	if (pkt->len - BRAID_DGRAM_HDR > from->capacity)
 		pkt->flags |= BRAID_PKT_TRUNC;
+}
+
+/*
+ * A keyed endpoint's datagram (protocol.md §2.4), its header and tag in
+ * @rx->hdr, its payload in the receive's buffers: checked (mac mode: the
+ * payload too, so a datagram larger than the buffers cannot be, and is
+ * dropped), and its header made the version-1 one it carries; @pkt->len
+ * becomes that datagram's length. Return: 0, or -(drop reason + 1).
+ */
+static int dgram_rx_open(struct braid_ep *ep, struct braid_rx_entry *rx, struct braid_pkt *pkt)
+{
+	struct iovec payload[BRAID_IOV_LIMIT];
+	size_t keyed = sizeof(rx->hdr);
+	int n = 0, ret;
+
+	if (pkt->len > keyed) {
+		if (ep->auth.mode == BRAID_AUTH_MAC && pkt->len - keyed > rx->capacity)
+			return -(BRAID_DROP_AUTH + 1);
+		n = braid_iov_slice(rx->iov + 1, rx->iov_count, 0, pkt->len - keyed, payload,
+				    BRAID_IOV_LIMIT);
+	}
+	ret = braid_auth_open_hdr(&ep->auth, (uint8_t *)&rx->hdr, keyed, pkt->len, payload, n,
+				  ep->auth_scratch);
+	if (ret < 0)
+		return ret;
+	pkt->len -= BRAID_AUTH_TAG;
+	return 0;
 }
 
 static void dgram_progress_rx(struct braid_ep *ep)
@@ -182,7 +213,9 @@ static void dgram_progress_rx(struct braid_ep *ep)
 		 */
 		next = 0;
 		for (i = 0; i < got; i++) {
-			ret = braid_dgram_hdr_decode(&rxs[i]->hdr, pkts[i].len, &view);
+			ret = ep->auth.mode ? dgram_rx_open(ep, rxs[i], &pkts[i]) : 0;
+			if (!ret)
+				ret = braid_dgram_hdr_decode(&rxs[i]->hdr, pkts[i].len, &view);
 			if (ret) {
 				/* protocol.md §2.3: drop and count; the receive stays posted */
 				ep->stats.drops[-ret - 1]++;
@@ -302,11 +335,15 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 		goto out;
 	}
 	tx = &ep->tx_pending[ep->tx_npending];
-	braid_dgram_hdr_write(&tx->hdr, ntohs(ep->wire->name.sin_port),
+	braid_dgram_hdr_write(&tx->hdr.h, ntohs(ep->wire->name.sin_port),
 			      !!(flags & FI_REMOTE_CQ_DATA), data);
-	tx->iov[0].iov_len = sizeof(tx->hdr);
+	tx->iov[0].iov_len = sizeof(tx->hdr.h);
 	for (i = 0; i < count; i++)
 		tx->iov[i + 1] = iov[i];
+	/* keyed (protocol.md §2.4): tagged now, while the payload is the caller's to read */
+	if (ep->auth.mode)
+		tx->iov[0].iov_len = (size_t)braid_auth_seal(&ep->auth, (uint8_t *)&tx->hdr, iov,
+							     (int)count, ep->auth_scratch);
 	tx->iovcnt = (int)count + 1;
 	tx->len = len;
 	tx->context = context;

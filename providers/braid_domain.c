@@ -119,6 +119,13 @@ static struct fi_ops_mr domain_mr_ops = {
 	.regattr = braid_mr_regattr,
 };
 
+int braid_auth_attr(struct braid_auth *auth, const uint8_t *key, size_t size)
+{
+	if (size && braid_cfg.auth_mode == BRAID_AUTH_NONE)
+		return -FI_ENODATA;
+	return braid_auth_init(auth, key, size, braid_cfg.auth_mode);
+}
+
 int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		      struct fid_domain **domain, void *context)
 {
@@ -139,6 +146,13 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	dom = calloc(1, sizeof(*dom));
 	if (!dom)
 		return -FI_ENOMEM;
+	/* the default authorization key of the domain's endpoints and regions (fi_domain(3)) */
+	ret = braid_auth_attr(&dom->auth, info->domain_attr->auth_key,
+			      info->domain_attr->auth_key_size);
+	if (ret) {
+		free(dom);
+		return ret;
+	}
 	dom->info = fi_dupinfo(info);
 	if (!dom->info) {
 		free(dom);
@@ -174,7 +188,8 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	dom->domain_fid.ops = &domain_ops;
 	dom->domain_fid.mr = &domain_mr_ops;
 	*domain = &dom->domain_fid;
-	BRAID_INFO(FI_LOG_DOMAIN, "domain %s opened\n",
-		   info->domain_attr->name ? info->domain_attr->name : "(unnamed)");
+	BRAID_INFO(FI_LOG_DOMAIN, "domain %s opened%s\n",
+		   info->domain_attr->name ? info->domain_attr->name : "(unnamed)",
+		   dom->auth.mode ? ", with an authorization key" : "");
 	return 0;
 }

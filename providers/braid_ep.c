@@ -1,4 +1,5 @@
 /* braid_ep.c: the endpoint object (fi_endpoint(3)): open, bind, enable, names, options, close; data ops live in braid_dgram.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -26,8 +27,9 @@ static void ep_wire_adopt(struct braid_ep *ep, struct braid_wire *wire)
 		ep->max_msg_size = BRAID_RDM_MAX_MSG;
 	else if (ep->type == FI_EP_MSG)
 		ep->max_msg_size = BRAID_MSG_MAX_MSG;
-	else
-		ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR ? wire->mtu - BRAID_DGRAM_HDR : 0;
+	else	/* DGRAM: one datagram, a keyed one 8 bytes longer (protocol.md §2.4) */
+		ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR + BRAID_AUTH_TAG ?
+				   wire->mtu - BRAID_DGRAM_HDR - (ep->auth.mode ? BRAID_AUTH_TAG : 0) : 0;
 	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
 		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
 }
@@ -113,6 +115,31 @@ void braid_ep_rx_arm(struct braid_ep *ep, bool armed)
 		braid_wait_arm_fd(&ep->recv_cntr->wait, fd, armed);
 }
 
+/*
+ * At close (INFO): the datagrams the endpoint dropped, by reason (the wire
+ * glue's and, RDM, the engine's), and the peers of its domain's table: how
+ * tests see that another job's datagrams created nothing (fi_braid(7)).
+ */
+static void ep_log_drops(struct braid_ep *ep)
+{
+	const struct braid_rd_stats *st = ep->rd ? braid_rd_get_stats(ep->rd) : NULL;
+	char drops[BRAID_DROP_MAX * 32] = "";
+	size_t off = 0;
+	int k;
+
+	for (k = 0; k < BRAID_DROP_MAX; k++) {
+		uint64_t n = ep->stats.drops[k] + (st ? st->drops[k] : 0);
+
+		if (n)
+			off += (size_t)snprintf(drops + off, sizeof(drops) - off, " %s=%lu",
+						braid_drop_reason_str(k), (unsigned long)n);
+	}
+	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint on port %u closed (%s): drops:%s; %zu peers in the "
+		   "domain's table\n", ntohs(ep->wire->name.sin_port),
+		   ep->auth.mode ? "keyed" : "keyless", off ? drops : " none",
+		   braid_peer_count(ep->domain->peers));
+}
+
 static int ep_close(struct fid *fid)
 {
 	struct braid_ep *ep = ep_of(fid);
@@ -194,7 +221,9 @@ static int ep_close(struct fid *fid)
 			   (unsigned long)st->drops[BRAID_DROP_PEER_CAP],
 			   (unsigned long)st->drops[BRAID_DROP_NO_STATE]);
 	}
+	ep_log_drops(ep);
 	braid_rdm_close(ep);
+	free(ep->auth_scratch);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
 	if (ep->eq)
@@ -406,6 +435,12 @@ static int ep_enable(struct braid_ep *ep)
 	if ((need_tx && !ep->tx_cq && !ep->send_cntr) ||
 	    (need_rx && !ep->rx_cq && !ep->recv_cntr))
 		return -FI_ENOCQ;
+	if (ep->auth.mode && !ep->auth_scratch) {
+		/* a datagram's covered bytes, gathered to be tagged (protocol.md §2.4) */
+		ep->auth_scratch = malloc(ep->wire->mtu);
+		if (!ep->auth_scratch)
+			return -FI_ENOMEM;
+	}
 	if (ep->type == FI_EP_RDM) {
 		int ret = braid_rdm_enable(ep);
 
@@ -718,6 +753,15 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	}
 	ep->domain = dom;
 	ep->type = info->ep_attr->type;
+	/* fi_endpoint(3): its own authorization key, else the domain's */
+	if (info->ep_attr->auth_key_size) {
+		ret = braid_auth_attr(&ep->auth, info->ep_attr->auth_key, info->ep_attr->auth_key_size);
+		if (ret)
+			goto err;
+	} else {
+		ep->auth = dom->auth;
+	}
+	ep->mr_auth_ok = !dom->auth.mode || braid_auth_same(&ep->auth, &dom->auth);
 	ep->min_multi_recv = BRAID_MIN_MULTI_RECV;
 	ep->wire_ops = braid_wire_find(braid_cfg.wire);
 	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size : braid_cfg.rx_size;

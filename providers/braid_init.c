@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sodium.h>
 
 #include "braid.h"
 
@@ -25,6 +26,7 @@ struct braid_config braid_cfg = {
 	.rc_min_rnr_timer = BRAID_RC_DEFAULT_MIN_RNR_TIMER,
 	.progress_us = 1000,
 	.dpdk_mtu = 1500,
+	.auth_mode = BRAID_AUTH_JOB,
 };
 
 /* an integer setting within [@lo, @hi]; out of range: a warning, the default stays */
@@ -248,6 +250,15 @@ static void braid_init_env(void)
 			"this); with it, FI_PROGRESS_AUTO data progress is "
 			"offered. 0: no thread (progress only in the application's "
 			"calls). 50 to 1000000. (default: %d)", braid_cfg.progress_us);
+	fi_param_define(&braid_prov, "auth", FI_PARAM_STRING,
+			"Endpoints with an authorization key (fi_domain(3) and "
+			"fi_endpoint(3) auth_key, 1 to %d bytes) send every datagram "
+			"with a tag only holders of the key can make (protocol.md "
+			"2.4); what it covers: tag (every header: other jobs and "
+			"off-path senders without the key are kept out) or mac "
+			"(every byte, payloads too: nothing on the way can change "
+			"one either). Both ends must use the same. (default: tag)",
+			BRAID_AUTH_KEY_MAX);
 	fi_param_define(&braid_prov, "layering", FI_PARAM_BOOL,
 			"Let libfabric's utility providers layer over braid for "
 			"requests that do not name them, as for other core providers: "
@@ -307,12 +318,23 @@ static void braid_init_env(void)
 		braid_param_int("progress_us", 50, 1000000, &braid_cfg.progress_us);
 	if (!fi_param_get_bool(&braid_prov, "layering", &val))
 		braid_cfg.layering = !!val;
+	if (!fi_param_get_str(&braid_prov, "auth", &str) && str && *str) {
+		if (!strcmp(str, "mac"))
+			braid_cfg.auth_mode = BRAID_AUTH_MAC;
+		else if (strcmp(str, "tag"))
+			BRAID_WARN(FI_LOG_CORE, "FI_BRAID_AUTH=%s: neither tag nor mac; using tag\n", str);
+	}
 }
 
 FI_EXT_INI
 {
 	braid_init_env();
 	braid_layering_init();
+	/* libsodium's one-time start (CPU features, its random source): keys need it */
+	if (sodium_init() < 0) {
+		BRAID_WARN(FI_LOG_CORE, "libsodium did not start: authorization keys are refused\n");
+		braid_cfg.auth_mode = BRAID_AUTH_NONE;
+	}
 	if (!braid_wire_find(braid_cfg.wire)) {
 		BRAID_WARN(FI_LOG_CORE, "FI_BRAID_WIRE=%s: no such wire; using udp\n",
 			   braid_cfg.wire);

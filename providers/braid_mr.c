@@ -80,6 +80,17 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		if (!attr->mr_iov[i].iov_base && attr->mr_iov[i].iov_len)
 			return -FI_EINVAL;
 	}
+	/*
+	 * fi_mr(3): a region's key is the domain's unless the attributes give
+	 * one. braid keeps one key per domain for its regions: the access check
+	 * (braid_mr_check) knows the target endpoint, not the peer's key, so
+	 * another key could not be told apart; one that is not the domain's
+	 * is an argument braid cannot honour.
+	 */
+	if (attr->auth_key_size &&
+	    (attr->auth_key_size != dom->info->domain_attr->auth_key_size || !attr->auth_key ||
+	     memcmp(attr->auth_key, dom->info->domain_attr->auth_key, attr->auth_key_size)))
+		return -FI_EINVAL;
 
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
@@ -149,17 +160,20 @@ int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
  * virtual address with FI_MR_VIRT_ADDR, else an offset into the region.
  * Sets *@ptr to the local memory. Returns 0 or -FI_EACCES (unknown key,
  * access not granted, a range outside the region, a region of several
- * iovecs). Used by every endpoint type that is a target of RMA.
+ * iovecs, or target endpoint @ep's peers hold an authorization key other
+ * than the region's, which is the domain's). Used by every endpoint type
+ * that is a target of RMA.
  */
-int braid_mr_check(struct braid_domain *dom, uint64_t key, uint64_t addr, size_t len,
+int braid_mr_check(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len,
 		   uint64_t access, void **ptr)
 {
+	struct braid_domain *dom = ep->domain;
 	bool narrow = dom->info->domain_attr->mr_key_size == 4;
 	struct braid_mr *mr = !narrow || key <= UINT32_MAX ? braid_map_get(&dom->mr_keys, key) : NULL;
 	bool virt = mr_mode(dom) & FI_MR_VIRT_ADDR;
 	uint64_t base, off;
 
-	if (!key || !mr || (mr->access & access) != access || mr->iov_count != 1)
+	if (!key || !mr || (mr->access & access) != access || mr->iov_count != 1 || !ep->mr_auth_ok)
 		return -FI_EACCES;
 	base = (uint64_t)(uintptr_t)mr->iov[0].iov_base;
 	if (virt && addr < base)

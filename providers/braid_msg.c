@@ -9,7 +9,7 @@
 
 #define MSG_RX_BURST	32
 #define MSG_COMP_BATCH	32
-#define MSG_CM_BUF	(sizeof(struct braid_cm_hdr) + BRAID_CM_DATA_MAX)
+#define MSG_CM_BUF	(sizeof(struct braid_cm_hdr) + BRAID_AUTH_TAG + BRAID_CM_DATA_MAX)
 
 /** struct braid_msg - the connection and QP of one MSG endpoint. */
 struct braid_msg {
@@ -122,15 +122,17 @@ static void rc_port_put(struct braid_rc_port *port)
 
 /* ---- CM messages ---- */
 
-void braid_msg_cm_send(struct braid_wire *wire, const struct sockaddr_in *to,
-		       const struct braid_cm_view *v)
+void braid_msg_cm_send(struct braid_wire *wire, const struct braid_auth *auth,
+		       const struct sockaddr_in *to, const struct braid_cm_view *v)
 {
-	struct braid_cm_hdr h;
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)v->pdata, v->pdata_len } };
+	uint8_t h[sizeof(struct braid_cm_hdr) + BRAID_AUTH_TAG], scratch[MSG_CM_BUF];
+	struct iovec iov[2] = { { h, sizeof(struct braid_cm_hdr) }, { (void *)v->pdata, v->pdata_len } };
 	struct braid_pkt pkt = { .iov = iov, .iovcnt = v->pdata_len ? 2 : 1, .path = 0,
 				 .addr = *to };
 
-	braid_cm_write(&h, ntohs(wire->name.sin_port), v);
+	braid_cm_write((struct braid_cm_hdr *)h, ntohs(wire->name.sin_port), v);
+	if (auth->mode)	/* keyed (protocol.md §2.4): the tag covers the private data too */
+		iov[0].iov_len = (size_t)braid_auth_seal(auth, h, iov + 1, pkt.iovcnt - 1, scratch);
 	if (wire->ops->tx_burst(wire, &pkt, 1) != 1 || pkt.status)
 		BRAID_DBG(FI_LOG_EP_CTRL, "CM message %u not sent (socket full); resent later\n",
 			  v->kind);
@@ -171,7 +173,7 @@ static void eq_error(struct braid_ep *ep, int err, const void *pdata, size_t len
 		BRAID_WARN(FI_LOG_EQ, "EQ full: connection error %d lost\n", err);
 }
 
-/* the RC engine's memory-key check: the domain's (braid_mr_check) */
+/* the RC engine's memory-key check: the domain's regions (braid_mr_check) */
 static int mr_check(void *ctx, uint32_t rkey, uint64_t addr, size_t len, uint32_t access,
 		    void **ptr)
 {
@@ -215,12 +217,14 @@ static int qp_create(struct braid_ep *ep)
 	 * read responses a peer can have in flight towards us */
 	c.max_rd_atomic = c.max_dest_rd_atomic = 4;
 	c.imm_no_recv = !((ep->info->mode | ep->info->rx_attr->mode) & FI_RX_CQ_DATA);
+	/* keyed: a partition of the key's own; the QP drops another's packets (§5.2) */
+	c.pkey = ep->auth.pkey;
 	c.mr_check = mr_check;
 	if (ep->srx) {
 		c.srq_pull = braid_srx_pull;
 		c.srq_ctx = ep;
 	}
-	c.mr_ctx = ep->domain;
+	c.mr_ctx = ep;
 	ret = braid_rc_open(&c, &m->qp);
 	if (ret)
 		return ret;
@@ -296,7 +300,25 @@ static int msg_cm_run(struct braid_ep *ep, uint64_t now, const struct sockaddr_i
 		}
 	}
 	while (braid_cm_output(&m->conn, &out, 1) == 1)
-		braid_msg_cm_send(ep->wire, &m->peer, &out);
+		braid_msg_cm_send(ep->wire, &ep->auth, &m->peer, &out);
+	return ret;
+}
+
+int braid_msg_cm_open(const struct braid_auth *auth, const struct braid_pkt *pkt,
+		      const uint8_t **cm, size_t *len)
+{
+	uint8_t *buf = pkt->iov[0].iov_base, scratch[MSG_CM_BUF];
+	int ret;
+
+	if (pkt->flags & BRAID_PKT_TRUNC)
+		return -(BRAID_DROP_BAD_LEN + 1);
+	*cm = buf;
+	*len = pkt->len;
+	if (!auth->mode)
+		return 0;	/* braid_cm_decode drops a keyed one (bad_auth) */
+	ret = braid_auth_open(auth, buf, pkt->len, scratch);
+	*cm = buf + BRAID_AUTH_TAG;
+	*len = pkt->len - BRAID_AUTH_TAG;
 	return ret;
 }
 
@@ -336,11 +358,17 @@ static void msg_cm_poll(struct braid_ep *ep, uint64_t now)
 
 	for (guard = 0; guard < 64; guard++) {
 		struct braid_cm_view v;
+		const uint8_t *cm;
+		size_t len;
+		int ret;
 
 		if (ep->wire->ops->rx_burst(ep->wire, &pkt, 1) != 1)
 			break;
-		if ((pkt.flags & BRAID_PKT_TRUNC) || braid_cm_decode(buf, pkt.len, &v)) {
-			ep->stats.drops[BRAID_DROP_BAD_LEN]++;
+		ret = braid_msg_cm_open(&ep->auth, &pkt, &cm, &len);
+		if (!ret)
+			ret = braid_cm_decode(cm, len, &v);
+		if (ret) {
+			ep->stats.drops[-ret - 1]++;
 			continue;
 		}
 		msg_cm_input(ep, &v, &pkt.addr, now);

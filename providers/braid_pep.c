@@ -5,7 +5,7 @@
 
 #include "braid.h"
 
-#define PEP_CM_BUF	(sizeof(struct braid_cm_hdr) + BRAID_CM_DATA_MAX)
+#define PEP_CM_BUF	(sizeof(struct braid_cm_hdr) + BRAID_AUTH_TAG + BRAID_CM_DATA_MAX)
 
 struct braid_pep {
 	struct fid_pep pep_fid;
@@ -22,6 +22,8 @@ struct braid_pep {
 	struct braid_cm_listener cml;
 	bool listening;
 	uint64_t drops;
+	/** @auth: its authorization key (ep_attr's, else domain_attr's of its fi_info). */
+	struct braid_auth auth;
 };
 
 static struct braid_pep *pep_of(struct fid *fid)
@@ -91,7 +93,7 @@ static void pep_req(struct braid_pep *pep, const struct braid_cm_view *v,
 busy:
 	/* no room to report it: refuse, the active side hears at once */
 	braid_cm_listener_busy(v, &rej);
-	braid_msg_cm_send(pep->wire, from, &rej);
+	braid_msg_cm_send(pep->wire, &pep->auth, from, &rej);
 	fi_freeinfo(info);
 	free(cr);
 	free(src);
@@ -109,10 +111,12 @@ static void pep_cm_progress(struct braid_cm_obj *obj)
 	pthread_mutex_lock(&pep->lock);
 	for (guard = 0; guard < 64; guard++) {
 		struct braid_cm_view v;
+		const uint8_t *cm;
+		size_t len;
 
 		if (pep->wire->ops->rx_burst(pep->wire, &pkt, 1) != 1)
 			break;
-		if ((pkt.flags & BRAID_PKT_TRUNC) || braid_cm_decode(buf, pkt.len, &v) ||
+		if (braid_msg_cm_open(&pep->auth, &pkt, &cm, &len) || braid_cm_decode(cm, len, &v) ||
 		    v.kind != BRAID_CM_REQ || !pep->listening) {
 			pep->drops++;
 			continue;
@@ -142,7 +146,7 @@ static int pep_close(struct fid *fid)
 			cr->pep = NULL;	/* its endpoint frees it */
 			continue;
 		}
-		braid_msg_cm_send(pep->wire, &cr->peer, &rej);
+		braid_msg_cm_send(pep->wire, &pep->auth, &cr->peer, &rej);
 		free(cr);
 	}
 	pthread_mutex_unlock(&pep->lock);
@@ -198,7 +202,7 @@ static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param, 
 	pthread_mutex_lock(&pep->lock);
 	ret = braid_cm_listener_reject(&cr->req, FI_ECONNREFUSED, param, len, &rej);
 	if (!ret)
-		braid_msg_cm_send(pep->wire, &cr->peer, &rej);
+		braid_msg_cm_send(pep->wire, &pep->auth, &cr->peer, &rej);
 	pthread_mutex_unlock(&pep->lock);
 	if (!ret)
 		free(cr);
@@ -394,6 +398,15 @@ int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 	pep = calloc(1, sizeof(*pep));
 	if (!pep)
 		return -FI_ENOMEM;
+	/* no domain yet: the endpoint's key, else the default one its fi_info names */
+	ret = info->ep_attr->auth_key_size ?
+	      braid_auth_attr(&pep->auth, info->ep_attr->auth_key, info->ep_attr->auth_key_size) :
+	      braid_auth_attr(&pep->auth, info->domain_attr ? info->domain_attr->auth_key : NULL,
+			      info->domain_attr ? info->domain_attr->auth_key_size : 0);
+	if (ret) {
+		free(pep);
+		return ret;
+	}
 	pep->info = fi_dupinfo(info);
 	pep->wire_ops = braid_wire_find(braid_cfg.wire);
 	if (!pep->info || !pep->wire_ops) {

@@ -30,7 +30,7 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now);
 
 /* ---- enable / close ---- */
 
-/* the RD engine's key check of RMA and atomics targeting us: the domain's (braid_mr_check) */
+/* the RD engine's key check of RMA and atomics targeting us: the domain's regions (braid_mr_check) */
 static int rdm_mr_check(void *ctx, uint64_t key, uint64_t addr, size_t len, uint32_t access,
 			void **ptr)
 {
@@ -54,7 +54,8 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.epoch = (uint32_t)((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 	if (!cfg.epoch)
 		cfg.epoch = 1;
-	cfg.mtu = (uint32_t)ep->wire->mtu;
+	/* a keyed datagram carries its tag besides (protocol.md §2.4): the engine has that much less */
+	cfg.mtu = (uint32_t)(ep->wire->mtu - (ep->auth.mode ? BRAID_AUTH_TAG : 0));
 	cfg.paths = (uint32_t)ep->wire->paths;
 	/* runs of full packets in one write where the wire offers segmentation offload */
 	cfg.gso_segs = braid_cfg.gso ? ep->wire->gso_segs : 0;
@@ -83,7 +84,7 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.random = arc4random;
 	cfg.max_peers = (uint32_t)braid_cfg.max_peers;
 	cfg.mr_check = rdm_mr_check;
-	cfg.mr_ctx = ep->domain;
+	cfg.mr_ctx = ep;
 	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);
 	if (ret)
 		return ret;
@@ -113,12 +114,54 @@ void braid_rdm_close(struct braid_ep *ep)
 
 /* ---- progress ---- */
 
+/* iovecs for the datagrams of one braid_rd_output() burst, keyed ones included */
+#define RDM_OUT_IOVS	(RDM_OUT_BURST * (BRAID_RD_IOV_MAX + 3))
+
+/*
+ * braid_rd_out_dgram() for a keyed endpoint (protocol.md §2.4): the same
+ * datagram, its first header copied into @hdrs[0] and sealed there (version
+ * 2, the tag after it); a GSO run has each of its datagrams sealed so, in
+ * @hdrs[0], @hdrs[1], ..., and *@seg counts the tag. Return: packets taken.
+ */
+static int rdm_out_keyed(struct braid_ep *ep, const struct braid_rd_out *out, int n,
+			 struct iovec *iov, int *iovcnt, size_t *seg,
+			 uint8_t (*hdrs)[BRAID_AUTH_HDR_MAX])
+{
+	struct iovec plain[BRAID_RD_BUNDLE_MAX * (BRAID_RD_IOV_MAX + 2)];
+	int took, j, cnt, runs;
+	size_t len;
+
+	took = braid_rd_out_dgram(out, n, plain, (int)(sizeof(plain) / sizeof(plain[0])), &cnt,
+				  &len, seg);
+	runs = *seg ? took : 1;
+	*iovcnt = 0;
+	for (j = 0; j < runs; j++) {
+		/* its first header: the bundle's (the first 8 bytes of its frame) or the packet's */
+		size_t hlen = out[j].frame_len ? BRAID_RD_BUNDLE_HDR : out[j].hdr_len;
+		int k;
+
+		if (*seg)	/* one datagram of the run */
+			(void)braid_rd_out_dgram(out + j, 1, plain,
+						 (int)(sizeof(plain) / sizeof(plain[0])), &cnt, &len, NULL);
+		memcpy(hdrs[j], plain[0].iov_base, hlen);
+		k = braid_iov_slice(plain, (size_t)cnt, hlen, len - hlen, iov + *iovcnt + 1, cnt);
+		iov[*iovcnt].iov_base = hdrs[j];
+		iov[*iovcnt].iov_len = (size_t)braid_auth_seal(&ep->auth, hdrs[j], iov + *iovcnt + 1, k,
+							       ep->auth_scratch);
+		*iovcnt += k + 1;
+	}
+	if (*seg)
+		*seg += BRAID_AUTH_TAG;
+	return took;
+}
+
 /* Hand every packet the engine wants out to the wire (the caller holds the domain lock). */
 static void rdm_flush(struct braid_ep *ep, uint64_t now)
 {
 	struct braid_rd_out out[RDM_OUT_BURST];
 	struct braid_pkt pkts[RDM_OUT_BURST];
-	struct iovec iovs[RDM_OUT_BURST * (BRAID_RD_IOV_MAX + 2)];
+	struct iovec iovs[RDM_OUT_IOVS];
+	uint8_t hdrs[RDM_OUT_BURST][BRAID_AUTH_HDR_MAX];
 	int first[RDM_OUT_BURST + 1];
 	int n, i, d, k, sent;
 
@@ -126,9 +169,13 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 		/* a datagram per packet, or per bundle of them (§4.8) */
 		for (i = 0, d = 0, k = 0; i < n; d++) {
 			size_t len, seg;
-			int cnt, took = braid_rd_out_dgram(out + i, n - i, iovs + k,
-							   (int)(sizeof(iovs) / sizeof(iovs[0])) - k,
-							   &cnt, &len, &seg);
+			int cnt, took;
+
+			if (ep->auth.mode)
+				took = rdm_out_keyed(ep, out + i, n - i, iovs + k, &cnt, &seg, hdrs + i);
+			else
+				took = braid_rd_out_dgram(out + i, n - i, iovs + k, RDM_OUT_IOVS - k,
+							  &cnt, &len, &seg);
 
 			first[d] = i;
 			pkts[d].gso_size = (uint16_t)seg;	/* a run of full packets: one GSO write */
@@ -249,34 +296,63 @@ static void rdm_reap(struct braid_ep *ep)
 }
 
 /*
+ * A keyed endpoint's datagram (protocol.md §2.4), received whole at *@buf:
+ * checked, and its tag taken out, before the engine sees anything of it;
+ * *@buf and *@len then name the version-1 datagram it carries. false: it
+ * was dropped and counted (another job's, a keyless sender's, a forgery).
+ */
+static bool rdm_rx_open(struct braid_ep *ep, uint8_t **buf, size_t *len)
+{
+	int ret = braid_auth_open(&ep->auth, *buf, *len, ep->auth_scratch);
+
+	if (ret < 0) {
+		ep->stats.drops[-ret - 1]++;
+		return false;
+	}
+	*buf += BRAID_AUTH_TAG;
+	*len -= BRAID_AUTH_TAG;
+	return true;
+}
+
+/*
  * Large datagrams straight into place (architecture.md, "receive
  * placement"): while they come, look at each one's header first and, when
  * the engine knows where its payload goes (a matched receive, a WRITE's
  * region, a read's result buffers), receive the payload there: one copy,
  * the kernel's, instead of a second from the wire's buffer. Costs a peek
  * per datagram, worth it only for large ones. Return: datagrams taken.
+ *
+ * A keyed endpoint (job mode: never with FI_BRAID_AUTH=mac, whose tag covers
+ * the payload) places only a datagram whose tag the peeked header verifies
+ * (an RD_DATA or RD_RMA tag covers its header alone), receives the header
+ * and tag into @hdr, never into the application's memory, and checks them
+ * again as received.
  */
 static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 {
 	const struct braid_wire_ops *ops = ep->wire->ops;
-	uint8_t hdr[BRAID_RD_MAX_HDR];
+	size_t tag = ep->auth.mode ? BRAID_AUTH_TAG : 0;
+	uint8_t hdr[BRAID_AUTH_HDR_MAX];
 	int taken = 0;
 
 	while (taken < RDM_RX_BURST) {
 		struct iovec iov[BRAID_RD_IOV_MAX + 1];
 		struct sockaddr_in from;
 		struct braid_pkt pkt = { .iov = iov };
-		size_t len = ops->rx_peek(ep->wire, hdr, sizeof(hdr), &from), hlen;
+		size_t len = ops->rx_peek(ep->wire, hdr, BRAID_RD_MAX_HDR + tag, &from), hlen;
 		uint32_t ip = ntohl(from.sin_addr.s_addr);
-		int k;
+		int k = 0;
 
 		if (len < RDM_DIRECT_MIN) {
 			if (len)
 				ep->rx_direct = false;	/* small ones again: the usual way */
 			break;
 		}
-		hlen = (size_t)hdr[6] << 8 | hdr[7];
-		k = braid_rd_place(ep->rd, hdr, sizeof(hdr), len, ip, iov + 1, BRAID_RD_IOV_MAX);
+		hlen = (size_t)hdr[6] << 8 | hdr[7];	/* a keyed one's counts its tag */
+		if (!tag || braid_auth_open_hdr(&ep->auth, hdr, BRAID_RD_MAX_HDR + tag, len, NULL, 0,
+						ep->auth_scratch) >= 0)
+			k = braid_rd_place(ep->rd, hdr, BRAID_RD_MAX_HDR, len - tag, ip, iov + 1,
+					   BRAID_RD_IOV_MAX);
 		if (k) {
 			iov[0].iov_base = hdr;
 			iov[0].iov_len = hlen;
@@ -297,11 +373,24 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 			continue;
 		}
 		if (k) {
+			int ret = tag ? braid_auth_open_hdr(&ep->auth, hdr, hlen, pkt.len, NULL, 0,
+							    ep->auth_scratch) : 0;
+
+			/* (the datagram peeked: a failure here is one the wire swapped) */
+			if (ret < 0) {
+				ep->stats.drops[-ret - 1]++;
+				continue;
+			}
 			ep->rx_placed++;
-			braid_rd_input_placed(ep->rd, hdr, pkt.len, ntohl(pkt.addr.sin_addr.s_addr),
+			braid_rd_input_placed(ep->rd, hdr, pkt.len - tag, ntohl(pkt.addr.sin_addr.s_addr),
 					      ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
 		} else {
-			braid_rd_input_from(ep->rd, ep->rx_bufs, pkt.len, ntohl(pkt.addr.sin_addr.s_addr),
+			uint8_t *buf = ep->rx_bufs;
+			size_t blen = pkt.len;
+
+			if (tag && !rdm_rx_open(ep, &buf, &blen))
+				continue;
+			braid_rd_input_from(ep->rd, buf, blen, ntohl(pkt.addr.sin_addr.s_addr),
 					    ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
 		}
 	}
@@ -339,15 +428,22 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 		if (n > 0)
 			now = braid_now_ns();
 		for (i = 0; i < n; i++) {
+			uint8_t *buf = iovs[i].iov_base;
+			size_t len = pkts[i].len;
+
 			ep->stats.rx_pkts++;
 			if (pkts[i].flags & BRAID_PKT_TRUNC) {
 				ep->stats.drops[BRAID_DROP_BAD_LEN]++;
 				continue;
 			}
-			/* large datagrams on the home route: look before taking the next */
-			if (pkts[i].path == 0 && pkts[i].len >= RDM_DIRECT_MIN && ep->wire->ops->rx_peek)
+			if (ep->auth.mode && !rdm_rx_open(ep, &buf, &len))
+				continue;
+			/* large datagrams on the home route: look before taking the next (not
+			 * where the tag covers the payload: it must be checked before it lands) */
+			if (pkts[i].path == 0 && len >= RDM_DIRECT_MIN && ep->wire->ops->rx_peek &&
+			    ep->auth.mode != BRAID_AUTH_MAC)
 				ep->rx_direct = true;
-			braid_rd_input_from(ep->rd, iovs[i].iov_base, pkts[i].len,
+			braid_rd_input_from(ep->rd, buf, len,
 					    ntohl(pkts[i].addr.sin_addr.s_addr),
 					    ntohs(pkts[i].addr.sin_port),
 					    pkts[i].flags & BRAID_PKT_ECN_CE, now);

@@ -8,7 +8,7 @@
 # build-fuzz/fuzz-TARGET.log. Exit 77 without clang or its fuzzer runtime, 1 when a target failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all=(fuzz_rd_input fuzz_rc fuzz_cm fuzz_dgram)
+all=(fuzz_rd_input fuzz_rc fuzz_cm fuzz_dgram fuzz_auth)
 secs=60
 if [ "${1:-}" = --smoke ]; then
 	secs=30
@@ -30,7 +30,7 @@ max_len() {
 	fuzz_rd_input) echo 8192 ;;
 	fuzz_rc) echo 4096 ;;
 	fuzz_cm) echo 2048 ;;
-	fuzz_dgram) echo 1600 ;;
+	fuzz_dgram | fuzz_auth) echo 1600 ;;
 	esac
 }
 

@@ -128,7 +128,8 @@ struct braid_wire_ops {
 	 * gives one struct iovec per packet, @iovcnt 1) is set to the payload
 	 * inside the wire's buffer, with @len, @addr, @path and @flags as
 	 * @rx_burst sets them; the bytes stay valid, and the caller may read
-	 * them, until @rx_return gives the packets back, which the caller must
+	 * and write them (a keyed datagram's check moves its header over its
+	 * tag), until @rx_return gives the packets back, which the caller must
 	 * do before its next receive call on this wire.
 	 */
 	int (*rx_lend)(struct braid_wire *wire, struct braid_pkt *pkts, int n);

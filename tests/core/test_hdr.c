@@ -50,8 +50,12 @@ Test(braid_dgram_hdr_decode, malformed)
 	bad.base.magic = 0;
 	cr_assert_eq(braid_dgram_hdr_decode(&bad, 16, &v), DROP(BRAID_DROP_MAGIC));
 	bad = good;
-	bad.base.version = 2;
+	bad.base.version = 3;
 	cr_assert_eq(braid_dgram_hdr_decode(&bad, 16, &v), DROP(BRAID_DROP_VERSION));
+	/* version 2 is a keyed endpoint's (§2.4): another job's datagram to a keyless one */
+	bad = good;
+	bad.base.version = 2;
+	cr_assert_eq(braid_dgram_hdr_decode(&bad, 16, &v), DROP(BRAID_DROP_AUTH));
 	bad = good;
 	bad.base.type = 77;
 	cr_assert_eq(braid_dgram_hdr_decode(&bad, 16, &v), DROP(BRAID_DROP_TYPE));
@@ -483,8 +487,10 @@ Test(braid_rd_bundle_check, common_header_checks)
 	b[0] = 0xbe;
 	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_MAGIC));
 	memcpy(b, good, glen);
-	b[1] = 2;
+	b[1] = 3;
 	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_VERSION));
+	b[1] = 2;
+	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_AUTH), "a keyed bundle");
 	memcpy(b, good, glen);
 	b[3] = 0x01;
 	cr_assert_eq(braid_rd_bundle_check(b, glen), DROP(BRAID_DROP_FLAGS), "a bundle has no flags");

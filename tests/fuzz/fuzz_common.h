@@ -152,6 +152,14 @@ static inline uint64_t fuzz_time(uint64_t now, bool jump, uint64_t deadline, uin
 enum fcm_act { FCM_NONE, FCM_ACCEPT, FCM_REJECT, FCM_SHUTDOWN, FCM_ESTABLISHED, FCM_QP_ERROR,
 	       FCM_FORGET, FCM_RENEW };
 
+/*
+ * fuzz_auth: one datagram after a config byte: FAUTH_CFG_MAC: the key in mac
+ * mode, else job-tag mode; the rest of the byte (>> 1) and the next pick
+ * where the datagram is cut into iovecs when it is sealed.
+ */
+#define FAUTH_KEY		"fuzz-job-key"
+#define FAUTH_CFG_MAC		0x01
+
 /* ---- the application's buffers, each its own allocation (ASan redzones between them) ---- */
 
 #define FUZZ_BUFS_MAX	32

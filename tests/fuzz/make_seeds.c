@@ -3,14 +3,17 @@
  * (fuzz_common.h's format) that take each engine through its usual
  * exchanges, so the fuzzer starts deep: RD messages, ACKs, bundles, RMA and
  * placement; RoCEv2 SEND, WRITE, READ and ACK with good ICRCs; the CM
- * handshake on both sides; one packet of each type for the decoders.
+ * handshake on both sides; one packet of each type for the decoders; keyed
+ * datagrams (job-tag and mac modes) and plain ones to key.
  * Usage: make_seeds DIR (writes DIR/<target>/<name>; tests/fuzz/corpus is the one kept).
  */
 #include <errno.h>
 #include <sys/stat.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
+#include <sodium.h>
 
+#include "braid_auth.h"
 #include "braid_hdr.h"
 #include "braid_roce.h"
 #include "fuzz_common.h"
@@ -503,6 +506,60 @@ static void dgram_seeds(void)
 	done(f);
 }
 
+/* ---- keyed datagrams: a config byte, two cut bytes, one datagram ---- */
+
+static void auth_seed(const char *name, enum braid_auth_mode mode, const uint8_t *dgram,
+		      size_t len, bool keyed)
+{
+	uint8_t cfg[2] = { (uint8_t)((mode == BRAID_AUTH_MAC ? FAUTH_CFG_MAC : 0) | 0x0e), 0x21 };
+	uint8_t hdr[BRAID_AUTH_HDR_MAX], scratch[1600];
+	size_t hl = (size_t)dgram[6] << 8 | dgram[7];
+	struct iovec rest = { (void *)(dgram + hl), len - hl };
+	struct braid_auth a;
+	FILE *f = seed("fuzz_auth", name, 0, false);
+	int klen;
+
+	if (braid_auth_init(&a, FAUTH_KEY, strlen(FAUTH_KEY), mode))
+		exit(1);
+	fwrite(cfg, 1, sizeof(cfg), f);
+	if (!keyed) {
+		fwrite(dgram, 1, len, f);
+		done(f);
+		return;
+	}
+	memcpy(hdr, dgram, hl);
+	klen = braid_auth_seal(&a, hdr, &rest, 1, scratch);
+	if (klen < 0)
+		exit(1);
+	fwrite(hdr, 1, (size_t)klen, f);
+	fwrite(dgram + hl, 1, len - hl, f);
+	done(f);
+}
+
+static void auth_seeds(void)
+{
+	struct braid_rd_data_view v = rd_view(5, 2, 0, 100);
+	uint8_t a[200], b[200];
+	const uint8_t *recs[2] = { a, b };
+	size_t lens[2], n;
+
+	if (sodium_init() < 0)
+		exit(1);
+	n = rd_data(pkt, &v, 40);
+	auth_seed("rd_data_job", BRAID_AUTH_JOB, pkt, n, true);
+	auth_seed("rd_data_mac", BRAID_AUTH_MAC, pkt, n, true);
+	auth_seed("rd_data_plain", BRAID_AUTH_JOB, pkt, n, false);
+	lens[0] = rd_ack(a, 20, 0);
+	lens[1] = rd_data(b, &v, 30);
+	n = rd_bundle(pkt, recs, lens, 2);
+	auth_seed("bundle_job", BRAID_AUTH_JOB, pkt, n, true);
+	auth_seed("bundle_plain", BRAID_AUTH_JOB, pkt, n, false);
+	n = cm_msg(pkt, BRAID_CM_REQ, 7, 0, 12);
+	auth_seed("cm_req_job", BRAID_AUTH_JOB, pkt, n, true);
+	braid_dgram_hdr_write((struct braid_dgram_hdr *)pkt, 7000, 1, 0x1122334455667788ULL);
+	auth_seed("dgram_mac", BRAID_AUTH_MAC, pkt, sizeof(struct braid_dgram_hdr) + 12, true);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -518,5 +575,6 @@ int main(int argc, char **argv)
 	rc_seeds();
 	cm_seeds();
 	dgram_seeds();
+	auth_seeds();
 	return 0;
 }

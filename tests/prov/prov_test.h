@@ -133,6 +133,16 @@ static inline struct fid_av *pt_av_open(struct fid_domain *domain, enum fi_av_ty
 	return av;
 }
 
+/* An EQ of 16 entries that blocking reads can wait on (the MSG handshake's). */
+static inline struct fid_eq *pt_eq_open(struct fid_fabric *fabric)
+{
+	struct fi_eq_attr attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_eq *eq = NULL;
+
+	cr_assert_eq(fi_eq_open(fabric, &attr, &eq, NULL), 0);
+	return eq;
+}
+
 static inline struct fid_cntr *pt_cntr_open(struct fid_domain *domain, enum fi_wait_obj wait_obj)
 {
 	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = wait_obj };

@@ -44,15 +44,6 @@ static struct fi_info *msg_info(void)
 	return msg_info_mode(FI_RX_CQ_DATA | FI_CONTEXT);
 }
 
-static struct fid_eq *eq_open(struct fid_fabric *fabric)
-{
-	struct fi_eq_attr attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
-	struct fid_eq *eq = NULL;
-
-	cr_assert_eq(fi_eq_open(fabric, &attr, &eq, NULL), 0);
-	return eq;
-}
-
 /* Wait for @want on @eq; returns the bytes read. */
 static ssize_t eq_expect(struct fid_eq *eq, uint32_t want, struct fi_eq_cm_entry *e, size_t len)
 {
@@ -94,8 +85,8 @@ static void pair_open_domains(struct mpair *p, uint64_t mode, bool two_domains)
 	p->cdomain = p->domain;
 	if (two_domains)
 		cr_assert_eq(fi_domain(p->fabric, p->info, &p->cdomain, NULL), 0);
-	p->seq = eq_open(p->fabric);
-	p->ceq = eq_open(p->fabric);
+	p->seq = pt_eq_open(p->fabric);
+	p->ceq = pt_eq_open(p->fabric);
 	p->scq = pt_cq_open(p->domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
 	p->ccq = pt_cq_open(p->cdomain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
 	cr_assert_eq(fi_passive_ep(p->fabric, p->info, &p->pep, NULL), 0);
@@ -696,7 +687,7 @@ static void vanishing_server(int to_parent, int from_parent)
 
 	if (fi_fabric(info->fabric_attr, &fabric, NULL) || fi_domain(fabric, info, &domain, NULL))
 		_exit(2);
-	eq = eq_open(fabric);
+	eq = pt_eq_open(fabric);
 	cq = pt_cq_open(domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
 	if (fi_passive_ep(fabric, info, &pep, NULL) || fi_pep_bind(pep, &eq->fid, 0) ||
 	    fi_listen(pep) || fi_getname(&pep->fid, &sin, &len))
@@ -761,7 +752,7 @@ Test(fi_send, a_vanished_peer_fails_the_qp_in_bounded_time, .timeout = 60)
 	info = msg_info();
 	cr_assert_eq(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
 	cr_assert_eq(fi_domain(fabric, info, &domain, NULL), 0);
-	eq = eq_open(fabric);
+	eq = pt_eq_open(fabric);
 	cq = pt_cq_open(domain, FI_CQ_FORMAT_DATA, FI_WAIT_UNSPEC);
 	cr_assert_eq(fi_endpoint(domain, info, &ep, NULL), 0);
 	ep_setup(NULL, ep, eq, cq);

@@ -179,6 +179,7 @@ static void msg_over_sim(void)
 	hints->caps = FI_MSG;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup("braid");
+	bench_auth_hints(hints);
 	CHECK(!fi_getinfo(FI_VERSION(1, 17), "10.99.0.1", "0", FI_SOURCE, hints, &info),
 	      "MSG: fi_getinfo on the sim wire");
 	CHECK(!strcmp(info->domain_attr->name, "sim0"), "MSG: domain %s", info->domain_attr->name);
@@ -268,6 +269,7 @@ static void dgram_over_sim(void)
 	hints->ep_attr->type = FI_EP_DGRAM;
 	hints->caps = FI_MSG;
 	hints->fabric_attr->prov_name = strdup("braid");
+	bench_auth_hints(hints);
 	CHECK(!fi_getinfo(FI_VERSION(1, 17), "10.99.0.1", "0", FI_SOURCE, hints, &info),
 	      "DGRAM: fi_getinfo on the sim wire");
 	CHECK(!strcmp(info->domain_attr->name, "sim0"), "DGRAM: domain %s", info->domain_attr->name);

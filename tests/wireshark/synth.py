@@ -17,7 +17,9 @@ MAGIC, VERSION = 0xBD, 1
 DECODE_AS_PORT = 40009
 # the dissector's expert infos (braid.NAME): the drop reasons of braid_hdr.c, then notes
 EXPERTS = ["short", "bad_magic", "bad_version", "bad_type", "bad_hdr_len", "bad_flags", "bad_len",
-           "stale_epoch", "bad_bundle", "truncated", "retx", "probe", "zero_window", "ecn_ce"]
+           "stale_epoch", "bad_bundle", "bad_auth", "truncated", "retx", "probe", "zero_window", "ecn_ce",
+           "keyed"]
+TAG = bytes(range(0xa0, 0xa8))      # a job tag (protocol.md §2.4); the dissector shows it, unchecked
 SRC_PORT = 40001
 
 
@@ -71,6 +73,12 @@ def bundle(records, src_port=SRC_PORT):
     return base(7, 0, 8, src_port) + b"".join(struct.pack(">H", len(r)) + r for r in records)
 
 
+def keyed(pkt, hl, tag=TAG):
+    """@pkt (its first header @hl bytes) as a keyed endpoint sends it: version 2, the tag after
+    that header, hdr_len counting it"""
+    return pkt[:1] + b"\x02" + pkt[2:6] + struct.pack(">H", hl + 8) + pkt[8:hl] + tag + pkt[hl:]
+
+
 # (description, payload, expected braid.type list, expected expert reasons)
 def cases():
     c = [
@@ -92,6 +100,12 @@ def cases():
         ("cm rej", cm(kind=4, status=111, qpn=0, psn=0, mtu=0, rc_port=0), "5", ""),
         ("bundle ack+data", bundle([rd_ack(), rd_data(), rd_data(psn=8)]), "7,3,2,2", ""),
         ("bundle one cts", bundle([rd_cts()]), "7,4", ""),
+        # keyed (§2.4): the outer header, then the version-1 packet it carries
+        ("keyed dgram", keyed(dgram(flags=1, cq=7), 16), "1,1", "keyed"),
+        ("keyed rd_data", keyed(rd_data(), 56), "2,2", "keyed"),
+        ("keyed rd_ack", keyed(rd_ack(), 72), "3,3", "keyed"),
+        ("keyed cm", keyed(cm(pdata=b"pd"), 40), "5,5", "keyed"),
+        ("keyed bundle", keyed(bundle([rd_ack(), rd_data()]), 8), "7,7,3,2", "keyed"),
         # malformations: what braid_hdr.c drops, with its reason
         ("short (by Decode As)", base(2, 0, 56)[:5], "", "short"),
         ("short header", rd_data()[:40], "2", "short"),
@@ -118,6 +132,10 @@ def cases():
         ("bundle other port", bundle([rd_cts(src_port=5)]), "7,4", "bad_bundle"),
         ("bundle tiny record", bundle([b"\xbd\x01\x02"]), "7", "bad_bundle,short"),
         ("bundle bad record", bundle([rd_ack(extra=b"!"), rd_data()]), "7,3,2", "bad_len"),
+        ("keyed record in a bundle", bundle([keyed(rd_cts(), 24)]), "7,4", "bad_auth"),
+        ("keyed hdr_len without the tag", rd_data()[:1] + b"\x02" + rd_data()[2:], "2", "bad_hdr_len"),
+        ("keyed, tag cut off", keyed(rd_cts(), 24)[:28], "4", "short"),
+        ("keyed bad record inside", keyed(bundle([rd_ack(extra=b"!")]), 8), "7,7,3", "keyed,bad_len"),
     ]
     return c
 

@@ -5,10 +5,13 @@
 -- (§6.2). Its checks are those of core/braid_hdr.c (the validating decoders):
 -- a packet braid would drop gets an expert error naming braid's drop reason
 -- (short, bad_magic, bad_version, bad_type, bad_hdr_len, bad_flags, bad_len,
--- stale_epoch, bad_bundle); nothing is read beyond the captured bytes.
+-- stale_epoch, bad_bundle, bad_auth); nothing is read beyond the captured bytes.
+-- A keyed datagram (§2.4: version 2, an 8-byte tag after its first header) shows
+-- its tag (unchecked: the dissector has no key) and then the version-1 packet it
+-- carries, dissected from a copy with the tag taken out.
 --
 -- braid runs on ephemeral UDP ports, so the dissector is a heuristic one on
--- UDP (magic 0xBD, version 1, a known type, at least the 8-byte common
+-- UDP (magic 0xBD, version 1 or 2, a known type, at least the 8-byte common
 -- header), and it is offered for "Decode As" (udp.port). RoCEv2 (UDP 4791,
 -- protocol.md §5) is not braid's header: Wireshark's own InfiniBand
 -- dissector takes it, and the heuristic leaves that port alone.
@@ -30,7 +33,7 @@ local type_names = {
 local HDR_LEN = { [1] = 16, [2] = 56, [3] = 72, [4] = 24, [5] = 40, [6] = 80, [7] = 8, [8] = 24 }
 local FLAGS = { [1] = 0x01, [2] = 0x3f, [3] = 0x01, [4] = 0x00, [5] = 0x00, [6] = 0x1d, [7] = 0x00,
 	[8] = 0x01 }
-local MAGIC, VERSION = 0xbd, 1
+local MAGIC, VERSION, VERSION_KEYED, TAG_LEN = 0xbd, 1, 2, 8
 local BUNDLE_MAX = 64
 local SACK_BITS = 256
 local CM_DATA_MAX = 256
@@ -49,6 +52,8 @@ local f = {
 	src_port = ProtoField.uint16("braid.src_port", "Source home port", base.DEC),
 	hdr_len = ProtoField.uint16("braid.hdr_len", "Header length", base.DEC),
 	payload_len = ProtoField.uint32("braid.payload_len", "Payload length", base.DEC),
+	-- §2.4 keyed datagrams
+	auth_tag = ProtoField.bytes("braid.auth_tag", "Job tag (SipHash-2-4; not checked here: no key)"),
 	-- §3 DGRAM
 	dgram_f_cq_data = ProtoField.bool("braid.dgram.flags.cq_data", "CQ_DATA", 8, set_unset, 0x01),
 	dgram_cq_data = ProtoField.uint64("braid.dgram.cq_data", "CQ data", base.HEX),
@@ -130,6 +135,8 @@ local ex = {
 	bad_flags = E("bad_flags", "Flags undefined for this type (bad_flags)", expert.group.PROTOCOL, expert.severity.ERROR),
 	bad_len = E("bad_len", "Lengths or fields disagree (braid drops it: bad_len)", expert.group.MALFORMED, expert.severity.ERROR),
 	stale_epoch = E("stale_epoch", "Epoch 0 where braid needs one (stale_epoch)", expert.group.PROTOCOL, expert.severity.ERROR),
+	bad_auth = E("bad_auth", "Keyed (version 2) where braid takes version 1 only: a bundle's record (bad_auth)", expert.group.PROTOCOL, expert.severity.ERROR),
+	keyed = E("keyed", "Keyed datagram (protocol.md 2.4): the tag is shown, not checked", expert.group.SECURITY, expert.severity.CHAT),
 	bad_bundle = E("bad_bundle", "Bundle framing broken (braid drops the whole bundle: bad_bundle)", expert.group.MALFORMED, expert.severity.ERROR),
 	truncated = E("truncated", "Packet cut short by the capture (snaplen)", expert.group.UNDECODED, expert.severity.NOTE),
 	retx = E("retx", "Retransmission", expert.group.SEQUENCE, expert.severity.NOTE),
@@ -408,9 +415,41 @@ local function dissect_bundle(tvb, pinfo, tree, rlen, depth)
 	return string.format("RD_BUNDLE(%d) [%s]", count, table.concat(parts, "; "))
 end
 
+local dissect_one
+
+-- A keyed datagram (§2.4): its first header (version 2, hdr_len with the tag), the tag,
+-- then the version-1 packet it carries (a copy without the tag, a data source of its own)
+local function dissect_keyed(tvb, pinfo, tree, rlen, ptype, hi)
+	local hl, name = HDR_LEN[ptype], type_names[ptype]
+	if u16(tvb, 6) ~= hl + TAG_LEN then
+		hi:add_proto_expert_info(ex.bad_hdr_len, string.format(
+			"hdr_len %d: a keyed %s header and its tag are %d bytes (bad_hdr_len)", u16(tvb, 6), name, hl + TAG_LEN))
+		return name .. " [keyed, bad hdr_len]"
+	end
+	if rlen < hl + TAG_LEN then
+		tree:add_proto_expert_info(ex.short,
+			string.format("%d bytes: under the keyed %s header and tag, %d (short)", rlen, name, hl + TAG_LEN))
+		return name .. " [keyed, short]"
+	end
+	if tvb:len() < hl + TAG_LEN then
+		tree:add_proto_expert_info(ex.truncated)
+		return name .. " [keyed, truncated]"
+	end
+	tree:add(f.auth_tag, tvb(hl, TAG_LEN))
+	tree:add_proto_expert_info(ex.keyed)
+	local ba = tvb:bytes(0, hl)
+	ba:set_index(1, VERSION)
+	ba:set_index(6, math.floor(hl / 256))
+	ba:set_index(7, hl % 256)
+	if tvb:len() > hl + TAG_LEN then ba = ba .. tvb:bytes(hl + TAG_LEN) end
+	local inner = ba:tvb("braid, tag taken out")
+	local it = tree:add(braid, inner(0, inner:len()), "The version-1 packet it carries")
+	return "[keyed] " .. dissect_one(inner, pinfo, it, rlen - TAG_LEN, 0)
+end
+
 -- One braid packet in @tvb (captured bytes), @rlen its real length, under @parent.
 -- Returns a one-line summary for the Info column.
-local function dissect_one(tvb, pinfo, tree, rlen, depth)
+dissect_one = function(tvb, pinfo, tree, rlen, depth)
 	local n = tvb:len()
 	if rlen < 8 then
 		tree:add_proto_expert_info(ex.short, string.format("%d bytes: under the 8-byte common header (short)", rlen))
@@ -432,6 +471,12 @@ local function dissect_one(tvb, pinfo, tree, rlen, depth)
 	if magic ~= MAGIC then
 		mi:add_proto_expert_info(ex.bad_magic)
 		return "not braid (magic)"
+	end
+	if version == VERSION_KEYED and depth == 0 and HDR_LEN[ptype] then
+		return dissect_keyed(tvb, pinfo, tree, rlen, ptype, hi)
+	elseif version == VERSION_KEYED then
+		vi:add_proto_expert_info(ex.bad_auth)
+		return name .. " [keyed record]"
 	end
 	if version ~= VERSION then
 		vi:add_proto_expert_info(ex.bad_version)
@@ -517,7 +562,8 @@ end
 local function heuristic(tvb, pinfo, tree)
 	if pinfo.src_port == 4791 or pinfo.dst_port == 4791 then return false end
 	if tvb:len() < 8 then return false end
-	if u8(tvb, 0) ~= MAGIC or u8(tvb, 1) ~= VERSION or not HDR_LEN[u8(tvb, 2)] then return false end
+	if u8(tvb, 0) ~= MAGIC or (u8(tvb, 1) ~= VERSION and u8(tvb, 1) ~= VERSION_KEYED) or
+		not HDR_LEN[u8(tvb, 2)] then return false end
 	braid.dissector(tvb, pinfo, tree)
 	return true
 end
