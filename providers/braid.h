@@ -445,8 +445,19 @@ struct braid_av {
 	/** @addrs: entry i is fi_addr i; @valid marks live entries. */
 	struct sockaddr_in *addrs;
 	uint8_t *valid;
+	/**
+	 * @same_next, @same_prev: per entry, the other live entries of the same
+	 * address (inserted more than once), oldest first, a doubly linked chain
+	 * whose head @rev names and whose head's @same_prev names its tail (for
+	 * a free FI_AV_MAP entry, @same_next links the free list): inserting
+	 * and removing any entry is O(1).
+	 */
+	uint32_t *same_next, *same_prev;
+	/** @count: entries ever handed out (the next new fi_addr); @cap: room. */
 	size_t count, cap;
-	/** @rev: (ip << 16 | port) -> fi_addr + 1, for FI_SOURCE. */
+	/** @free_head: FI_AV_MAP: a removed entry to reuse, or AV_NONE. */
+	uint32_t free_head;
+	/** @rev: (ip << 16 | port) -> fi_addr + 1 of the address's first live entry, for FI_SOURCE. */
 	struct braid_map rev;
 	struct braid_eq *eq;
 	pthread_mutex_t lock;

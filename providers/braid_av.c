@@ -8,6 +8,11 @@
 #include "braid.h"
 
 #define AV_FLAGS	(FI_EVENT | FI_READ | FI_SYMMETRIC)
+#define AV_NONE		UINT32_MAX	/* no entry (chain ends, empty free list) */
+#define AV_MAX		(AV_NONE - 1)	/* entries an AV holds at most */
+/* entries inserted or removed per hold of the lock: sends, which look their
+ * destination up under it, wait at most that long for a large batch */
+#define AV_BATCH	1024
 
 static inline uint64_t av_key(struct in_addr ip, uint16_t port_host)
 {
@@ -53,6 +58,8 @@ static int av_close(struct fid *fid)
 	braid_map_destruct(&av->rev);
 	free(av->addrs);
 	free(av->valid);
+	free(av->same_next);
+	free(av->same_prev);
 	pthread_mutex_destroy(&av->lock);
 	atomic_fetch_sub(&av->domain->ref, 1);
 	free(av);
@@ -82,41 +89,123 @@ static int av_check_addr(const struct sockaddr_in *sin)
 	return 0;
 }
 
-/* Add one checked address; returns its fi_addr or a negative FI_E*. */
+/* Room for one more new entry. */
+static int av_grow_locked(struct braid_av *av)
+{
+	size_t cap = av->cap ? av->cap * 2 : 64;
+	void *p;
+
+	if (av->count < av->cap)
+		return 0;
+	if (av->cap >= AV_MAX)
+		return -FI_ENOSPC;
+	if (cap > AV_MAX)
+		cap = AV_MAX;
+	p = realloc(av->addrs, cap * sizeof(*av->addrs));
+	if (!p)
+		return -FI_ENOMEM;
+	av->addrs = p;
+	p = realloc(av->valid, cap);
+	if (!p)
+		return -FI_ENOMEM;
+	av->valid = p;
+	p = realloc(av->same_next, cap * sizeof(*av->same_next));
+	if (!p)
+		return -FI_ENOMEM;
+	av->same_next = p;
+	p = realloc(av->same_prev, cap * sizeof(*av->same_prev));
+	if (!p)
+		return -FI_ENOMEM;
+	av->same_prev = p;
+	av->cap = cap;
+	return 0;
+}
+
+/*
+ * Add one checked address in O(1); returns its fi_addr or a negative FI_E*.
+ * FI_AV_TABLE hands out consecutive indexes, as fi_av(3) says; FI_AV_MAP
+ * reuses removed entries first.
+ */
 static int64_t av_add_locked(struct braid_av *av, const struct sockaddr_in *sin)
 {
-	uint64_t key;
-	size_t idx;
+	uint64_t key = av_key(sin->sin_addr, ntohs(sin->sin_port));
+	uint32_t idx, head;
+	void *v;
 	int ret;
 
-	if (av->count == av->cap) {
-		size_t cap = av->cap ? av->cap * 2 : 64;
-		struct sockaddr_in *addrs = realloc(av->addrs, cap * sizeof(*addrs));
-		uint8_t *valid;
-
-		if (!addrs)
-			return -FI_ENOMEM;
-		av->addrs = addrs;
-		valid = realloc(av->valid, cap);
-		if (!valid)
-			return -FI_ENOMEM;
-		av->valid = valid;
-		av->cap = cap;
-	}
-	idx = av->count;
-	key = av_key(sin->sin_addr, ntohs(sin->sin_port));
-	if (!braid_map_get(&av->rev, key)) {
-		ret = braid_map_insert(&av->rev, key, (void *)(uintptr_t)(idx + 1));
+	if (av->type == FI_AV_MAP && av->free_head != AV_NONE) {
+		idx = av->free_head;
+		av->free_head = av->same_next[idx];
+	} else {
+		ret = av_grow_locked(av);
 		if (ret)
 			return ret;
+		idx = (uint32_t)av->count++;
+	}
+	/* the address's first entry stays the one FI_SOURCE names; this one joins
+	 * its chain at the tail (the head's same_prev names the tail) */
+	v = braid_map_get(&av->rev, key);
+	head = v ? (uint32_t)((uintptr_t)v - 1) : AV_NONE;
+	if (head == AV_NONE) {
+		ret = braid_map_insert(&av->rev, key, (void *)(uintptr_t)(idx + 1));
+		if (ret) {
+			/* give the entry back */
+			if (av->type == FI_AV_MAP || idx + 1 != av->count) {
+				av->same_next[idx] = av->free_head;
+				av->free_head = idx;
+			} else {
+				av->count--;
+			}
+			av->valid[idx] = 0;
+			return ret;
+		}
+		av->same_next[idx] = AV_NONE;
+		av->same_prev[idx] = idx;
+	} else {
+		uint32_t tail = av->same_prev[head];
+
+		av->same_next[tail] = idx;
+		av->same_prev[idx] = tail;
+		av->same_next[idx] = AV_NONE;
+		av->same_prev[head] = idx;
 	}
 	memset(&av->addrs[idx], 0, sizeof(av->addrs[idx]));
 	av->addrs[idx].sin_family = AF_INET;
 	av->addrs[idx].sin_addr = sin->sin_addr;
 	av->addrs[idx].sin_port = sin->sin_port;
 	av->valid[idx] = 1;
-	av->count++;
 	return (int64_t)idx;
+}
+
+/*
+ * Remove live entry @a in O(1): unlink it from its address's chain (oldest
+ * first; the head's same_prev names the tail); the next oldest entry of the
+ * address takes over FI_SOURCE.
+ */
+static void av_del_locked(struct braid_av *av, uint32_t a)
+{
+	uint64_t key = av_key(av->addrs[a].sin_addr, ntohs(av->addrs[a].sin_port));
+	uint32_t head = (uint32_t)((uintptr_t)braid_map_get(&av->rev, key) - 1);
+	uint32_t next = av->same_next[a], prev = av->same_prev[a];
+
+	av->valid[a] = 0;
+	if (a == head) {
+		braid_map_remove(&av->rev, key);
+		if (next != AV_NONE) {
+			(void)braid_map_insert(&av->rev, key, (void *)(uintptr_t)(next + 1));
+			av->same_prev[next] = prev;	/* the tail */
+		}
+	} else {
+		av->same_next[prev] = next;
+		if (next != AV_NONE)
+			av->same_prev[next] = prev;
+		else
+			av->same_prev[head] = prev;	/* it was the tail */
+	}
+	if (av->type == FI_AV_MAP) {
+		av->same_next[a] = av->free_head;
+		av->free_head = a;
+	}
 }
 
 static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
@@ -143,6 +232,11 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 		struct sockaddr_in sin;
 		int64_t idx;
 
+		if (i && i % AV_BATCH == 0) {
+			/* let the sends that wait for the lock go */
+			pthread_mutex_unlock(&av->lock);
+			pthread_mutex_lock(&av->lock);
+		}
 		memcpy(&sin, addrs + i * sizeof(sin), sizeof(sin));
 		idx = av_check_addr(&sin);
 		if (!idx)
@@ -215,7 +309,7 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count, ui
 {
 	struct braid_av *av = braid_container_of(av_fid, struct braid_av, av_fid);
 	int ret = 0;
-	size_t i, j;
+	size_t i;
 
 	if (flags)
 		return -FI_EBADFLAGS;
@@ -223,26 +317,15 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count, ui
 		return -FI_EINVAL;
 	pthread_mutex_lock(&av->lock);
 	for (i = 0; i < count; i++) {
-		fi_addr_t a = fi_addr[i];
-		uint64_t key;
-
-		if (!av_valid_locked(av, a)) {
+		if (i && i % AV_BATCH == 0) {
+			pthread_mutex_unlock(&av->lock);
+			pthread_mutex_lock(&av->lock);
+		}
+		if (!av_valid_locked(av, fi_addr[i])) {
 			ret = -FI_EINVAL;
 			continue;
 		}
-		av->valid[a] = 0;
-		key = av_key(av->addrs[a].sin_addr, ntohs(av->addrs[a].sin_port));
-		if ((uintptr_t)braid_map_get(&av->rev, key) == a + 1) {
-			braid_map_remove(&av->rev, key);
-			/* another live entry with the same address takes over */
-			for (j = 0; j < av->count; j++) {
-				if (av->valid[j] && av_key(av->addrs[j].sin_addr,
-					ntohs(av->addrs[j].sin_port)) == key) {
-					braid_map_insert(&av->rev, key, (void *)(uintptr_t)(j + 1));
-					break;
-				}
-			}
-		}
+		av_del_locked(av, (uint32_t)fi_addr[i]);
 	}
 	pthread_mutex_unlock(&av->lock);
 	return ret;
@@ -337,6 +420,7 @@ int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	av->domain = dom;
 	av->type = type;
 	av->flags = attr->flags;
+	av->free_head = AV_NONE;
 	braid_map_construct(&av->rev);
 	pthread_mutex_init(&av->lock, NULL);
 	atomic_init(&av->ref, 0);

@@ -504,3 +504,62 @@ Test(fi_av_insert, event_with_eq)
 	cr_expect_eq(fi_close(&eq->fid), 0);
 	pt_dom_close(&d);
 }
+
+/* Many entries: every other one removed, the rest still there; FI_AV_MAP
+ * hands removed entries out again, FI_AV_TABLE keeps its indexes consecutive. */
+static void remove_many(enum fi_av_type type)
+{
+	enum { N = 100000 };
+	struct sockaddr_in *sins = calloc(N, sizeof(*sins)), out;
+	fi_addr_t *fa = calloc(N, sizeof(*fa)), *odd = calloc(N / 2, sizeof(*odd)), again;
+	struct fid_av *av;
+	struct pt_dom d;
+	size_t len, i;
+
+	cr_assert(sins && fa && odd);
+	for (i = 0; i < N; i++) {
+		sins[i].sin_family = AF_INET;
+		sins[i].sin_addr.s_addr = htonl(0x0a000000u + (uint32_t)(i / 50000));
+		sins[i].sin_port = htons((uint16_t)(1000 + i % 50000));
+	}
+	pt_dom_open(&d);
+	av = pt_av_open(d.domain, type);
+	cr_assert_eq(fi_av_insert(av, sins, N, fa, 0, NULL), N);
+	for (i = 0; i < N / 2; i++)
+		odd[i] = fa[2 * i + 1];
+	cr_assert_eq(fi_av_remove(av, odd, N / 2, 0), 0);
+	for (i = 0; i < N; i++) {
+		len = sizeof(out);
+		if (i % 2) {
+			cr_assert_lt(fi_av_lookup(av, fa[i], &out, &len), 0, "entry %zu was removed", i);
+			continue;
+		}
+		cr_assert_eq(fi_av_lookup(av, fa[i], &out, &len), 0, "entry %zu is kept", i);
+		cr_assert_eq(out.sin_addr.s_addr, sins[i].sin_addr.s_addr);
+		cr_assert_eq(out.sin_port, sins[i].sin_port);
+	}
+	cr_assert_eq(fi_av_insert(av, &sins[1], 1, &again, 0, NULL), 1);
+	if (type == FI_AV_TABLE)
+		cr_assert_eq(again, (fi_addr_t)N, "a table's next index");
+	else
+		cr_assert(again % 2 == 1 && again < N, "a map reuses a removed entry (%lu)",
+			  (unsigned long)again);
+	len = sizeof(out);
+	cr_assert_eq(fi_av_lookup(av, again, &out, &len), 0);
+	cr_assert_eq(out.sin_port, sins[1].sin_port);
+	cr_assert_eq(fi_close(&av->fid), 0);
+	pt_dom_close(&d);
+	free(sins);
+	free(fa);
+	free(odd);
+}
+
+Test(fi_av_remove, many_table)
+{
+	remove_many(FI_AV_TABLE);
+}
+
+Test(fi_av_remove, many_map)
+{
+	remove_many(FI_AV_MAP);
+}

@@ -655,3 +655,38 @@ Test(fi_close, rdm_closed_endpoint_receive_completions_canceled, .timeout = 30)
 	pt_ep_close(&c);	/* its receive CQ is b's: closed with b's */
 	rdm_close(&r);
 }
+
+/* FI_SOURCE names a live entry of the sender's address, whichever of several
+ * entries of that address were removed (the AV keeps them chained, O(1)). */
+Test(fi_av_remove, source_follows_the_live_entries)
+{
+	uint8_t buf[16];
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src, dup[2], gone;
+	struct rdm r;
+	int k;
+
+	rdm_open(&r, false);
+	/* b's AV: a's address three times: r.b.peer, dup[0], dup[1] */
+	cr_assert_eq(fi_av_insert(r.b.av, &r.a.name, 1, &dup[0], 0, NULL), 1);
+	cr_assert_eq(fi_av_insert(r.b.av, &r.a.name, 1, &dup[1], 0, NULL), 1);
+	for (k = 0; k < 4; k++) {
+		fi_addr_t want = k == 0 ? r.b.peer : k == 3 ? FI_ADDR_NOTAVAIL : dup[0];
+
+		if (k == 1) {
+			gone = r.b.peer;	/* the first entry: the next one takes over */
+			cr_assert_eq(fi_av_remove(r.b.av, &gone, 1, 0), 0);
+		} else if (k == 2) {
+			cr_assert_eq(fi_av_remove(r.b.av, &dup[1], 1, 0), 0);	/* the last: no change */
+		} else if (k == 3) {
+			cr_assert_eq(fi_av_remove(r.b.av, &dup[0], 1, 0), 0);	/* none left */
+		}
+		cr_assert_eq(fi_recv(r.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, (void *)1), 0);
+		cr_assert_eq(fi_send(r.a.ep, "who", 4, NULL, r.a.peer, (void *)2), 0);
+		cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, &src, NULL, 5000), 1);
+		cr_assert_eq(src, want, "round %d: FI_SOURCE %lu, want %lu", k, (unsigned long)src,
+			     (unsigned long)want);
+		cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 5000), 1);
+	}
+	rdm_close(&r);
+}
