@@ -166,6 +166,15 @@ int braid_epset_add(struct braid_epset *set, struct braid_ep *ep);
 void braid_epset_remove(struct braid_epset *set, struct braid_ep *ep);
 void braid_epset_destruct(struct braid_epset *set);
 
+/* receive burst buffer sets a domain keeps (threads progressing its endpoints at once) */
+#define BRAID_RX_CACHE	8
+
+/** struct braid_rxbuf - the buffers one progress call receives a burst into. */
+struct braid_rxbuf {
+	size_t size;
+	uint8_t data[];
+};
+
 struct braid_domain {
 	struct fid_domain domain_fid;
 	struct braid_fabric *fabric;
@@ -196,6 +205,13 @@ struct braid_domain {
 	bool pt_stop, pt_running;
 	/** @pt_node: in the list of domains whose thread runs (braid_progress_halt_all()). */
 	struct braid_dlist pt_node;
+	/**
+	 * @rx_cache: receive bursts' buffers (struct braid_rxbuf), kept for the
+	 * next RDM endpoints that progress: the domain's endpoints share them
+	 * instead of holding 32 datagrams of their MTU each (braid_rdm.c); a set
+	 * per thread progressing at once, up to BRAID_RX_CACHE.
+	 */
+	_Atomic(struct braid_rxbuf *) rx_cache[BRAID_RX_CACHE];
 	pid_t pt_pid;
 	/** @pt_passes: endpoint progress calls it made while the application was away. */
 	uint64_t pt_passes;

@@ -14,6 +14,8 @@ static int domain_close(struct fid *fid)
 	if (dom->eq)
 		atomic_fetch_sub(&dom->eq->ref, 1);
 	braid_map_destruct(&dom->mr_keys);
+	for (int i = 0; i < BRAID_RX_CACHE; i++)
+		free(atomic_load(&dom->rx_cache[i]));
 	if (dom->peers)
 		braid_peer_table_close(dom->peers);
 	pthread_mutex_destroy(&dom->lock);

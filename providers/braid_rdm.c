@@ -88,12 +88,6 @@ int braid_rdm_enable(struct braid_ep *ep)
 	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);
 	if (ret)
 		return ret;
-	ep->rx_bufs = malloc((size_t)RDM_RX_BURST * ep->wire->mtu);
-	if (!ep->rx_bufs) {
-		braid_rd_close(ep->rd);
-		ep->rd = NULL;
-		return -FI_ENOMEM;
-	}
 	/* RDM receives arrive at any time: the wire fd always wakes a waiting reader */
 	braid_ep_rx_arm(ep, true);
 	return 0;
@@ -108,8 +102,6 @@ void braid_rdm_close(struct braid_ep *ep)
 		braid_rd_close(ep->rd);
 	}
 	ep->rd = NULL;
-	free(ep->rx_bufs);
-	ep->rx_bufs = NULL;
 }
 
 /* ---- progress ---- */
@@ -397,11 +389,72 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 	return taken;
 }
 
+/*
+ * The buffers of a receive burst: RDM_RX_BURST datagrams of the wire's MTU
+ * (2 MiB on loopback). The domain keeps the sets for whichever endpoints
+ * progress next (the engine copies what it keeps before progress returns),
+ * so an endpoint costs none of it while idle; threads progressing endpoints
+ * at the same moment take a set each (BRAID_RX_CACHE are kept).
+ */
+static struct braid_rxbuf *rdm_rxbuf_take(struct braid_ep *ep)
+{
+	size_t need = (size_t)RDM_RX_BURST * ep->wire->mtu;
+	struct braid_rxbuf *rb = NULL;
+	int i;
+
+	for (i = 0; i < BRAID_RX_CACHE && !rb; i++) {
+		if (atomic_load_explicit(&ep->domain->rx_cache[i], memory_order_relaxed))
+			rb = atomic_exchange(&ep->domain->rx_cache[i], NULL);
+	}
+	if (rb && rb->size < need) {
+		free(rb);
+		rb = NULL;
+	}
+	if (!rb) {
+		rb = malloc(sizeof(*rb) + need);
+		if (rb)
+			rb->size = need;
+	}
+	return rb;
+}
+
+static void rdm_rxbuf_give(struct braid_ep *ep, struct braid_rxbuf *rb)
+{
+	for (int i = 0; i < BRAID_RX_CACHE; i++) {
+		struct braid_rxbuf *none = NULL;
+
+		if (atomic_compare_exchange_strong(&ep->domain->rx_cache[i], &none, rb))
+			return;
+	}
+	free(rb);	/* more threads than sets kept: this one goes */
+}
+
+static void rdm_progress_rx(struct braid_ep *ep, uint64_t now);
+
 void braid_rdm_progress_locked(struct braid_ep *ep)
+{
+	struct braid_rxbuf *rb = rdm_rxbuf_take(ep);
+	uint64_t now = braid_now_ns();
+
+	if (rb) {
+		ep->rx_bufs = rb->data;
+		rdm_progress_rx(ep, now);
+		ep->rx_bufs = NULL;
+		rdm_rxbuf_give(ep, rb);
+	}
+	/* (no memory for a burst now: nothing is received this time; timers still run) */
+	now = braid_now_ns();
+	if (braid_rd_next_deadline(ep->rd) <= now)
+		braid_rd_timer(ep->rd, now);
+	rdm_flush(ep, now);
+	ep->unflushed = 0;
+	rdm_reap(ep);
+}
+
+static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 {
 	struct braid_pkt pkts[RDM_RX_BURST];
 	struct iovec iovs[RDM_RX_BURST];
-	uint64_t now = braid_now_ns();
 	int n, i, rounds;
 
 	for (rounds = 0; rounds < 8; rounds++) {
@@ -452,12 +505,6 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 		if (n < RDM_RX_BURST)
 			break;
 	}
-	now = braid_now_ns();
-	if (braid_rd_next_deadline(ep->rd) <= now)
-		braid_rd_timer(ep->rd, now);
-	rdm_flush(ep, now);
-	ep->unflushed = 0;
-	rdm_reap(ep);
 }
 
 int braid_rdm_cancel_locked(struct braid_ep *ep, void *context)

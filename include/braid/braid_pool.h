@@ -6,32 +6,31 @@
 #include <stdint.h>
 
 /**
- * struct braid_pool - a free list over one contiguous array of equally sized
- * objects. Allocation and release are O(1) and never call malloc; memory is
- * reserved at construction and touched only as objects are first used; an empty
- * pool makes braid_pool_alloc() return NULL (callers turn that into
- * -FI_EAGAIN). Not thread safe: the owner serialises access.
+ * struct braid_pool - at most @count equally sized objects. Allocation and
+ * release are O(1) and never call malloc per object: memory is taken in
+ * chunks (about 64 KiB, at least one object) the first time the objects in
+ * them are needed, so a pool sized for the worst case costs only what was
+ * ever in use at once; it is kept until the pool is destructed. An empty
+ * pool (or a chunk that cannot be had) makes braid_pool_alloc() return NULL
+ * (callers turn that into -FI_EAGAIN). Not thread safe: the owner
+ * serialises access.
  */
 struct braid_pool {
-	/** @base: the object array, @count objects of @obj_size bytes. */
-	uint8_t *base;
+	/** @chunks: the chunk table; the first @nchunks are allocated. */
+	uint8_t **chunks;
+	size_t nchunks;
+	/** @chunk_objs: objects per chunk (a power of two). */
+	size_t chunk_objs;
 	/** @obj_size: size of one object, rounded up to 16-byte alignment. */
 	size_t obj_size;
 	/** @count: number of objects in the pool. */
 	size_t count;
 	/** @in_use: number of objects currently handed out. */
 	size_t in_use;
-	/** @free_head: index of the first object given back and free again, or SIZE_MAX. */
-	size_t free_head;
-	/**
-	 * @fresh: objects from this index on were never handed out: they are
-	 * taken in order once the free list is empty, so a pool touches the
-	 * memory of only as many objects as were ever in use at once (a large
-	 * pool reserved at open costs nothing until used).
-	 */
+	/** @fresh: objects ever handed out (the next never-used one's index). */
 	size_t fresh;
-	/** @next_free: per object given back, the index of the next free one. */
-	size_t *next_free;
+	/** @free_list: objects given back, each holding the next one's address in its first bytes. */
+	void *free_list;
 };
 
 /**
@@ -61,16 +60,13 @@ void *braid_pool_alloc_raw(struct braid_pool *pool);
 /** braid_pool_release() - give back an object taken from this pool. */
 void braid_pool_release(struct braid_pool *pool, void *obj);
 
-/** braid_pool_index() - the index of @obj within the pool's array. */
-static inline size_t braid_pool_index(const struct braid_pool *pool, const void *obj)
-{
-	return (size_t)((const uint8_t *)obj - pool->base) / pool->obj_size;
-}
-
-/** braid_pool_at() - the object at @index (allocated or not). */
+/** braid_pool_at() - the object at @index, which must have been handed out once. */
 static inline void *braid_pool_at(const struct braid_pool *pool, size_t index)
 {
-	return pool->base + index * pool->obj_size;
+	return pool->chunks[index / pool->chunk_objs] + (index % pool->chunk_objs) * pool->obj_size;
 }
+
+/** braid_pool_index() - the index of @obj in the pool (O(chunks): for tests), or SIZE_MAX. */
+size_t braid_pool_index(const struct braid_pool *pool, const void *obj);
 
 #endif /* BRAID_POOL_H */
