@@ -204,3 +204,18 @@ fi_addr_t conn_insert_file(struct conn *c, const char *namefile)
 	}
 	return conn_insert(c, name);
 }
+
+long proc_status_kb(const char *field)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)))
+			kb = strtol(line + strlen(field), NULL, 10);
+	fclose(f);
+	return kb;
+}

@@ -56,6 +56,9 @@ struct conn {
 
 double now_s(void);
 
+/* proc_status_kb() - a field of /proc/self/status in KiB ("VmRSS:", "VmSize:", "VmHWM:"), or -1. */
+long proc_status_kb(const char *field);
+
 /*
  * conn_open() - an RDM endpoint of provider @prov (the fi_info whose
  * prov_name is exactly @prov; "tcp" means "tcp;ofi_rxm") bound to @node

@@ -50,21 +50,6 @@ static uint8_t pattern(uint64_t seq, size_t i)
 	return (uint8_t)(seq * 131 + i * 7 + (i >> 10) + 1);
 }
 
-static long rss_kb(const char *field)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, strlen(field)))
-			kb = strtol(line + strlen(field), NULL, 10);
-	fclose(f);
-	return kb;
-}
-
 #define MAX_SEQ		(1u << 24)
 
 /* a sanitizer's allocator keeps freed memory and pads each block: no budget holds */
@@ -146,7 +131,7 @@ static int do_victim(struct conn *c, const char *namefile)
 				seen[seq / 8] |= (uint8_t)(1u << (seq % 8));
 			}
 			if (got == 1 && rss_start < 0) {
-				rss_start = rss_kb("VmRSS:");
+				rss_start = proc_status_kb("VmRSS:");
 				printf("rss_start_kb=%ld\n", rss_start);
 				fflush(stdout);
 			}
@@ -156,7 +141,7 @@ static int do_victim(struct conn *c, const char *namefile)
 			break;
 	}
 	printf("rss_end_kb=%ld rss_peak_kb=%ld got=%lu sent=%lu corrupt=%lu dups=%lu foreign=%lu "
-	       "sanitized=%d\n", rss_kb("VmRSS:"), rss_kb("VmHWM:"), (unsigned long)got,
+	       "sanitized=%d\n", proc_status_kb("VmRSS:"), proc_status_kb("VmHWM:"), (unsigned long)got,
 	       (unsigned long)msgs, (unsigned long)corrupt, (unsigned long)dups,
 	       (unsigned long)foreign, SANITIZED);
 	free(seen);
