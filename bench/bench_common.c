@@ -6,6 +6,8 @@
 
 #include "bench_common.h"
 
+size_t bench_av_count;
+
 double now_s(void)
 {
 	struct timespec ts;
@@ -70,7 +72,7 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 static void conn_open_ep(struct conn *c, size_t buf_size, uint64_t caps)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = bench_av_count };
 
 	TRY(fi_cq_open(c->domain, &cq_attr, &c->cq, NULL));
 	TRY(fi_av_open(c->domain, &av_attr, &c->av, NULL));

@@ -54,6 +54,9 @@ struct conn {
 	bool shared;
 };
 
+/* bench_av_count: fi_av_attr.count of the AVs conn_open() opens (0: none given) */
+extern size_t bench_av_count;
+
 double now_s(void);
 
 /* proc_status_kb() - a field of /proc/self/status in KiB ("VmRSS:", "VmSize:", "VmHWM:"), or -1. */

@@ -61,6 +61,22 @@ static int map_resize(struct braid_map *map, size_t cap)
 	return 0;
 }
 
+int braid_map_reserve(struct braid_map *map, size_t n)
+{
+	size_t cap = 16;
+	int ret;
+
+	/* the load stays at most 1/2 with @n entries: inserts up to them never rehash */
+	while (cap < 2 * (n + 1))
+		cap *= 2;
+	if (cap <= map->cap)
+		return 0;
+	ret = map_resize(map, cap);
+	if (!ret)
+		map->tombs = 0;
+	return ret;
+}
+
 int braid_map_insert(struct braid_map *map, uint64_t key, void *val)
 {
 	size_t i, tomb = SIZE_MAX;

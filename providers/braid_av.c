@@ -1,6 +1,7 @@
 /* braid_av.c: address vectors (fi_av(3)): map and table, IPv4 sockaddr addresses, reverse lookup for FI_SOURCE. */
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,18 +90,15 @@ static int av_check_addr(const struct sockaddr_in *sin)
 	return 0;
 }
 
-/* Room for one more new entry. */
-static int av_grow_locked(struct braid_av *av)
+/* Room for @cap entries (the arrays at least that long). */
+static int av_resize_locked(struct braid_av *av, size_t cap)
 {
-	size_t cap = av->cap ? av->cap * 2 : 64;
 	void *p;
 
-	if (av->count < av->cap)
+	if (cap <= av->cap)
 		return 0;
-	if (av->cap >= AV_MAX)
-		return -FI_ENOSPC;
 	if (cap > AV_MAX)
-		cap = AV_MAX;
+		return -FI_ENOSPC;
 	p = realloc(av->addrs, cap * sizeof(*av->addrs));
 	if (!p)
 		return -FI_ENOMEM;
@@ -119,6 +117,18 @@ static int av_grow_locked(struct braid_av *av)
 	av->same_prev = p;
 	av->cap = cap;
 	return 0;
+}
+
+/* Room for one more new entry (doubling). */
+static int av_grow_locked(struct braid_av *av)
+{
+	size_t cap = av->cap ? av->cap * 2 : 64;
+
+	if (av->count < av->cap)
+		return 0;
+	if (av->cap >= AV_MAX)
+		return -FI_ENOSPC;
+	return av_resize_locked(av, cap > AV_MAX ? AV_MAX : cap);
 }
 
 /*
@@ -235,6 +245,7 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 		if (i && i % AV_BATCH == 0) {
 			/* let the sends that wait for the lock go */
 			pthread_mutex_unlock(&av->lock);
+			sched_yield();	/* a waiting send gets the lock, not us again */
 			pthread_mutex_lock(&av->lock);
 		}
 		memcpy(&sin, addrs + i * sizeof(sin), sizeof(sin));
@@ -319,6 +330,7 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count, ui
 	for (i = 0; i < count; i++) {
 		if (i && i % AV_BATCH == 0) {
 			pthread_mutex_unlock(&av->lock);
+			sched_yield();	/* a waiting send gets the lock, not us again */
 			pthread_mutex_lock(&av->lock);
 		}
 		if (!av_valid_locked(av, fi_addr[i])) {
@@ -422,6 +434,13 @@ int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	av->flags = attr->flags;
 	av->free_head = AV_NONE;
 	braid_map_construct(&av->rev);
+	/* fi_av(3) count, the addresses the application expects to insert: room
+	 * for them now, so that inserting them never stops sends for a rehash
+	 * (best effort: without the memory now, the AV grows as it goes) */
+	if (attr->count && attr->count <= AV_MAX) {
+		(void)av_resize_locked(av, attr->count);
+		(void)braid_map_reserve(&av->rev, attr->count);
+	}
 	pthread_mutex_init(&av->lock, NULL);
 	atomic_init(&av->ref, 0);
 	atomic_fetch_add(&dom->ref, 1);

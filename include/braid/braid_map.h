@@ -37,6 +37,12 @@ void braid_map_destruct(struct braid_map *map);
  */
 int braid_map_insert(struct braid_map *map, uint64_t key, void *val);
 
+/**
+ * braid_map_reserve() - make room for @n entries at once, so that inserts up
+ * to them never rehash. Return: 0 or -FI_ENOMEM (the map is unchanged).
+ */
+int braid_map_reserve(struct braid_map *map, size_t n);
+
 /** braid_map_get() - the value of @key, or NULL. */
 void *braid_map_get(const struct braid_map *map, uint64_t key);
 
