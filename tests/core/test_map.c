@@ -54,3 +54,23 @@ Test(braid_map_insert, many_keys_grow_and_remove)
 		cr_assert_eq(braid_map_get(&map, k * 65536 + 17), &vals[k]);
 	braid_map_destruct(&map);
 }
+
+/* braid_map_reserve: room for n entries at once; inserting them never resizes. */
+Test(braid_map, reserve_means_no_resize)
+{
+	struct braid_map m;
+	size_t cap;
+
+	braid_map_construct(&m);
+	cr_assert_eq(braid_map_reserve(&m, 1000), 0);
+	cap = m.cap;
+	cr_assert_geq(cap, 2000, "load at most 1/2 with 1000 entries (cap %zu)", cap);
+	for (uint64_t k = 1; k <= 1000; k++)
+		cr_assert_eq(braid_map_insert(&m, k * 7919, (void *)(uintptr_t)k), 0);
+	cr_assert_eq(m.cap, cap, "no resize while inserting what was reserved");
+	for (uint64_t k = 1; k <= 1000; k++)
+		cr_assert_eq(braid_map_get(&m, k * 7919), (void *)(uintptr_t)k);
+	cr_assert_eq(braid_map_reserve(&m, 10), 0, "a smaller reserve is a no-op");
+	cr_assert_eq(m.cap, cap);
+	braid_map_destruct(&m);
+}
