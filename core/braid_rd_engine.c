@@ -1,5 +1,4 @@
 /* braid_rd_engine.c: the RD engine's frame: open/close, per-peer conns and flows, timers, output scheduling, completions. */
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_errno.h>
@@ -162,22 +161,28 @@ void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
  * when it answers a packet whose route is known, else on a path of the flow's
  * own choosing.
  */
-void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
-		    size_t hdr_len, int32_t route)
+/* A header-only packet of @hdr_len bytes (written in out->hdr) to @ip:@port, back by @route. */
+static void out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t ip, uint16_t port,
+			    int32_t route)
 {
 	out->frame_len = 0;
 	out->gso_cont = false;
 	out->hdr_len = (uint16_t)hdr_len;
 	out->payload_iovcnt = 0;
 	out->payload_len = 0;
-	out->dst_ip = f->conn->ip;
-	out->dst_port = f->conn->port;
+	out->dst_ip = ip;
+	out->dst_port = port;
 	out->reply_route = route;
-	if (route >= 0) {
-		out->path = 0;
-		out->entropy = 0;
+	out->path = 0;
+	out->entropy = 0;
+}
+
+void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
+		    size_t hdr_len, int32_t route)
+{
+	out_header_only(out, hdr_len, f->conn->ip, f->conn->port, route);
+	if (route >= 0)
 		return;
-	}
 	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
 	out->entropy = f->paths.p[out->path].entropy;
 }
@@ -201,11 +206,11 @@ static void conn_free(struct braid_rd *rd, struct rd_conn *c)
 /*
  * An unproven conn may go (§4.9) when it has nothing of ours pending and no
  * message of its own alive outside its flow (a complete one waiting for a
- * receive, an RMA request being served). Its flow holds no half-received
- * message (an unproven peer's are refused, rd_in_data). One that took data
- * (a whole message, delivered and acknowledged) goes only once silent for the
- * peer timeout: by then its sender resends nothing, so no retransmission of
- * what was delivered can reach a fresh conn and be delivered again.
+ * receive, an RMA request being served); what its flow holds (messages
+ * half-received, which no receive took: an unproven peer's match only whole)
+ * goes with it. One that took data goes only once silent for the peer
+ * timeout: by then its sender resends nothing, so no retransmission of what
+ * was taken can reach a fresh conn and be taken again.
  */
 static bool conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, uint64_t now)
 {
@@ -333,15 +338,6 @@ static bool flow_reclaim(struct braid_rd *rd, bool unproven)
 	return false;
 }
 
-static bool flow_reclaim_one(struct braid_rd *rd)
-{
-	return flow_reclaim(rd, false);
-}
-
-static bool flow_reclaim_unproven(struct braid_rd *rd)
-{
-	return flow_reclaim(rd, true);
-}
 
 struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
 {
@@ -354,10 +350,10 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 	/* §4.9: unproven peers hold at most half the flow state, so that strangers
 	 * holding half-sent messages cannot take it all from proven peers */
 	if (!conn->verified && rd->unproven_flows >= (rd->cfg.max_flows + 1) / 2 &&
-	    !flow_reclaim_unproven(rd))
+	    !flow_reclaim(rd, true))
 		return NULL;
 	f = braid_pool_alloc(&rd->flows);
-	if (!f && flow_reclaim_one(rd))
+	if (!f && flow_reclaim(rd, false))
 		f = braid_pool_alloc(&rd->flows);
 	if (!f)
 		return NULL;
@@ -538,9 +534,8 @@ void braid_rd_close(struct braid_rd *rd)
 /* ---- input ---- */
 
 /* A restarted peer (proven, §4.9): what was in flight to or from its old self is lost. */
-static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now)
+static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch)
 {
-	(void)now;
 	rd->stats.peers_restarted++;
 	if (conn->flow) {
 		rd_flow_fail(rd, conn->flow, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
@@ -696,7 +691,7 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 	rd->stats.resp_rx++;
 	conn_touch(rd, conn, now);
 	if (conn->epoch != v.src_epoch)
-		conn_restart(rd, conn, v.src_epoch, now);
+		conn_restart(rd, conn, v.src_epoch);
 	if (!conn->verified) {
 		conn->verified = true;
 		if (conn->flow)
@@ -870,16 +865,8 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 	for (; n < max && rd->ctl_n; n++) {
 		const struct rd_ctl *c = &rd->ctl[rd->ctl_head];
 
-		memset(&out[n], 0, offsetof(struct braid_rd_out, hdr));
 		braid_rd_chal_write((struct braid_rd_cts_hdr *)out[n].hdr, &c->v);
-		out[n].hdr_len = sizeof(struct braid_rd_cts_hdr);
-		out[n].payload_iovcnt = 0;
-		out[n].payload_len = 0;
-		out[n].dst_ip = c->ip;
-		out[n].dst_port = c->port;
-		out[n].path = 0;
-		out[n].entropy = 0;
-		out[n].reply_route = c->port;
+		out_header_only(&out[n], sizeof(struct braid_rd_cts_hdr), c->ip, c->port, c->port);
 		rd->ctl_head = (rd->ctl_head + 1) % RD_CTL_MAX;
 		rd->ctl_n--;
 	}

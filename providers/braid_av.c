@@ -159,8 +159,8 @@ static int64_t av_add_locked(struct braid_av *av, const struct sockaddr_in *sin)
 	if (head == AV_NONE) {
 		ret = braid_map_insert(&av->rev, key, (void *)(uintptr_t)(idx + 1));
 		if (ret) {
-			/* give the entry back */
-			if (av->type == FI_AV_MAP || idx + 1 != av->count) {
+			/* give the entry back (a table's is always its last) */
+			if (av->type == FI_AV_MAP) {
 				av->same_next[idx] = av->free_head;
 				av->free_head = idx;
 			} else {

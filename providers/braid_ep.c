@@ -208,18 +208,15 @@ static int ep_close(struct fid *fid)
 			   (unsigned long)st->drops[BRAID_DROP_NO_BUFFER],
 			   (unsigned long)st->drops[BRAID_DROP_STALE_EPOCH],
 			   (unsigned long)st->rx_ce, (unsigned long)st->ecn_echoes);
+		/* (its drops, by reason, are ep_log_drops()'s line) */
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: peers: %lu with state (%lu "
 			   "proven), %lu evicted, %lu restarted; challenges: %lu sent, %lu answered, "
-			   "%lu answers proved a peer, %lu not sent (ring full); drops: %lu unverified, "
-			   "%lu peer_cap, %lu no_state\n",
+			   "%lu answers proved a peer, %lu not sent (ring full)\n",
 			   ntohs(ep->wire->name.sin_port), (unsigned long)st->peers,
 			   (unsigned long)st->peers_verified, (unsigned long)st->peers_evicted,
 			   (unsigned long)st->peers_restarted, (unsigned long)st->chal_tx,
 			   (unsigned long)st->chal_rx, (unsigned long)st->resp_rx,
-			   (unsigned long)st->ctl_full,
-			   (unsigned long)st->drops[BRAID_DROP_UNVERIFIED],
-			   (unsigned long)st->drops[BRAID_DROP_PEER_CAP],
-			   (unsigned long)st->drops[BRAID_DROP_NO_STATE]);
+			   (unsigned long)st->ctl_full);
 	}
 	ep_log_drops(ep);
 	braid_rdm_close(ep);
