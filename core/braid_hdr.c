@@ -5,22 +5,9 @@
 #include "braid_hdr.h"
 
 static const char *const drop_names[BRAID_DROP_MAX] = {
-	[BRAID_DROP_SHORT] = "short",
-	[BRAID_DROP_MAGIC] = "bad_magic",
-	[BRAID_DROP_VERSION] = "bad_version",
-	[BRAID_DROP_TYPE] = "bad_type",
-	[BRAID_DROP_HDR_LEN] = "bad_hdr_len",
-	[BRAID_DROP_FLAGS] = "bad_flags",
-	[BRAID_DROP_BAD_LEN] = "bad_len",
-	[BRAID_DROP_STALE_EPOCH] = "stale_epoch",
-	[BRAID_DROP_OUT_OF_WINDOW] = "out_of_window",
-	[BRAID_DROP_DUPLICATE] = "duplicate",
-	[BRAID_DROP_NO_BUFFER] = "no_buffer",
-	[BRAID_DROP_NO_STATE] = "no_state",
-	[BRAID_DROP_BUNDLE] = "bad_bundle",
-	[BRAID_DROP_UNVERIFIED] = "unverified",
-	[BRAID_DROP_PEER_CAP] = "peer_cap",
-	[BRAID_DROP_AUTH] = "bad_auth",
+#define BRAID_X_NAME(e, name, meaning) [e] = #name,
+	BRAID_DROP_TABLE(BRAID_X_NAME)
+#undef BRAID_X_NAME
 };
 
 const char *braid_drop_reason_str(enum braid_drop_reason reason)

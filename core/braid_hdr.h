@@ -250,25 +250,33 @@ struct braid_rd_ack_view {
 	uint8_t sack[BRAID_RD_SACK_BITS / 8];
 };
 
-/* Why a received packet was dropped; each reason has its own counter. */
+/*
+ * Why a received packet was dropped; each reason has its own counter (the
+ * counter table, braid_counters.h, names them "drop.<name>").
+ * X(enum, name, meaning).
+ */
+#define BRAID_DROP_TABLE(X) \
+	X(BRAID_DROP_SHORT,	short,		"shorter than the headers it claims") \
+	X(BRAID_DROP_MAGIC,	bad_magic,	"not a braid packet") \
+	X(BRAID_DROP_VERSION,	bad_version,	"a protocol version this endpoint does not speak") \
+	X(BRAID_DROP_TYPE,	bad_type,	"a type this endpoint does not take") \
+	X(BRAID_DROP_HDR_LEN,	bad_hdr_len,	"header length field out of range") \
+	X(BRAID_DROP_FLAGS,	bad_flags,	"flags not defined for the type") \
+	X(BRAID_DROP_BAD_LEN,	bad_len,	"RD: offset or length outside the message (protocol.md 4.2 rule 1)") \
+	X(BRAID_DROP_STALE_EPOCH, stale_epoch,	"RD: for or from an earlier incarnation (4.2 rules 2-3, 4.3)") \
+	X(BRAID_DROP_OUT_OF_WINDOW, out_of_window, "RD: PSN or message beyond the window (4.2 rule 5)") \
+	X(BRAID_DROP_DUPLICATE,	duplicate,	"RD: PSN already received (4.2 rule 4)") \
+	X(BRAID_DROP_NO_BUFFER,	no_buffer,	"RD: no room to take the payload (4.2 rule 6)") \
+	X(BRAID_DROP_NO_STATE,	no_state,	"RD: no flow state could be had for the peer, or none for an ACK or CTS") \
+	X(BRAID_DROP_BUNDLE,	bad_bundle,	"RD: a bundle whose records are not well framed (4.8)") \
+	X(BRAID_DROP_UNVERIFIED, unverified,	"RD: a new incarnation not proven yet, or an answer to no challenge of ours (4.9)") \
+	X(BRAID_DROP_PEER_CAP,	peer_cap,	"RD: first contact while every peer slot is taken (4.9)") \
+	X(BRAID_DROP_AUTH,	bad_auth,	"keyed or not as this endpoint is not, or a tag that does not verify (2.4)")
+
 enum braid_drop_reason {
-	BRAID_DROP_SHORT = 0,	/* shorter than the headers it claims */
-	BRAID_DROP_MAGIC,	/* not a braid packet */
-	BRAID_DROP_VERSION,	/* a protocol version we do not speak */
-	BRAID_DROP_TYPE,	/* a type this endpoint does not take */
-	BRAID_DROP_HDR_LEN,	/* header length field out of range */
-	BRAID_DROP_FLAGS,	/* flags not defined for the type */
-	BRAID_DROP_BAD_LEN,	/* RD: offset/length outside the message (§4.2 rule 1) */
-	BRAID_DROP_STALE_EPOCH,	/* RD: an earlier incarnation (§4.2 rules 2-3, §4.3) */
-	BRAID_DROP_OUT_OF_WINDOW, /* RD: PSN beyond the window (§4.2 rule 5) */
-	BRAID_DROP_DUPLICATE,	/* RD: PSN already received (§4.2 rule 4) */
-	BRAID_DROP_NO_BUFFER,	/* RD: no room to take the payload (§4.2 rule 6) */
-	BRAID_DROP_NO_STATE,	/* RD: no flow state could be had for the peer */
-	BRAID_DROP_BUNDLE,	/* RD: a bundle whose records are not well framed (§4.8) */
-	BRAID_DROP_UNVERIFIED,	/* RD: a new incarnation not proven yet, or a response that
-				 * answers no challenge of ours (§4.9) */
-	BRAID_DROP_PEER_CAP,	/* RD: first contact while every peer slot is taken (§4.9) */
-	BRAID_DROP_AUTH,	/* keyed or not as this endpoint is not, or a tag that does not verify (§2.4) */
+#define BRAID_X_ENUM(e, name, meaning) e,
+	BRAID_DROP_TABLE(BRAID_X_ENUM)
+#undef BRAID_X_ENUM
 	BRAID_DROP_MAX
 };
 

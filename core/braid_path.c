@@ -64,6 +64,11 @@ static bool path_sick(const struct braid_path *p, float mean, uint32_t best_srtt
 	return best_srtt && p->srtt_ns > 2 * best_srtt + 20000;
 }
 
+bool braid_path_is_sick(const struct braid_pathset *ps, uint32_t idx)
+{
+	return idx < ps->n && path_sick(&ps->p[idx], ps->mean_loss, ps->best_srtt);
+}
+
 uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid)
 {
 	uint32_t best, i, a;

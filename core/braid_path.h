@@ -77,6 +77,12 @@ void braid_pathset_init(struct braid_pathset *ps, uint32_t n, uint32_t entropies
  */
 uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid);
 
+/**
+ * braid_path_is_sick() - slot @idx is sick by the aggregates of the latest
+ * pick (what the chooser skips when path health is on).
+ */
+bool braid_path_is_sick(const struct braid_pathset *ps, uint32_t idx);
+
 /** braid_path_rtt() - fold an RTT sample taken at @now into the path (RFC 6298 gains; base RTT). */
 void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns, uint64_t now);
 

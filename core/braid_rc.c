@@ -31,14 +31,9 @@ uint8_t rc_rnr_code(uint64_t ns)
 }
 
 static const char *const rc_drop_names[BRAID_RC_DROP_MAX] = {
-	[BRAID_RC_DROP_MALFORMED] = "malformed",
-	[BRAID_RC_DROP_ICRC] = "icrc",
-	[BRAID_RC_DROP_QP] = "qp",
-	[BRAID_RC_DROP_PKEY] = "pkey",
-	[BRAID_RC_DROP_OUT_OF_WINDOW] = "out_of_window",
-	[BRAID_RC_DROP_DUPLICATE] = "duplicate",
-	[BRAID_RC_DROP_SEQ] = "seq",
-	[BRAID_RC_DROP_STATE] = "state",
+#define BRAID_X_NAME(e, name, meaning) [e] = #name,
+	BRAID_RC_DROP_TABLE(BRAID_X_NAME)
+#undef BRAID_X_NAME
 };
 
 uint64_t braid_rc_timeout_ns(unsigned int code)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "braid/braid_counters.h"
 #include "braid_roce.h"
 
 /*
@@ -215,29 +216,27 @@ struct braid_rc_out {
 	uint16_t trailer_len;
 };
 
-/* reasons a received packet is dropped (braid_rc_stats.drops) */
+/* reasons a received packet is dropped (braid_rc_stats.drops; "rc.drop.<name>"): X(enum, name, meaning) */
+#define BRAID_RC_DROP_TABLE(X) \
+	X(BRAID_RC_DROP_MALFORMED, malformed,	"braid_roce_parse() refused it") \
+	X(BRAID_RC_DROP_ICRC,	icrc,		"ICRC mismatch") \
+	X(BRAID_RC_DROP_QP,	qp,		"BTH.DestQP is not this QP, or not from its peer") \
+	X(BRAID_RC_DROP_PKEY,	pkey,		"partition key mismatch") \
+	X(BRAID_RC_DROP_OUT_OF_WINDOW, out_of_window, "PSN neither expected, a duplicate nor a NAKable gap") \
+	X(BRAID_RC_DROP_DUPLICATE, duplicate,	"a request PSN already executed (re-ACKed)") \
+	X(BRAID_RC_DROP_SEQ,	seq,		"a request beyond the expected PSN (NAK sent once)") \
+	X(BRAID_RC_DROP_STATE,	state,		"the QP is in error or closed, or a response nobody waits for")
+
 enum braid_rc_drop {
-	BRAID_RC_DROP_MALFORMED = 0,	/* braid_roce_parse() refused it */
-	BRAID_RC_DROP_ICRC,		/* ICRC mismatch */
-	BRAID_RC_DROP_QP,		/* BTH.DestQP is not this QP */
-	BRAID_RC_DROP_PKEY,		/* partition key mismatch */
-	BRAID_RC_DROP_OUT_OF_WINDOW,	/* PSN neither expected, a duplicate nor a NAKable gap */
-	BRAID_RC_DROP_DUPLICATE,	/* a request PSN already executed (re-ACKed, counted) */
-	BRAID_RC_DROP_SEQ,		/* a request beyond the expected PSN (NAK sent once) */
-	BRAID_RC_DROP_STATE,		/* the QP is in error/closed, or a response nobody waits for */
+#define BRAID_X_ENUM(e, name, meaning) e,
+	BRAID_RC_DROP_TABLE(BRAID_X_ENUM)
+#undef BRAID_X_ENUM
 	BRAID_RC_DROP_MAX
 };
 
-/** struct braid_rc_stats - counters (monotonic). */
+/** struct braid_rc_stats - the QP's counters (braid_counters.h's RC list, then drops by reason). */
 struct braid_rc_stats {
-	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
-	/** @retx_pkts: packets sent again (go-back-N resends everything from the restart PSN). */
-	uint64_t retx_pkts, retx_bytes;
-	uint64_t acks_tx, acks_rx;
-	uint64_t naks_seq_tx, naks_seq_rx;	/* PSN sequence error NAKs */
-	uint64_t rnr_naks_tx, rnr_naks_rx;
-	uint64_t naks_other_tx, naks_other_rx;	/* access / invalid request */
-	uint64_t timeouts;			/* local ACK timeouts */
+	BRAID_RC_COUNTERS(BRAID_CTR_FIELD)
 	uint64_t drops[BRAID_RC_DROP_MAX];
 };
 

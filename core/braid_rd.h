@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "braid/braid_counters.h"
 #include "braid_hdr.h"
 
 /*
@@ -281,33 +282,25 @@ struct braid_rd_out {
 	int32_t reply_route;
 };
 
-/** struct braid_rd_stats - counters (monotonic). */
-struct braid_rd_stats {
-	uint64_t tx_data, tx_acks, tx_bytes;
-	uint64_t retx_pkts, retx_bytes, rto_fires, rto_spurious, tlp_probes, rack_losses, rack_path_losses;
-	uint64_t rx_data, rx_acks, rx_bytes;
-	/** @rx_ce: data packets that arrived marked ECN CE; @ecn_echoes: ACKs echoing a CE mark. */
-	uint64_t rx_ce, ecn_echoes;
+/**
+ * struct braid_rd_peer_ctr - a peer's counters (braid_counters.h): the path
+ * list, the peer list, then drops by reason; a prefix of the endpoint's.
+ */
+struct braid_rd_peer_ctr {
+	BRAID_RD_PATH_COUNTERS(BRAID_CTR_FIELD)
+	BRAID_RD_PEER_COUNTERS(BRAID_CTR_FIELD)
 	uint64_t drops[BRAID_DROP_MAX];
-	uint64_t msgs_sent, msgs_received;
-	uint64_t peers_failed, peers_restarted, path_redraws;
-	/** @path_deaths: paths found silent (dead) and their packets resent elsewhere at once. */
-	uint64_t path_deaths;
-	/** @rdv_probes: keepalive probes of a peer whose rendezvous sends wait for a CTS. */
-	uint64_t rdv_probes;
-	uint64_t rdv_msgs, cts_tx, cts_rx;
-	uint64_t flows_active;
-	/** @tx_bundles, @rx_bundles: datagrams that carried several RD packets (§4.8). */
-	uint64_t tx_bundles, rx_bundles;
-	/** @rma_ops: RMA and atomic operations completed as initiator; @rma_served: as target;
-	 * @rma_refused: requests refused (key, range, permission, op) as target. */
-	uint64_t rma_ops, rma_served, rma_refused;
-	/** @chal_tx, @chal_rx: challenges sent and answered by us; @resp_rx: answers that
-	 * proved a peer; @peers_evicted: unverified peers' state evicted (§4.9);
-	 * @ctl_full: challenges or answers not sent for want of room. */
-	uint64_t chal_tx, chal_rx, resp_rx, peers_evicted, ctl_full;
-	/** @peers: peers with state now; @peers_verified: of them, verified. */
-	uint64_t peers, peers_verified;
+};
+
+/**
+ * struct braid_rd_stats - the engine's counters (braid_counters.h): those of
+ * struct braid_rd_peer_ctr in the same order, then the endpoint-only list.
+ */
+struct braid_rd_stats {
+	BRAID_RD_PATH_COUNTERS(BRAID_CTR_FIELD)
+	BRAID_RD_PEER_COUNTERS(BRAID_CTR_FIELD)
+	uint64_t drops[BRAID_DROP_MAX];
+	BRAID_RD_EP_COUNTERS(BRAID_CTR_FIELD)
 };
 
 struct braid_rd;
@@ -479,6 +472,15 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs);
 
 /** braid_rd_stats() - the engine's counters. */
 const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd);
+
+/**
+ * braid_rd_snapshot_peers() - the peer records of a snapshot (struct
+ * fi_braid_stat_peer, rdma/fi_braid.h): one per peer with traffic state, in
+ * the order it was made, each with its counters and gauges and a row per
+ * path, as many as fit in @len bytes of @buf (8-byte aligned).
+ * Return: bytes written; *@peers: records written.
+ */
+size_t braid_rd_snapshot_peers(const struct braid_rd *rd, void *buf, size_t len, uint32_t *peers);
 
 
 #endif /* BRAID_RD_H */

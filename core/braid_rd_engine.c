@@ -34,7 +34,13 @@ void braid_rd_config_default(struct braid_rd_config *cfg)
 
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r)
 {
-	rd->stats.drops[r]++;
+	return rd_drop_at(rd, NULL, r);
+}
+
+/* A packet of the peer of flow @f (NULL: of none known) dropped: counted in its row too. */
+int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r)
+{
+	RD_COUNT(rd, f, drops[r], 1);
 	return -((int)r + 1);
 }
 
@@ -648,9 +654,9 @@ static int conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t 
 		return 0;
 	}
 	if (conn->verified && braid_seq_lt(epoch, conn->epoch))
-		return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+		return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
 	conn_challenge(rd, conn, epoch, now);
-	return rd_drop(rd, BRAID_DROP_UNVERIFIED);
+	return rd_drop_at(rd, conn->flow, BRAID_DROP_UNVERIFIED);
 }
 
 /* An RD_CHALLENGE (§4.9): answer one addressed to us; believe a response that answers ours. */
@@ -739,11 +745,8 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 			/* §4.2 rule 3: meant for our previous incarnation */
 			if (braid_seq_lt(dv.dst_epoch, conn->my_epoch))
 				conn_send_reset(rd, conn, now);
-			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
 		}
-		rd->stats.rx_data++;
-		if (ecn_ce)
-			rd->stats.rx_ce++;
 		return rd_in_data(rd, conn, &dv, ecn_ce, now);
 	}
 	if (type == BRAID_PKT_RD_ACK) {
@@ -754,12 +757,12 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 		if (!conn)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
 		if (av.dst_epoch != conn->my_epoch)
-			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
 		conn_touch(rd, conn, now);
 		ret = conn_epoch_check(rd, conn, av.src_epoch, now);
 		if (ret)
 			return ret;
-		rd->stats.rx_acks++;
+		RD_COUNT(rd, conn->flow, rx_acks, 1);
 		if (!conn->flow)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
 		conn->flow->last_rx = now;
@@ -777,14 +780,14 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 		if (!conn || !conn->flow)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
 		if (dst_epoch != conn->my_epoch)
-			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
 		conn_touch(rd, conn, now);
 		/* a CTS may overtake the first ACK: it may teach us the epoch */
 		ret = conn_epoch_check(rd, conn, src_epoch, now);
 		if (ret)
 			return ret;
 		conn->flow->last_rx = now;
-		rd->stats.cts_rx++;
+		RD_COUNT(rd, conn->flow, cts_rx, 1);
 		rd_out_cts_input(rd, conn, msg_id);
 		rd_flow_schedule(rd, conn->flow);
 		return 0;

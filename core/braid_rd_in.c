@@ -151,7 +151,7 @@ static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov
 		rd_msg_release(rd, m);
 		return;
 	}
-	rd->stats.msgs_received++;
+	RD_COUNT(rd, m->conn->flow, msgs_received, 1);
 	msg_done(rd, m);
 }
 
@@ -307,7 +307,7 @@ int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 			f->cts_first[i] = now;
 		if (f->cts_tries[i] < UINT8_MAX)
 			f->cts_tries[i]++;
-		rd->stats.cts_tx++;
+		RD_COUNT(rd, f, cts_tx, 1);
 		n++;
 	}
 	return n;
@@ -402,6 +402,8 @@ static void msg_match(struct braid_rd *rd, struct rd_msg *m)
 	}
 	m->unexpected = true;
 	braid_dlist_insert_tail(&m->node, &rd->unexpected);
+	RD_COUNT(rd, m->conn->flow, unexp_msgs, 1);
+	RD_COUNT(rd, m->conn->flow, unexp_bytes, m->len);
 }
 
 /* Free the window slot of a message that needs it no more. */
@@ -507,8 +509,13 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	bool created = false, gap, done, hold;
 	int32_t d;
 
-	if (!f)
+	if (!f) {
+		RD_COUNT_EP(rd, rx_data, 1);
 		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	}
+	RD_COUNT(rd, f, rx_data, 1);
+	if (ecn)
+		RD_COUNT(rd, f, rx_ce, 1);
 	f->last_rx = now;
 	if (rd->in_route >= 0)
 		f->data_route = rd->in_route;
@@ -527,19 +534,19 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		if (!((v->flags & BRAID_RD_F_RDV) && (v->flags & BRAID_RD_F_RETX) && !v->payload_len))
 			f->rx_dups++;
 		ack_soon(rd, f, true, now);
-		return rd_drop(rd, BRAID_DROP_DUPLICATE);
+		return rd_drop_at(rd, f, BRAID_DROP_DUPLICATE);
 	}
 	if (d >= (int32_t)w)
-		return rd_drop(rd, BRAID_DROP_OUT_OF_WINDOW);
+		return rd_drop_at(rd, f, BRAID_DROP_OUT_OF_WINDOW);
 	/* the message: its slot in the message window */
 	d = braid_seq_diff(v->msg_id, conn->match_next);
 	slot = &f->msgs[v->msg_id % w];
 	m = *slot;
 	if (m && m->msg_id != v->msg_id)
-		return rd_drop(rd, BRAID_DROP_OUT_OF_WINDOW);
+		return rd_drop_at(rd, f, BRAID_DROP_OUT_OF_WINDOW);
 	if (!m) {
 		if (d < 0 || d >= (int32_t)w)
-			return rd_drop(rd, d < 0 ? BRAID_DROP_BAD_LEN : BRAID_DROP_OUT_OF_WINDOW);
+			return rd_drop_at(rd, f, d < 0 ? BRAID_DROP_BAD_LEN : BRAID_DROP_OUT_OF_WINDOW);
 		m = braid_pool_alloc(&rd->msgs);
 		if (!m)
 			goto no_buffer;
@@ -554,13 +561,13 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		m->hflags = v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA | BRAID_RD_F_DC);
 		if (v->rma.op && !rd_rma_in_open(rd, m, v)) {
 			rd_msg_release(rd, m);
-			return rd_drop(rd, BRAID_DROP_BAD_LEN);
+			return rd_drop_at(rd, f, BRAID_DROP_BAD_LEN);
 		}
 		*slot = m;
 		f->msgs_live++;
 		created = true;
 	} else if (!msg_agrees(m, v)) {
-		return rd_drop(rd, BRAID_DROP_BAD_LEN);
+		return rd_drop_at(rd, f, BRAID_DROP_BAD_LEN);
 	}
 	if ((v->flags & BRAID_RD_F_RDV) && !v->rma.op)
 		m->rdv = true;
@@ -600,7 +607,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		m->stage = s;
 	}
 	m->received += (uint32_t)v->payload_len;
-	rd->stats.rx_bytes += v->payload_len;
+	RD_COUNT(rd, f, rx_bytes, v->payload_len);
 
 	/* mark the PSN and advance the cumulative point */
 	gap = v->psn != conn->rcv_nxt;
@@ -646,7 +653,7 @@ no_buffer:
 	f->echo_route = rd->in_route;
 	f->echo_ecn = ecn;
 	ack_soon(rd, f, true, now);
-	return rd_drop(rd, BRAID_DROP_NO_BUFFER);
+	return rd_drop_at(rd, f, BRAID_DROP_NO_BUFFER);
 }
 
 void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out)
@@ -683,7 +690,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 	}
 	braid_rd_ack_write((struct braid_rd_ack_hdr *)out->hdr, &a);
 	rd_out_control(rd, f, out, sizeof(struct braid_rd_ack_hdr), f->echo_route);
-	rd->stats.tx_acks++;
+	RD_COUNT(rd, f, tx_acks, 1);
 }
 
 bool rd_in_idle(const struct rd_flow *f)

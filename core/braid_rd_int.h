@@ -70,6 +70,9 @@ struct rd_send {
 	struct rd_stage *stage;
 };
 
+/* why a packet was declared lost (its resend is counted under the cause) */
+enum rd_loss { RD_LOSS_RACK = 0, RD_LOSS_TLP, RD_LOSS_RTO, RD_LOSS_DEAD, RD_LOSS_REFUSED };
+
 enum rd_pkt_state {
 	RD_PKT_FREE = 0,
 	RD_PKT_INFLIGHT,	/* sent, waiting for its ACK */
@@ -91,6 +94,8 @@ struct rd_txpkt {
 	uint16_t path;
 	uint8_t state;
 	uint8_t retx;
+	/** @why: why it was last declared lost (enum rd_loss): its resend is counted by cause. */
+	uint8_t why;
 	/** @unsent: returned by braid_rd_unsent(): goes again as it was, not as a retransmission. */
 	bool unsent;
 };
@@ -103,6 +108,8 @@ struct rd_pathrack {
 	uint32_t rack_seq;
 	bool has_rack;
 	uint64_t rack_rtt;
+	/** @ctr: the path slot's counters (they outlive re-draws: a slot is a row). */
+	struct braid_rd_path_ctr ctr;
 };
 
 /** Staged payload: data that arrived before its message had a buffer (pool: stage_pkts). */
@@ -247,6 +254,10 @@ struct rd_flow {
 	size_t heap_idx;
 	bool ready;
 	struct braid_dlist ready_node;
+	/** @ctr: the peer's counters, since the flow was attached. */
+	struct braid_rd_peer_ctr ctr;
+	/** @fc_stalled: data waits for the receiver's window (counted once per stall). */
+	bool fc_stalled;
 	struct rd_txpkt *tx;		/* window slots */
 	struct rd_pathrack *prack;	/* one per path */
 	struct braid_pathset paths;	/* last: flexible */
@@ -357,6 +368,27 @@ struct braid_rd {
 	struct braid_rd_stats stats;
 };
 
+/*
+ * Counting (braid_counters.h): an event is counted once, where it happens,
+ * into the endpoint's row and, by its list, its peer's (flow @f; may be
+ * NULL: no peer row) and its path's (slot @i of @f).
+ */
+#define RD_COUNT_EP(rd, name, n)	((rd)->stats.name += (n))
+#define RD_COUNT(rd, f, name, n) do {						\
+		uint64_t n_ = (n);						\
+		struct rd_flow *f_ = (f);					\
+		(rd)->stats.name += n_;						\
+		if (f_)								\
+			f_->ctr.name += n_;					\
+	} while (0)
+#define RD_COUNT_PATH(rd, f, i, name, n) do {					\
+		uint64_t n_ = (n);						\
+		struct rd_flow *f_ = (f);					\
+		(rd)->stats.name += n_;						\
+		f_->ctr.name += n_;						\
+		f_->prack[i].ctr.name += n_;					\
+	} while (0)
+
 /* Free a message record (it no longer holds its conn). */
 static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
 {
@@ -372,6 +404,7 @@ void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
 bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
+int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
 void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
 		    size_t hdr_len, int32_t route);
 static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }

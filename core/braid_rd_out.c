@@ -48,7 +48,7 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
 	if (!(op->flags & BRAID_RD_INTERNAL)) {
 		rd_comp_push(rd, &c);
 		if (!err)
-			rd->stats.msgs_sent++;
+			RD_COUNT(rd, op->conn->flow, msgs_sent, 1);
 	}
 	braid_dlist_remove(&op->rlink);	/* a delivery-complete send */
 	rd_out_release(rd, op);
@@ -128,7 +128,7 @@ void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
 	op->msg_id = conn->next_msg_id++;
 	op->rdv = !op->rma.op && rd->cfg.rdv_threshold && op->len > rd->cfg.rdv_threshold;
 	if (op->rdv)
-		rd->stats.rdv_msgs++;
+		RD_COUNT(rd, f, rdv_msgs, 1);
 	if (rd_out_idle(f, conn))
 		f->last_progress = now;	/* the peer timeout counts from the first packet */
 	/* the application answers the peer's messages at once: a ping-pong (§4.3) */
@@ -449,9 +449,16 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 	return d;
 }
 
-/* Move an in-flight packet to the retransmit queue. */
-static void pkt_requeue(struct rd_flow *f, struct rd_txpkt *p)
+/*
+ * Move an in-flight packet to the retransmit queue, lost for reason @why
+ * (enum rd_loss; counted against the path it went by unless the receiver
+ * refused it, which is no loss of the path's).
+ */
+static void pkt_requeue(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint8_t why)
 {
+	p->why = why;
+	if (why != RD_LOSS_REFUSED)
+		RD_COUNT_PATH(rd, f, p->path, lost_pkts, 1);
 	braid_dlist_remove(&p->link);
 	braid_dlist_remove(&p->plink);
 	braid_dlist_insert_tail(&p->link, &f->retxq);
@@ -460,11 +467,11 @@ static void pkt_requeue(struct rd_flow *f, struct rd_txpkt *p)
 }
 
 /* A packet lost on its path: requeue it and count it against the path. */
-static void pkt_lost(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p)
+static void pkt_lost(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint8_t why)
 {
-	pkt_requeue(f, p);
+	pkt_requeue(rd, f, p, why);
 	if (braid_path_lost(&f->paths, p->path, rd->cfg.path_health))
-		rd->stats.path_redraws++;
+		RD_COUNT_PATH(rd, f, p->path, path_redraws, 1);
 }
 
 /*
@@ -477,12 +484,13 @@ static void path_dead(struct braid_rd *rd, struct rd_flow *f, uint32_t i)
 	struct rd_pathrack *pr = &f->prack[i];
 
 	while (!braid_dlist_empty(&pr->inflight))
-		pkt_requeue(f, braid_container_of(pr->inflight.next, struct rd_txpkt, plink));
+		pkt_requeue(rd, f, braid_container_of(pr->inflight.next, struct rd_txpkt, plink),
+			    RD_LOSS_DEAD);
 	pr->has_rack = false;
-	rd->stats.path_deaths++;
+	RD_COUNT_PATH(rd, f, i, path_deaths, 1);
 	if (rd->cfg.path_health) {
 		braid_path_redraw(&f->paths, i);
-		rd->stats.path_redraws++;
+		RD_COUNT_PATH(rd, f, i, path_redraws, 1);
 	} else {
 		braid_path_lost(&f->paths, i, false);
 	}
@@ -529,9 +537,9 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 
 			if (!braid_seq_lt(p->tx_seq, pr->rack_seq) || p->tx_time + pr->rack_rtt + pw > now)
 				break;
-			pkt_lost(rd, f, p);
-			rd->stats.rack_losses++;
-			rd->stats.rack_path_losses++;
+			pkt_lost(rd, f, p, RD_LOSS_RACK);
+			RD_COUNT(rd, f, rack_losses, 1);
+			RD_COUNT(rd, f, rack_path_losses, 1);
 			any = true;
 		}
 	}
@@ -549,8 +557,8 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 			dead = true;
 			continue;
 		}
-		pkt_lost(rd, f, p);
-		rd->stats.rack_losses++;
+		pkt_lost(rd, f, p, RD_LOSS_RACK);
+		RD_COUNT(rd, f, rack_losses, 1);
 		any = true;
 	}
 	if (any)
@@ -590,9 +598,10 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off. (Paths silent by now
 			 * were declared dead by detect_loss just above.) */
 			while (!braid_dlist_empty(&f->txorder))
-				pkt_requeue(f, braid_container_of(f->txorder.next,
-								  struct rd_txpkt, link));
-			rd->stats.rto_fires++;
+				pkt_requeue(rd, f, braid_container_of(f->txorder.next,
+								      struct rd_txpkt, link),
+					    RD_LOSS_RTO);
+			RD_COUNT(rd, f, rto_fires, 1);
 			if (!f->rto_at)
 				f->rto_at = now;
 			if (now - f->last_progress >= flow_rto(rd, f)) {
@@ -614,9 +623,9 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 		} else if (now >= flow_pto(rd, f)) {
 			/* nothing sent for two RTTs and no ACK: probe with the oldest packet,
 			 * so a lost tail is found in RTTs, not RTOs (no backoff, no CC cut) */
-			pkt_lost(rd, f, head);
+			pkt_lost(rd, f, head, RD_LOSS_TLP);
 			f->tlp_out = true;
-			rd->stats.tlp_probes++;
+			RD_COUNT(rd, f, tlp_probes, 1);
 			rd_flow_ready(rd, f);
 		}
 	}
@@ -642,6 +651,7 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 	braid_dlist_remove(&p->link);
 	braid_dlist_remove(&p->plink);
 	braid_path_acked(&f->paths.p[p->path], false);
+	RD_COUNT_PATH(rd, f, p->path, acked_pkts, 1);
 	/* RACK advances only on a packet sent once: the ACK of a retransmitted one may
 	 * be its original's, and would make every packet sent before the
 	 * retransmission look overtaken (RFC 8985 §6.2 step 2) */
@@ -712,7 +722,7 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	bool ecn = a->flags & BRAID_RD_ACK_F_ECN_CE;
 
 	if (ecn)
-		rd->stats.ecn_echoes++;
+		RD_COUNT(rd, f, ecn_echoes, 1);
 
 	f->peer_rwnd = a->rwnd;
 	/*
@@ -820,7 +830,7 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 
 					if (braid_seq_gt(q->tx_seq, last))
 						break;
-					pkt_requeue(f, q);
+					pkt_requeue(rd, f, q, RD_LOSS_REFUSED);
 				}
 			}
 		}
@@ -838,7 +848,7 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 
 		rd->cfg.cc->rto_verdict(&f->cc, spurious);
 		if (spurious) {
-			rd->stats.rto_spurious++;
+			RD_COUNT(rd, f, rto_spurious, 1);
 			f->rto_backoff = 0;
 		}
 		f->rto_at = 0;
@@ -896,6 +906,20 @@ static void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct
 	v->rma = op->rma;
 }
 
+/* A resend of @p went (@n 1) or was taken back unsent (@n -1): by its path, and by why it was lost. */
+static void count_retx(struct braid_rd *rd, struct rd_flow *f, const struct rd_txpkt *p, int n)
+{
+	RD_COUNT_PATH(rd, f, p->path, retx_pkts, (uint64_t)(int64_t)n);
+	RD_COUNT_PATH(rd, f, p->path, retx_bytes, (uint64_t)((int64_t)n * p->len));
+	switch (p->why) {
+	case RD_LOSS_RACK: RD_COUNT(rd, f, retx_rack, (uint64_t)(int64_t)n); break;
+	case RD_LOSS_TLP: RD_COUNT(rd, f, retx_tlp, (uint64_t)(int64_t)n); break;
+	case RD_LOSS_RTO: RD_COUNT(rd, f, retx_rto, (uint64_t)(int64_t)n); break;
+	case RD_LOSS_DEAD: RD_COUNT(rd, f, retx_dead, (uint64_t)(int64_t)n); break;
+	default: RD_COUNT(rd, f, retx_refused, (uint64_t)(int64_t)n); break;
+	}
+}
+
 static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now,
 		 struct braid_rd_out *out)
 {
@@ -918,8 +942,8 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	p->tx_time = now;
 	p->tx_seq = ++f->tx_counter;
 	f->last_tx = now;
-	rd->stats.tx_data++;
-	rd->stats.tx_bytes += p->len;
+	RD_COUNT_PATH(rd, f, p->path, tx_data, 1);
+	RD_COUNT_PATH(rd, f, p->path, tx_bytes, p->len);
 }
 
 /*
@@ -939,7 +963,7 @@ static void probe_write(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 	data_view(rd, f, op, op->first_psn, 0, now, &v);
 	v.flags |= BRAID_RD_F_RETX | BRAID_RD_F_RDV;
 	rd_out_control(rd, f, out, braid_rd_data_write(out->hdr, &v), BRAID_RD_ROUTE_NONE);
-	rd->stats.rdv_probes++;
+	RD_COUNT(rd, f, rdv_probes, 1);
 }
 
 static uint32_t send_allowance(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
@@ -1031,7 +1055,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 	/* the run of full-size packets being filled for one GSO write */
 	struct { int first, count, path; } g = { -1, 0, -1 };
 	uint32_t allow;
-	bool data_next;
+	bool data_next, fc;
 	int n = 0;
 
 	n += rd_in_write_cts(rd, f, now, out + n, max - n);
@@ -1044,6 +1068,12 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		f->probe_due = false;
 	}
 	allow = send_allowance(rd, f, now);
+	/* data waits for the receiver's window: one flow-control stall until it opens */
+	fc = (!braid_dlist_empty(&conn->sendq) || !braid_dlist_empty(&f->retxq)) &&
+	     f->inflight >= f->peer_rwnd;
+	if (fc && !f->fc_stalled)
+		RD_COUNT(rd, f, fc_stalls, 1);
+	f->fc_stalled = fc;
 	/* a lost packet never waits for cwnd room held by packets that may be lost
 	 * too: one retransmission goes out per ACK or timer event regardless (not
 	 * into a zero window: refused packets wait for it to open) */
@@ -1084,10 +1114,8 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		f->inflight++;
 		allow--;
 		emit(rd, f, p, now, &out[n++]);
-		if (p->retx) {
-			rd->stats.retx_pkts++;
-			rd->stats.retx_bytes += p->len;
-		}
+		if (p->retx)
+			count_retx(rd, f, p, 1);
 	}
 	/* then new data, within the window, cwnd and the receiver's window */
 	while (n < max && allow && !braid_dlist_empty(&conn->sendq) &&
@@ -1200,7 +1228,7 @@ void braid_rd_unsent(struct braid_rd *rd, const struct braid_rd_out *out, int n)
 		if (((const struct braid_base_hdr *)out[i].hdr)->type == BRAID_PKT_RD_ACK) {
 			f->need_ack = true;
 			f->ack_now = true;
-			rd->stats.tx_acks--;
+			RD_COUNT(rd, f, tx_acks, -1);
 			rd_flow_ready(rd, f);
 			continue;
 		}
@@ -1214,13 +1242,10 @@ void braid_rd_unsent(struct braid_rd *rd, const struct braid_rd_out *out, int n)
 		braid_dlist_insert_head(&p->link, &f->retxq);
 		p->state = RD_PKT_LOST;
 		f->inflight--;
-		rd->stats.tx_data--;
-		rd->stats.tx_bytes -= p->len;
-		if (p->retx) {
-			/* a retransmission that never left: counted when it does */
-			rd->stats.retx_pkts--;
-			rd->stats.retx_bytes -= p->len;
-		}
+		RD_COUNT_PATH(rd, f, p->path, tx_data, -1);
+		RD_COUNT_PATH(rd, f, p->path, tx_bytes, -(uint64_t)p->len);
+		if (p->retx)	/* a retransmission that never left: counted when it does */
+			count_retx(rd, f, p, -1);
 		p->unsent = true;
 		rd_flow_ready(rd, f);
 	}

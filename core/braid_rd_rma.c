@@ -147,7 +147,7 @@ void rd_rma_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_er
 		c.flags |= BRAID_RD_COMP_SILENT;
 	rd_comp_push(rd, &c);
 	if (!err)
-		rd->stats.rma_ops++;
+		RD_COUNT(rd, op->conn->flow, rma_ops, 1);
 	braid_dlist_remove(&op->rlink);
 	rd_out_release(rd, op);
 }
@@ -352,9 +352,9 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 		return true;
 	if (status == BRAID_RMA_OK) {
 		rd_comp_push(rd, &ev);
-		rd->stats.rma_served++;
+		RD_COUNT(rd, m->conn->flow, rma_served, 1);
 	} else {
-		rd->stats.rma_refused++;
+		RD_COUNT(rd, m->conn->flow, rma_refused, 1);
 	}
 	return true;
 }

@@ -113,6 +113,13 @@ struct braid_config {
 	 */
 	enum braid_auth_mode auth_mode;
 	int dpdk_port, dpdk_mtu;
+	/**
+	 * @stat, @stat_dir, @stat_ms: publish endpoints' counters for
+	 * braid-stat(1) (FI_BRAID_STAT), in which directory, how often (braid_stat.c).
+	 */
+	int stat;
+	char *stat_dir;
+	int stat_ms;
 };
 
 extern struct braid_config braid_cfg;
@@ -520,10 +527,14 @@ struct braid_tx_pending {
 	struct sockaddr_in dest;
 };
 
+/**
+ * struct braid_ep_stats - the endpoint's and its wire's counters
+ * (braid_counters.h's endpoint list), then the drops by reason of packets the
+ * provider refused before any engine saw them.
+ */
 struct braid_ep_stats {
+	BRAID_EP_COUNTERS(BRAID_CTR_FIELD)
 	uint64_t drops[BRAID_DROP_MAX];
-	uint64_t rx_trunc;
-	uint64_t tx_pkts, rx_pkts;
 };
 
 /* A shared receive context of MSG endpoints (braid_srx.c). */
@@ -575,6 +586,11 @@ struct braid_ep {
 	struct braid_tx_pending tx_pending[BRAID_MAX_BATCH];
 	int tx_npending;
 	struct braid_ep_stats stats;
+	/** @stat_slot: its slot in the published file (braid_stat.c), or -1; @stat_id: its number
+	 * in the process; @stat_next: when it publishes next. */
+	int stat_slot;
+	uint32_t stat_id;
+	uint64_t stat_next;
 	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
 	size_t pending_comps;
 	/** @type: FI_EP_DGRAM or FI_EP_RDM. */
@@ -584,18 +600,11 @@ struct braid_ep {
 	/** @rx_bufs: BRAID_MAX_BATCH receive buffers of wire->mtu bytes (RDM). */
 	uint8_t *rx_bufs;
 	/**
-	 * @tx_refused: engine packets a full socket refused: RDM gives them back
-	 * to the engine (braid_rd_unsent); MSG drops them, as a NIC's full queue
-	 * would, and go-back-N resends them.
-	 */
-	uint64_t tx_refused;
-	/**
 	 * @rx_direct: large datagrams are arriving on the home route: peek at each
-	 * and receive its payload straight into place (braid_rdm.c); @rx_placed:
-	 * datagrams received so.
+	 * and receive its payload straight into place (braid_rdm.c; counted in
+	 * stats.rx_placed).
 	 */
 	bool rx_direct;
-	uint64_t rx_placed;
 	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
 	size_t min_multi_recv;
 	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */
@@ -701,6 +710,18 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 extern struct fi_ops_msg braid_dgram_msg_ops;
 /* Drive one endpoint (the caller holds the domain lock). */
 void braid_ep_progress(struct braid_ep *ep);
+bool braid_fid_is_ep(const struct fid *fid);
+
+/* braid_stat.c: counters out of the process (fi_open_ops, the file braid-stat reads) */
+int braid_stat_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+			void *context);
+void braid_stat_attach(struct braid_ep *ep);
+void braid_stat_detach(struct braid_ep *ep);
+void braid_stat_publish(struct braid_ep *ep, uint64_t now);
+void braid_stat_cleanup(void);
+uint64_t braid_stat_proc_start(long pid);
+/* braid_msg.c: the queue pair's counters (NULL before it exists) */
+const struct braid_rc_stats *braid_msg_rc_stats(struct braid_ep *ep);
 void braid_dgram_progress_locked(struct braid_ep *ep);
 int braid_dgram_cancel_locked(struct braid_ep *ep, void *context);
 void braid_dgram_flush_locked(struct braid_ep *ep);

@@ -92,7 +92,7 @@ static void dgram_rx_complete(struct braid_ep *ep, struct braid_rx_entry *rx,
 
 	if ((ep->info->caps & FI_SOURCE) && ep->av)
 		src = braid_av_reverse(ep->av, pkt->addr.sin_addr, v->src_port);
-	ep->stats.rx_pkts++;
+	ep->stats.rx_dgrams++;
 	if (payload > rx->capacity) {
 		ep->stats.rx_trunc++;
 		/* fi_msg(3): truncation is an error completion carrying olen */
@@ -251,7 +251,7 @@ static void dgram_tx_done(struct braid_ep *ep, struct braid_tx_pending *tx, int 
 			braid_cntr_inc_err(ep->send_cntr);
 		return;
 	}
-	ep->stats.tx_pkts++;
+	ep->stats.tx_dgrams++;
 	if (comp)
 		braid_cq_write(ep->tx_cq, ep, tx->context, flags, tx->len, tx->buf, 0, 0,
 			       FI_ADDR_NOTAVAIL);

@@ -94,7 +94,7 @@ static struct fi_ops domain_fi_ops = {
 	.close = domain_close,
 	.bind = domain_bind,
 	.control = braid_nosys_control,
-	.ops_open = braid_nosys_ops_open,
+	.ops_open = braid_stat_ops_open,
 	.tostr = braid_nosys_tostr,
 	.ops_set = braid_nosys_ops_set,
 };

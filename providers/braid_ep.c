@@ -95,6 +95,8 @@ static void ep_tx_wait_update(struct braid_ep *ep, bool add)
 
 void braid_ep_progress(struct braid_ep *ep)
 {
+	uint64_t now;
+
 	if (!ep->enabled)
 		return;
 	if (ep->type == FI_EP_RDM)
@@ -103,6 +105,9 @@ void braid_ep_progress(struct braid_ep *ep)
 		braid_msg_progress_locked(ep);
 	else
 		braid_dgram_progress_locked(ep);
+	/* its counters, for braid-stat, every FI_BRAID_STAT_MS it is progressed */
+	if (ep->stat_slot >= 0 && (now = braid_now_ns()) >= ep->stat_next)
+		braid_stat_publish(ep, now);
 }
 
 void braid_ep_rx_arm(struct braid_ep *ep, bool armed)
@@ -179,6 +184,7 @@ static int ep_close(struct fid *fid)
 	if (ep->srx)
 		atomic_fetch_sub(&ep->srx->ref, 1);
 	braid_domain_unlock(dom);
+	braid_stat_detach(ep);	/* nothing progresses it any more */
 	if (ep->rd) {
 		const struct braid_rd_stats *st = braid_rd_get_stats(ep->rd);
 
@@ -190,9 +196,9 @@ static int ep_close(struct fid *fid)
 			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
 			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
 			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
-			   (unsigned long)st->msgs_received, (unsigned long)ep->tx_refused,
+			   (unsigned long)st->msgs_received, (unsigned long)ep->stats.tx_refused,
 			   (unsigned long)st->tx_bundles, (unsigned long)st->rx_bundles,
-			   (unsigned long)ep->rx_placed);
+			   (unsigned long)ep->stats.rx_placed);
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
 			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
 			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
@@ -422,6 +428,7 @@ static int ep_enable(struct braid_ep *ep)
 			ret = braid_epset_add(&ep->domain->eps, ep);
 		if (!ret) {
 			ep->app_ns = braid_now_ns();
+			braid_stat_attach(ep);
 			ep->enabled = true;
 		}
 		braid_domain_unlock(ep->domain);
@@ -450,6 +457,7 @@ static int ep_enable(struct braid_ep *ep)
 		return -FI_ENOMEM;
 	}
 	ep->app_ns = braid_now_ns();
+	braid_stat_attach(ep);
 	ep->enabled = true;
 	braid_domain_unlock(ep->domain);
 	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu, "
@@ -650,10 +658,15 @@ static struct fi_ops ep_fi_ops = {
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = braid_nosys_ops_open,
+	.ops_open = braid_stat_ops_open,
 	.tostr = braid_nosys_tostr,
 	.ops_set = braid_nosys_ops_set,
 };
+
+bool braid_fid_is_ep(const struct fid *fid)
+{
+	return fid && fid->fclass == FI_CLASS_EP && fid->ops == &ep_fi_ops;
+}
 
 static struct fi_ops_ep ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
@@ -743,6 +756,7 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
+	ep->stat_slot = -1;
 	ep->info = fi_dupinfo(info);
 	if (!ep->info) {
 		free(ep);

@@ -27,6 +27,9 @@ struct braid_config braid_cfg = {
 	.progress_us = 1000,
 	.dpdk_mtu = 1500,
 	.auth_mode = BRAID_AUTH_JOB,
+	.stat = 1,
+	.stat_dir = "/dev/shm",
+	.stat_ms = 100,
 };
 
 /* an integer setting within [@lo, @hi]; out of range: a warning, the default stays */
@@ -107,6 +110,7 @@ static void braid_layering_init(void)
 static void braid_cleanup(void)
 {
 	braid_progress_halt_all();
+	braid_stat_cleanup();		/* the counters' file, if an endpoint was left open */
 	braid_wire_cleanup_all();	/* a DPDK port braid started, the sim */
 }
 
@@ -259,6 +263,19 @@ static void braid_init_env(void)
 			"(every byte, payloads too: nothing on the way can change "
 			"one either). Both ends must use the same. (default: tag)",
 			BRAID_AUTH_KEY_MAX);
+	fi_param_define(&braid_prov, "stat", FI_PARAM_BOOL,
+			"Publish every endpoint's counters (fi_braid(7) COUNTERS) in a "
+			"small shared file per process, braid-<pid>.stat in "
+			"FI_BRAID_STAT_DIR, made at the first endpoint and removed at "
+			"the last close, for braid-stat(1) to show; 0: off "
+			"(fi_open_ops still reads them). (default: %d)", braid_cfg.stat);
+	fi_param_define(&braid_prov, "stat_dir", FI_PARAM_STRING,
+			"The directory of the published counter files. (default: %s)",
+			braid_cfg.stat_dir);
+	fi_param_define(&braid_prov, "stat_ms", FI_PARAM_INT,
+			"How often an endpoint publishes its counters, in milliseconds, "
+			"while it is progressed (by the application's calls or the "
+			"progress thread). 10 to 60000. (default: %d)", braid_cfg.stat_ms);
 	fi_param_define(&braid_prov, "layering", FI_PARAM_BOOL,
 			"Let libfabric's utility providers layer over braid for "
 			"requests that do not name them, as for other core providers: "
@@ -318,6 +335,11 @@ static void braid_init_env(void)
 		braid_param_int("progress_us", 50, 1000000, &braid_cfg.progress_us);
 	if (!fi_param_get_bool(&braid_prov, "layering", &val))
 		braid_cfg.layering = !!val;
+	if (!fi_param_get_bool(&braid_prov, "stat", &val))
+		braid_cfg.stat = !!val;
+	if (!fi_param_get_str(&braid_prov, "stat_dir", &str) && str && *str)
+		braid_cfg.stat_dir = str;
+	braid_param_int("stat_ms", 10, 60000, &braid_cfg.stat_ms);
 	if (!fi_param_get_str(&braid_prov, "auth", &str) && str && *str) {
 		if (!strcmp(str, "mac"))
 			braid_cfg.auth_mode = BRAID_AUTH_MAC;

@@ -508,8 +508,8 @@ static void msg_flush(struct braid_ep *ep, uint64_t now)
 	/* a full socket loses what it refused; go-back-N recovers it, as a
 	 * NIC's dropped frame would be */
 	if (sent < n)
-		ep->tx_refused += (uint64_t)(n - sent);
-	ep->stats.tx_pkts += (uint64_t)sent;
+		ep->stats.tx_refused += (uint64_t)(n - sent);
+	ep->stats.tx_dgrams += (uint64_t)sent;
 }
 
 /* Hand RoCEv2 packets from the domain port to their QPs (caller holds the domain lock). */
@@ -543,7 +543,7 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 				port->wrong_source++;
 				continue;
 			}
-			dst->stats.rx_pkts++;
+			dst->stats.rx_dgrams++;
 			if (braid_rc_input(dst->msg->qp, b, pkts[i].len, now) == 0 &&
 			    dst->msg->conn.state == BRAID_CM_REP_SENT) {
 				/* RC traffic on the new QP: the RTU was lost, the
@@ -561,6 +561,11 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 		if (n < MSG_RX_BURST)
 			break;
 	}
+}
+
+const struct braid_rc_stats *braid_msg_rc_stats(struct braid_ep *ep)
+{
+	return ep->msg && ep->msg->qp ? braid_rc_get_stats(ep->msg->qp) : NULL;
 }
 
 /* the QP's counters in the log: at close (info), and when it fails (warning) */

@@ -190,10 +190,10 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 		}
 		first[d] = n;
 		sent = ep->wire->ops->tx_burst(ep->wire, pkts, d);
-		ep->stats.tx_pkts += (uint64_t)sent;
+		ep->stats.tx_dgrams += (uint64_t)sent;
 		if (sent < d) {
 			/* the socket is full: the rest goes back to the engine, to go next time */
-			ep->tx_refused += (uint64_t)(d - sent);
+			ep->stats.tx_refused += (uint64_t)(d - sent);
 			braid_rd_unsent(ep->rd, out + first[sent], n - first[sent]);
 			break;
 		}
@@ -358,7 +358,7 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 		if (ops->rx_home(ep->wire, &pkt, 1) != 1)
 			break;
 		*now = braid_now_ns();
-		ep->stats.rx_pkts++;
+		ep->stats.rx_dgrams++;
 		taken++;
 		if (pkt.flags & BRAID_PKT_TRUNC) {
 			ep->stats.drops[BRAID_DROP_BAD_LEN]++;
@@ -373,7 +373,7 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 				ep->stats.drops[-ret - 1]++;
 				continue;
 			}
-			ep->rx_placed++;
+			ep->stats.rx_placed++;
 			braid_rd_input_placed(ep->rd, hdr, pkt.len - tag, ntohl(pkt.addr.sin_addr.s_addr),
 					      ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
 		} else {
@@ -484,7 +484,7 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 			uint8_t *buf = iovs[i].iov_base;
 			size_t len = pkts[i].len;
 
-			ep->stats.rx_pkts++;
+			ep->stats.rx_dgrams++;
 			if (pkts[i].flags & BRAID_PKT_TRUNC) {
 				ep->stats.drops[BRAID_DROP_BAD_LEN]++;
 				continue;
