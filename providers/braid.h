@@ -719,7 +719,6 @@ void braid_stat_attach(struct braid_ep *ep);
 void braid_stat_detach(struct braid_ep *ep);
 void braid_stat_publish(struct braid_ep *ep, uint64_t now);
 void braid_stat_cleanup(void);
-uint64_t braid_stat_proc_start(long pid);
 /* braid_msg.c: the queue pair's counters (NULL before it exists) */
 const struct braid_rc_stats *braid_msg_rc_stats(struct braid_ep *ep);
 void braid_dgram_progress_locked(struct braid_ep *ep);

@@ -93,42 +93,6 @@ static struct {
 	uint32_t next_id;
 } sf = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t pidns_ino(const char *pid)
-{
-	char p[64];
-	struct stat st;
-
-	snprintf(p, sizeof(p), "/proc/%s/ns/pid", pid);
-	return stat(p, &st) ? 0 : (uint64_t)st.st_ino;
-}
-
-/* /proc/<pid>/stat field 22, the start time; 0 if unknown */
-uint64_t braid_stat_proc_start(long pid)
-{
-	char p[64], buf[1024], *s;
-	unsigned long long start = 0;
-	FILE *f;
-	int i;
-
-	snprintf(p, sizeof(p), "/proc/%ld/stat", pid);
-	f = fopen(p, "r");
-	if (!f)
-		return 0;
-	s = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (!s || !(s = strrchr(buf, ')')))
-		return 0;
-	/* after "pid (comm)": field 3 on; the start time is field 22 */
-	for (i = 3, s += 2; i < 22 && s; i++) {
-		s = strchr(s, ' ');
-		if (s)
-			s++;
-	}
-	if (s)
-		start = strtoull(s, NULL, 10);
-	return start;
-}
-
 /* Files of processes of our pid namespace that are gone (they crashed before removing theirs). */
 static void stale_sweep(const char *dir, uint64_t ns)
 {
@@ -150,9 +114,7 @@ static void stale_sweep(const char *dir, uint64_t ns)
 		if (fd < 0)
 			continue;
 		if (read(fd, &h, sizeof(h)) == sizeof(h) && !memcmp(h.magic, BRAID_STATFILE_MAGIC, 8) &&
-		    h.pidns == ns && h.pid == (uint32_t)pid &&
-		    ((kill((pid_t)pid, 0) && errno == ESRCH) ||
-		     braid_stat_proc_start(pid) != h.start))
+		    h.pid == (uint32_t)pid && braid_statfile_writer_gone(&h, ns))
 			unlink(p);
 		close(fd);
 	}
@@ -166,7 +128,7 @@ static int file_make(void)
 	struct braid_statfile_hdr *h;
 	size_t desc_off = (sizeof(*h) + 63) & ~(size_t)63;
 	size_t slot_off = (desc_off + n * sizeof(struct braid_statfile_desc) + 4095) & ~(size_t)4095;
-	uint64_t ns = pidns_ino("self");
+	uint64_t ns = braid_statfile_pidns();
 	FILE *c;
 	int fd;
 
@@ -194,7 +156,7 @@ static int file_make(void)
 	h->version = BRAID_STATFILE_VERSION;
 	h->pid = (uint32_t)getpid();
 	h->pidns = ns;
-	h->start = braid_stat_proc_start((long)getpid());
+	h->start = braid_statfile_proc_start((long)getpid());
 	c = fopen("/proc/self/comm", "r");
 	if (c) {
 		if (fgets(h->comm, sizeof(h->comm), c))

@@ -14,7 +14,14 @@
 #ifndef BRAID_STATFILE_H
 #define BRAID_STATFILE_H
 
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include <rdma/fi_braid.h>
 
@@ -66,5 +73,50 @@ struct braid_statfile_slot {
 	uint32_t pad;
 	/* struct fi_braid_stat_ep follows */
 };
+
+/* the inode of this process's pid namespace (0: unknown) */
+static inline uint64_t braid_statfile_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+/* /proc/<pid>/stat field 22, the process's start time (0: unknown) */
+static inline uint64_t braid_statfile_proc_start(long pid)
+{
+	char p[64], buf[1024], *s;
+	FILE *f;
+	int i;
+
+	snprintf(p, sizeof(p), "/proc/%ld/stat", pid);
+	f = fopen(p, "r");
+	if (!f)
+		return 0;
+	s = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!s || !(s = strrchr(buf, ')')))
+		return 0;
+	/* after "pid (comm)": field 3 on */
+	for (i = 3, s += 2; i < 22 && s; i++) {
+		s = strchr(s, ' ');
+		if (s)
+			s++;
+	}
+	return s ? strtoull(s, NULL, 10) : 0;
+}
+
+/*
+ * The file's writer is gone (exited, or its pid now another process's).
+ * Only judged for writers of the pid namespace @ns (ours): another's pids mean nothing here.
+ */
+static inline bool braid_statfile_writer_gone(const struct braid_statfile_hdr *h, uint64_t ns)
+{
+	if (h->pidns != ns)
+		return false;
+	if (kill((pid_t)h->pid, 0) && errno == ESRCH)
+		return true;
+	return h->start && braid_statfile_proc_start((long)h->pid) != h->start;
+}
 
 #endif /* BRAID_STATFILE_H */
