@@ -17,6 +17,11 @@ static uint64_t peer_peer_rwnd(const struct braid_rd *rd, const struct rd_flow *
 	return f->peer_rwnd;
 }
 
+static uint64_t peer_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	return rd_in_rwnd(rd, f);
+}
+
 static uint64_t peer_inflight(const struct braid_rd *rd, const struct rd_flow *f)
 {
 	(void)rd;

@@ -591,6 +591,8 @@ struct braid_ep {
 	int stat_slot;
 	uint32_t stat_id;
 	uint64_t stat_next;
+	/** @progress_ns: when RDM and MSG progress last read the clock. */
+	uint64_t progress_ns;
 	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
 	size_t pending_comps;
 	/** @type: FI_EP_DGRAM or FI_EP_RDM. */

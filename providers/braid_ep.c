@@ -105,9 +105,13 @@ void braid_ep_progress(struct braid_ep *ep)
 		braid_msg_progress_locked(ep);
 	else
 		braid_dgram_progress_locked(ep);
-	/* its counters, for braid-stat, every FI_BRAID_STAT_MS it is progressed */
-	if (ep->stat_slot >= 0 && (now = braid_now_ns()) >= ep->stat_next)
-		braid_stat_publish(ep, now);
+	/* its counters, for braid-stat, every FI_BRAID_STAT_MS it is progressed (RDM and MSG
+	 * read the clock anyway: no second read on their data path) */
+	if (ep->stat_slot >= 0) {
+		now = ep->type == FI_EP_DGRAM ? braid_now_ns() : ep->progress_ns;
+		if (now >= ep->stat_next)
+			braid_stat_publish(ep, now);
+	}
 }
 
 void braid_ep_rx_arm(struct braid_ep *ep, bool armed)

@@ -638,6 +638,7 @@ void braid_msg_progress_locked(struct braid_ep *ep)
 {
 	uint64_t now = braid_now_ns();
 
+	ep->progress_ns = now;
 	if (!ep->msg)
 		return;
 	/* RC traffic before CM messages: a peer's last ACKs left before its DREQ */

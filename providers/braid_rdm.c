@@ -444,6 +444,7 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 	}
 	/* (no memory for a burst now: nothing is received this time; timers still run) */
 	now = braid_now_ns();
+	ep->progress_ns = now;
 	if (braid_rd_next_deadline(ep->rd) <= now)
 		braid_rd_timer(ep->rd, now);
 	rdm_flush(ep, now);

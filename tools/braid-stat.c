@@ -326,11 +326,13 @@ static void print_ep(const struct ep *e, const struct opts *o, uint64_t now)
 		pv = pr->v;
 		ns_str(srtt, sizeof(srtt), val(e, pv, "rd.srtt_ns", FI_BRAID_SCOPE_PEER));
 		ns_str(mrtt, sizeof(mrtt), val(e, pv, "rd.min_rtt_ns", FI_BRAID_SCOPE_PEER));
-		printf("  peer %s %s  cwnd %" PRIu64 "  peer window %" PRIu64 "  in flight %" PRIu64
+		printf("  peer %s %s  cwnd %" PRIu64 "  peer window %" PRIu64 "  our window %" PRIu64
+		       "  in flight %" PRIu64
 		       "  queued %" PRIu64 "  srtt %s  min rtt %s\n", pr->addr,
 		       val(e, pv, "rd.verified", FI_BRAID_SCOPE_PEER) ? "proven" : "unproven",
 		       val(e, pv, "rd.cwnd", FI_BRAID_SCOPE_PEER),
 		       val(e, pv, "rd.peer_rwnd", FI_BRAID_SCOPE_PEER),
+		       val(e, pv, "rd.rwnd", FI_BRAID_SCOPE_PEER),
 		       val(e, pv, "rd.inflight", FI_BRAID_SCOPE_PEER),
 		       val(e, pv, "rd.sendq", FI_BRAID_SCOPE_PEER), srtt, mrtt);
 		/* the peer's counters; its gauges are on the line above */

@@ -86,6 +86,7 @@
 #define BRAID_RD_PEER_GAUGES(X) \
 	X(cwnd,		GAUGE, "packets", "congestion window") \
 	X(peer_rwnd,	GAUGE, "packets", "the receive window the peer advertised") \
+	X(rwnd,		GAUGE, "packets", "the receive window this endpoint advertises to the peer") \
 	X(inflight,	GAUGE, "packets", "packets in flight") \
 	X(srtt_ns,	GAUGE, "ns",      "smoothed RTT over all paths") \
 	X(min_rtt_ns,	GAUGE, "ns",      "lowest RTT over all paths") \
