@@ -227,6 +227,9 @@ void braid_stat_attach(struct braid_ep *ep)
 	((struct braid_statfile_hdr *)sf.map)->unpublished++;
 out:
 	pthread_mutex_unlock(&sf.lock);
+	/* seen at once, not only once it is first progressed (the caller holds the domain lock) */
+	if (ep->stat_slot >= 0)
+		braid_stat_publish(ep, braid_now_ns());
 }
 
 void braid_stat_detach(struct braid_ep *ep)

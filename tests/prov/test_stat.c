@@ -233,6 +233,25 @@ Test(braid_stat_file, published_while_open_removed_at_close, .timeout = 60)
 	setenv("FI_BRAID_STAT_DIR", dir, 1);
 	setenv("FI_BRAID_STAT_MS", "10", 1);
 	pair_open(&p);
+	/* an endpoint is published when enabled, before anything progressed it */
+	snprintf(path, sizeof(path), "%s/braid-%ld.stat", dir, (long)getpid());
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0, "%s exists once endpoints are enabled", path);
+	cr_assert_eq(fstat(fd, &st), 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(map, MAP_FAILED);
+	h = (const struct braid_statfile_hdr *)map;
+	for (i = 0; i < h->slots; i++) {
+		const struct braid_statfile_slot *sl =
+			(const struct braid_statfile_slot *)(map + h->slot_off + (size_t)i * h->slot_size);
+
+		used += sl->used;
+		cr_assert(!sl->used || sl->len > 0, "slot %u published at enable", i);
+	}
+	cr_assert_eq(used, 2);
+	used = 0;
+	munmap(map, (size_t)st.st_size);
 	traffic(&p);
 	/* progress for a while: both publish (every 10 ms) */
 	deadline = pt_now_ms() + 100;
@@ -240,7 +259,6 @@ Test(braid_stat_file, published_while_open_removed_at_close, .timeout = 60)
 		(void)fi_cq_read(p.a.tx_cq, NULL, 0);
 		(void)fi_cq_read(p.b.rx_cq, NULL, 0);
 	}
-	snprintf(path, sizeof(path), "%s/braid-%ld.stat", dir, (long)getpid());
 	fd = open(path, O_RDONLY);
 	cr_assert_geq(fd, 0, "%s exists", path);
 	cr_assert_eq(fstat(fd, &st), 0);
