@@ -22,7 +22,8 @@ int braid_pool_construct(struct braid_pool *pool, size_t obj_size, size_t count)
 		per *= 2;
 	pool->chunk_objs = per;
 	pool->count = count;
-	pool->chunks = calloc((count + per - 1) / per, sizeof(*pool->chunks));
+	pool->chunks_cap = (count + per - 1) / per < 8 ? (count + per - 1) / per : 8;
+	pool->chunks = calloc(pool->chunks_cap, sizeof(*pool->chunks));
 	if (!pool->chunks) {
 		memset(pool, 0, sizeof(*pool));
 		return -FI_ENOMEM;
@@ -54,6 +55,15 @@ void *braid_pool_alloc_raw(struct braid_pool *pool)
 			size_t n = pool->count - pool->fresh < pool->chunk_objs ?
 				   pool->count - pool->fresh : pool->chunk_objs;
 
+			if (c == pool->chunks_cap) {
+				size_t cap = 2 * pool->chunks_cap;
+				uint8_t **t = realloc(pool->chunks, cap * sizeof(*t));
+
+				if (!t)
+					return NULL;
+				pool->chunks = t;
+				pool->chunks_cap = cap;
+			}
 			pool->chunks[c] = aligned_alloc(64, (n * pool->obj_size + 63) & ~(size_t)63);
 			if (!pool->chunks[c])
 				return NULL;

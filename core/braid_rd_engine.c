@@ -78,38 +78,45 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
 
 /* ---- the deadline heap (one entry per active flow, never per packet) ---- */
 
-static void heap_swap(struct braid_rd *rd, size_t a, size_t b)
+/*
+ * Entries carry their deadline: the comparisons of a sift read the array
+ * only, not the flows (with thousands of flows pending, each flow a cache
+ * miss made every schedule of a busy flow cost tens of them).
+ */
+static void heap_set(struct braid_rd *rd, size_t i, struct rd_heap_ent e)
 {
-	struct rd_flow *t = rd->heap[a];
-
-	rd->heap[a] = rd->heap[b];
-	rd->heap[b] = t;
-	rd->heap[a]->heap_idx = a;
-	rd->heap[b]->heap_idx = b;
+	rd->heap[i] = e;
+	e.f->heap_idx = i;
 }
 
 static void heap_up(struct braid_rd *rd, size_t i)
 {
-	while (i > 0 && rd->heap[(i - 1) / 2]->deadline > rd->heap[i]->deadline) {
-		heap_swap(rd, i, (i - 1) / 2);
+	struct rd_heap_ent e = rd->heap[i];
+
+	while (i > 0 && rd->heap[(i - 1) / 2].deadline > e.deadline) {
+		heap_set(rd, i, rd->heap[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
+	heap_set(rd, i, e);
 }
 
 static void heap_down(struct braid_rd *rd, size_t i)
 {
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
+	struct rd_heap_ent e = rd->heap[i];
 
-		if (l < rd->heap_n && rd->heap[l]->deadline < rd->heap[m]->deadline)
-			m = l;
-		if (r < rd->heap_n && rd->heap[r]->deadline < rd->heap[m]->deadline)
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = l;
+
+		if (l >= rd->heap_n)
+			break;
+		if (r < rd->heap_n && rd->heap[r].deadline < rd->heap[l].deadline)
 			m = r;
-		if (m == i)
-			return;
-		heap_swap(rd, i, m);
+		if (rd->heap[m].deadline >= e.deadline)
+			break;
+		heap_set(rd, i, rd->heap[m]);
 		i = m;
 	}
+	heap_set(rd, i, e);
 }
 
 static void heap_remove(struct braid_rd *rd, struct rd_flow *f)
@@ -120,10 +127,11 @@ static void heap_remove(struct braid_rd *rd, struct rd_flow *f)
 		return;
 	rd->heap_n--;
 	if (i != rd->heap_n) {
-		rd->heap[i] = rd->heap[rd->heap_n];
-		rd->heap[i]->heap_idx = i;
+		struct rd_heap_ent last = rd->heap[rd->heap_n];
+
+		heap_set(rd, i, last);
 		heap_down(rd, i);
-		heap_up(rd, i);
+		heap_up(rd, last.f->heap_idx);
 	}
 	f->heap_idx = SIZE_MAX;
 }
@@ -131,27 +139,31 @@ static void heap_remove(struct braid_rd *rd, struct rd_flow *f)
 void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
 {
 	uint64_t d = rd_out_deadline(rd, f), c = rd_in_deadline(rd, f);
+	size_t i;
 
 	if (c < d)
 		d = c;
 	if (f->ack_deadline && f->ack_deadline < d)
 		d = f->ack_deadline;
-	f->deadline = d;
 	if (d == UINT64_MAX) {
+		f->deadline = d;
 		heap_remove(rd, f);
 		return;
 	}
-	if (f->heap_idx == SIZE_MAX) {
-		f->heap_idx = rd->heap_n;
-		rd->heap[rd->heap_n++] = f;
-	}
-	heap_down(rd, f->heap_idx);
+	if (f->heap_idx != SIZE_MAX && d == f->deadline)
+		return;		/* in place already */
+	f->deadline = d;
+	if (f->heap_idx == SIZE_MAX)
+		f->heap_idx = rd->heap_n++;
+	i = f->heap_idx;
+	rd->heap[i] = (struct rd_heap_ent){ .deadline = d, .f = f };
+	heap_down(rd, i);
 	heap_up(rd, f->heap_idx);
 }
 
 uint64_t braid_rd_next_deadline(const struct braid_rd *rd)
 {
-	return rd->heap_n ? rd->heap[0]->deadline : UINT64_MAX;
+	return rd->heap_n ? rd->heap[0].deadline : UINT64_MAX;
 }
 
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
@@ -320,23 +332,32 @@ static void flow_detach(struct braid_rd *rd, struct rd_flow *f)
 	if (f->ready)
 		braid_dlist_remove(&f->ready_node);
 	braid_dlist_remove(&f->active_node);
-	if (!f->conn->verified)
+	if (f->stranger) {
+		braid_dlist_remove(&f->stranger_node);
 		rd->unproven_flows--;
+	}
+	if (f->silent)
+		rd->silent_flows--;
 	f->conn->flow = NULL;
 	braid_pool_release(&rd->flows, f);
 	rd->stats.flows_active--;
 }
 
-/* Free the state of a flow that has nothing in flight either way (of an unproven peer's only). */
+/*
+ * Free the state of a flow that has nothing in flight either way: any, or
+ * (@unproven) a stranger's, looked for among strangers' flows only (at most
+ * RD_STRANGER_FLOWS: a flood of strangers never walks the active flows).
+ */
 static bool flow_reclaim(struct braid_rd *rd, bool unproven)
 {
-	struct braid_dlist *it;
+	struct braid_dlist *list = unproven ? &rd->strangers : &rd->active, *it;
 
-	braid_dlist_foreach(&rd->active, it) {
-		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
+	braid_dlist_foreach(list, it) {
+		struct rd_flow *f = unproven ?
+			braid_container_of(it, struct rd_flow, stranger_node) :
+			braid_container_of(it, struct rd_flow, active_node);
 
-		if (rd_out_idle(f, f->conn) && rd_in_idle(f) && !f->need_ack &&
-		    (!unproven || !f->conn->verified)) {
+		if (rd_out_idle(f, f->conn) && rd_in_idle(f) && !f->need_ack) {
 			flow_detach(rd, f);
 			return true;
 		}
@@ -345,18 +366,40 @@ static bool flow_reclaim(struct braid_rd *rd, bool unproven)
 }
 
 
-struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
+/* Room in the deadline heap for one more flow (it holds at most the active ones). */
+static bool heap_room(struct braid_rd *rd)
 {
+	struct rd_heap_ent *h;
+	size_t cap;
+
+	if (rd->stats.flows_active < rd->heap_cap)
+		return true;
+	cap = rd->heap_cap ? 2 * rd->heap_cap : 64;
+	h = realloc(rd->heap, cap * sizeof(*h));
+	if (!h)
+		return false;
+	rd->heap = h;
+	rd->heap_cap = cap;
+	return true;
+}
+
+struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
+			       uint64_t now)
+{
+	bool stranger = inbound && !conn->verified;
 	struct rd_flow *f;
 	uint8_t *tail;
 	uint32_t w = rd->cfg.window;
 
 	if (conn->flow)
 		return conn->flow;
-	/* §4.9: unproven peers hold at most half the flow state, so that strangers
-	 * holding half-sent messages cannot take it all from proven peers */
-	if (!conn->verified && rd->unproven_flows >= (rd->cfg.max_flows + 1) / 2 &&
-	    !flow_reclaim(rd, true))
+	/* §4.9: strangers' packets hold at most RD_STRANGER_FLOWS flows (and at most
+	 * half), so that strangers holding half-sent messages take neither the flows
+	 * of proven peers nor more than a few MiB; the flows this endpoint makes to
+	 * send (to peers that may never answer) are bounded by max_flows, memory */
+	if (stranger && rd->unproven_flows >= rd_stranger_flows(rd) && !flow_reclaim(rd, true))
+		return NULL;
+	if (!heap_room(rd))
 		return NULL;
 	f = braid_pool_alloc(&rd->flows);
 	if (!f && flow_reclaim(rd, false))
@@ -364,6 +407,7 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 	if (!f)
 		return NULL;
 	f->conn = conn;
+	f->stranger = stranger;
 	braid_pathset_init(&f->paths, rd->cfg.paths, rd->cfg.entropies,
 			   rd->cfg.seed ^ conn->key ^ rd->rng++);
 	tail = (uint8_t *)f + sizeof(*f) + rd->cfg.paths * sizeof(struct braid_path);
@@ -390,8 +434,14 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64
 	braid_dlist_init(&f->ready_node);
 	braid_dlist_insert_tail(&f->active_node, &rd->active);
 	conn->flow = f;
-	if (!conn->verified)
+	if (!conn->epoch) {
+		f->silent = true;
+		rd->silent_flows++;
+	}
+	if (stranger) {
+		braid_dlist_insert_tail(&f->stranger_node, &rd->strangers);
 		rd->unproven_flows++;
+	}
 	rd->stats.flows_active++;
 	return f;
 }
@@ -466,6 +516,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_dlist_init(&rd->active);
 	braid_dlist_init(&rd->ready);
 	braid_dlist_init(&rd->unproven);
+	braid_dlist_init(&rd->strangers);
 
 	rd->flow_size = sizeof(struct rd_flow) + cfg->paths * sizeof(struct braid_path) + 16 +
 			cfg->paths * sizeof(struct rd_pathrack) +
@@ -477,8 +528,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	 * RMA targeting us (§4.7), which wait while it is taken */
 	rd->comp_cap = 2 * (cfg->max_sends + cfg->max_recvs);
 	rd->comps = calloc(rd->comp_cap, sizeof(*rd->comps));
-	rd->heap = calloc(cfg->max_flows, sizeof(*rd->heap));
-	ret = (!rd->comps || !rd->heap) ? -FI_ENOMEM : 0;
+	ret = !rd->comps ? -FI_ENOMEM : 0;
 	if (!ret)
 		ret = braid_pool_construct(&rd->sends, sizeof(struct rd_send), cfg->max_sends);
 	if (!ret)
@@ -557,7 +607,7 @@ static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epo
 /* Tell a peer that sent to an earlier incarnation of us who we are now (§4.2 rule 3). */
 static void conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
 {
-	struct rd_flow *f = rd_flow_attach(rd, conn, now);
+	struct rd_flow *f = rd_flow_attach(rd, conn, true, now);
 
 	if (!f)
 		return;
@@ -645,6 +695,10 @@ static int conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t 
 {
 	if (!conn->epoch) {
 		conn->epoch = epoch;
+		if (conn->flow && conn->flow->silent) {
+			conn->flow->silent = false;	/* heard from: its own RTO again */
+			rd->silent_flows--;
+		}
 		conn_challenge(rd, conn, epoch, now);
 		return 0;
 	}
@@ -700,8 +754,11 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 		conn_restart(rd, conn, v.src_epoch);
 	if (!conn->verified) {
 		conn->verified = true;
-		if (conn->flow)
+		if (conn->flow && conn->flow->stranger) {
+			conn->flow->stranger = false;
+			braid_dlist_remove(&conn->flow->stranger_node);
 			rd->unproven_flows--;
+		}
 		braid_dlist_remove(&conn->lru);
 		rd->stats.peers_verified++;
 		rd_in_verified(rd, conn, now);
@@ -894,8 +951,8 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 
 void braid_rd_timer(struct braid_rd *rd, uint64_t now)
 {
-	while (rd->heap_n && rd->heap[0]->deadline <= now) {
-		struct rd_flow *f = rd->heap[0];
+	while (rd->heap_n && rd->heap[0].deadline <= now) {
+		struct rd_flow *f = rd->heap[0].f;
 
 		if (f->ack_deadline && f->ack_deadline <= now) {
 			f->ack_deadline = 0;
@@ -908,7 +965,7 @@ void braid_rd_timer(struct braid_rd *rd, uint64_t now)
 		if (rd_in_timer(rd, f, now))
 			rd_out_timer(rd, f, now);
 		/* rd_out_timer may have failed (detached) the flow */
-		if (f->heap_idx != SIZE_MAX && rd->heap[f->heap_idx] == f)
+		if (f->heap_idx != SIZE_MAX && rd->heap[f->heap_idx].f == f)
 			rd_flow_schedule(rd, f);
 	}
 }

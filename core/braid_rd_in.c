@@ -504,7 +504,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	       bool ecn, uint64_t now)
 {
 	uint32_t w = rd->cfg.window;
-	struct rd_flow *f = rd_flow_attach(rd, conn, now);
+	struct rd_flow *f = rd_flow_attach(rd, conn, true, now);
 	struct rd_msg *m, **slot;
 	bool created = false, gap, done, hold;
 	int32_t d;

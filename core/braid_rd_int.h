@@ -258,6 +258,12 @@ struct rd_flow {
 	struct braid_rd_peer_ctr ctr;
 	/** @fc_stalled: data waits for the receiver's window (counted once per stall). */
 	bool fc_stalled;
+	/** @stranger, @stranger_node: made for a packet of a peer not proven yet (counted in
+	 * rd->unproven_flows, listed in rd->strangers) until the peer proves itself. */
+	bool stranger;
+	struct braid_dlist stranger_node;
+	/** @silent: nothing ever came from the peer (conn->epoch 0; counted in rd->silent_flows). */
+	bool silent;
 	struct rd_txpkt *tx;		/* window slots */
 	struct rd_pathrack *prack;	/* one per path */
 	struct braid_pathset paths;	/* last: flexible */
@@ -310,6 +316,12 @@ struct rd_conn {
 	bool took;
 };
 
+/* resends a second to peers never heard from, all together (flow_rto) */
+#define RD_SILENT_RTX_PER_S	10000
+
+/* §4.9: flows strangers' packets may hold at once (at most half of max_flows) */
+#define RD_STRANGER_FLOWS	128
+
 /* challenges and responses waiting for braid_rd_output (§4.9) */
 #define RD_CTL_MAX	64
 
@@ -318,6 +330,12 @@ struct rd_ctl {
 	struct braid_rd_chal_view v;
 	uint32_t ip;
 	uint16_t port;
+};
+
+/** An entry of the deadline heap: a flow and its deadline (compared without reading the flow). */
+struct rd_heap_ent {
+	uint64_t deadline;
+	struct rd_flow *f;
 };
 
 struct braid_rd {
@@ -340,9 +358,9 @@ struct braid_rd {
 	struct braid_dlist rma_pend;
 	struct braid_dlist active;	/* flows with state */
 	struct braid_dlist ready;	/* flows with something to send now */
-	/** @heap: flows by deadline. */
-	struct rd_flow **heap;
-	size_t heap_n;
+	/** @heap: flows by deadline (@heap_cap entries, grown with the active flows). */
+	struct rd_heap_ent *heap;
+	size_t heap_n, heap_cap;
 	/** @comps: completion ring. */
 	struct braid_rd_comp *comps;
 	uint32_t comp_head, comp_count, comp_cap;
@@ -360,8 +378,16 @@ struct braid_rd {
 	struct braid_pool conn_pool;
 	/** @unproven: conns not verified (§4.9), least recently heard from first. */
 	struct braid_dlist unproven;
-	/** @unproven_flows: flows attached to unproven conns (at most half of max_flows). */
+	/**
+	 * @unproven_flows: flows made for packets of peers not proven yet
+	 * (strangers), at most RD_STRANGER_FLOWS: flows this endpoint makes to
+	 * send are bounded by max_flows only.
+	 */
 	uint32_t unproven_flows;
+	/** @strangers: those flows (what reclaiming one for a stranger looks through). */
+	struct braid_dlist strangers;
+	/** @silent_flows: flows to peers never heard from (their resends share a budget). */
+	uint32_t silent_flows;
 	/** @ctl: challenges and responses to send (a ring). */
 	struct rd_ctl ctl[RD_CTL_MAX];
 	uint32_t ctl_head, ctl_n;
@@ -389,6 +415,14 @@ struct braid_rd {
 		f_->prack[i].ctr.name += n_;					\
 	} while (0)
 
+/* flows strangers may hold (RD_STRANGER_FLOWS, at most half of max_flows) */
+static inline uint32_t rd_stranger_flows(const struct braid_rd *rd)
+{
+	uint32_t half = (rd->cfg.max_flows + 1) / 2;
+
+	return half < RD_STRANGER_FLOWS ? half : RD_STRANGER_FLOWS;
+}
+
 /* Free a message record (it no longer holds its conn). */
 static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
 {
@@ -398,7 +432,8 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
 
 /* braid_rd_engine.c */
 struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now);
-struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
+struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
+			       uint64_t now);
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
 void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);

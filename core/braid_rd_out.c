@@ -94,7 +94,7 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 
 	if (!conn)
 		return -FI_ENOMEM;
-	if (!rd_flow_attach(rd, conn, now))
+	if (!rd_flow_attach(rd, conn, false, now))
 		return -FI_EAGAIN;
 	op = rd_out_new_send(rd, conn, flags, context);
 	if (!op)
@@ -227,6 +227,11 @@ static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 	/* probe many times within the peer timeout, so a live peer behind heavy loss is heard */
 	if (rto > cap)
 		rto = cap;
+	/* peers never heard from at all resend, together, at most RD_SILENT_RTX_PER_S times a
+	 * second: ten thousand unreachable peers must not take the CPU from the live ones
+	 * (they still fail at the peer timeout, which does not depend on the RTO) */
+	if (f->silent && rto < (uint64_t)rd->silent_flows * (1000000000ULL / RD_SILENT_RTX_PER_S))
+		rto = (uint64_t)rd->silent_flows * (1000000000ULL / RD_SILENT_RTX_PER_S);
 	return rto;
 }
 

@@ -278,7 +278,7 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 
 	if (m->rma.op && rd->comp_count >= rd->comp_cap / 2)
 		return false;	/* events wait for the application to read completions */
-	f = rd_flow_attach(rd, conn, now);
+	f = rd_flow_attach(rd, conn, true, now);
 	if (!f)
 		return false;
 	if (fetch) {

@@ -81,6 +81,12 @@ struct braid_config {
 	int peer_timeout_ms;
 	/** @max_peers: RDM: peers one endpoint keeps state for (FI_BRAID_MAX_PEERS; 0: no limit). */
 	int max_peers;
+	/**
+	 * @max_flows: RDM: peers with traffic in flight at once per endpoint
+	 * (FI_BRAID_MAX_FLOWS; 0: as many as max_peers, or 1,048,576 without a
+	 * peer limit); each takes its memory (about 24 KiB) when used.
+	 */
+	int max_flows;
 	/** @rc_port: MSG: UDP port for RoCEv2 (0: 4791 when free, else any). */
 	int rc_port;
 	/**

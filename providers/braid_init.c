@@ -210,6 +210,15 @@ static void braid_init_env(void)
 			"fi_connect and fi_accept wait for the other side before an "
 			"FI_ETIMEDOUT error event. (default: %d)",
 			braid_cfg.peer_timeout_ms);
+	fi_param_define(&braid_prov, "max_flows", FI_PARAM_INT,
+			"RDM: peers with traffic in flight (sends, receives, "
+			"acknowledgements owed) at once per endpoint; each holds "
+			"its window's state, about 24 KiB with the default window and "
+			"16 paths, taken when first used and kept for reuse. Sends "
+			"to more return -FI_EAGAIN until some complete or fail. "
+			"Packets of peers not proven yet hold at most 128 of them. "
+			"0: as many as FI_BRAID_MAX_PEERS (1048576 without a peer "
+			"limit). (default: %d)", braid_cfg.max_flows);
 	fi_param_define(&braid_prov, "max_peers", FI_PARAM_INT,
 			"RDM: peers one endpoint keeps state for at once (about 300 "
 			"bytes each). A first contact beyond it evicts the state of "
@@ -325,6 +334,7 @@ static void braid_init_env(void)
 	if (!fi_param_get_int(&braid_prov, "rc_port", &val) && val >= 0 && val < 65536)
 		braid_cfg.rc_port = val;
 	braid_param_int("max_peers", 0, INT32_MAX, &braid_cfg.max_peers);
+	braid_param_int("max_flows", 0, INT32_MAX, &braid_cfg.max_flows);
 	braid_param_int("rc_timeout", 0, 31, &braid_cfg.rc_timeout);
 	braid_param_int("rc_retry", 0, 7, &braid_cfg.rc_retry);
 	braid_param_int("rc_rnr_retry", 0, 7, &braid_cfg.rc_rnr_retry);

@@ -83,6 +83,10 @@ int braid_rdm_enable(struct braid_ep *ep)
 	/* challenge cookies an off-path attacker cannot guess (§4.9): glibc's CSPRNG */
 	cfg.random = arc4random;
 	cfg.max_peers = (uint32_t)braid_cfg.max_peers;
+	/* peers with work in flight: bounded by memory (flows are taken as used), not by
+	 * a small pool: unreachable peers must not keep sends to live ones waiting */
+	cfg.max_flows = braid_cfg.max_flows ? (uint32_t)braid_cfg.max_flows :
+			cfg.max_peers ? cfg.max_peers : 1u << 20;
 	cfg.mr_check = rdm_mr_check;
 	cfg.mr_ctx = ep;
 	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);

@@ -16,9 +16,10 @@
  * serialises access.
  */
 struct braid_pool {
-	/** @chunks: the chunk table; the first @nchunks are allocated. */
+	/** @chunks: the chunk table (@chunks_cap entries, grown as chunks are taken: a pool
+	 * bounded high costs no table either); the first @nchunks are allocated. */
 	uint8_t **chunks;
-	size_t nchunks;
+	size_t nchunks, chunks_cap;
 	/** @chunk_objs: objects per chunk (a power of two). */
 	size_t chunk_objs;
 	/** @obj_size: size of one object, rounded up to 16-byte alignment. */

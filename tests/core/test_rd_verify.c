@@ -497,3 +497,70 @@ Test(rd_verify, traffic_resumes_after_a_partition)
 	exchange(&d, 8, 40);
 	direct_close(&d);
 }
+
+/*
+ * Unreachable peers cost only themselves (issue 16 item 3). Flows this
+ * engine makes to send are bounded by max_flows, not by the strangers' share
+ * (RD_STRANGER_FLOWS): 2,000 sends to peers that never answer are all taken.
+ * Together they resend at most RD_SILENT_RTX_PER_S (10,000) times a second,
+ * a lone silent peer on its own RTO; each fails FI_EHOSTUNREACH at the peer
+ * timeout, which the resend budget does not stretch.
+ */
+static uint64_t silent_run(int npeers, uint64_t until, int *failed)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	struct braid_rd_comp comp[64];
+	uint64_t now = 0, retx;
+	int i, n;
+
+	c.max_flows = 4000;
+	c.max_sends = 4096;
+	c.peer_timeout_ns = 2000 * 1000000ULL;
+	rd = one_open(&c, &t);
+	for (i = 0; i < npeers; i++)
+		send_msg(rd, braid_peer_key(0x7f4e0000u + (uint32_t)i, 9), "x", 1,
+			 (void *)(uintptr_t)(i + 1), now);
+	drain(rd, now);
+	*failed = 0;
+	while (now < until) {
+		uint64_t d = braid_rd_next_deadline(rd);
+
+		now = d < until ? d : until;
+		braid_rd_timer(rd, now);
+		drain(rd, now);
+		while ((n = braid_rd_poll(rd, comp, 64)) > 0)
+			for (i = 0; i < n; i++) {
+				cr_assert_eq(comp[i].err, FI_EHOSTUNREACH, "a silent peer's send fails unreachable");
+				cr_assert_geq(now, c.peer_timeout_ns, "not before the peer timeout");
+				(*failed)++;
+			}
+	}
+	retx = braid_rd_get_stats(rd)->retx_pkts;
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+	return retx;
+}
+
+Test(rd_verify, silent_peers_cost_only_themselves)
+{
+	uint64_t retx;
+	int failed;
+
+	/* 2,000 silent peers for one second: at most 10,000 resends a second together (on
+	 * their own RTOs, capped at the peer timeout / 16, they would make about 28,000) */
+	retx = silent_run(2000, 1000 * 1000000ULL, &failed);
+	cr_assert_eq(failed, 0, "none failed before the peer timeout");
+	cr_assert_leq(retx, 10000 + 2000, "2,000 silent peers resent %lu times in 1 s",
+		      (unsigned long)retx);
+	cr_assert_geq(retx, 2000, "each resent at least once (%lu)", (unsigned long)retx);
+	/* and until the peer timeout has passed: every send failed, within about it */
+	retx = silent_run(2000, 2600 * 1000000ULL, &failed);
+	cr_assert_eq(failed, 2000, "every send to a silent peer failed by 1.3x the peer timeout (%d)",
+		     failed);
+	/* one silent peer: its own RTO, doubling from the initial one */
+	retx = silent_run(1, 300 * 1000000ULL, &failed);
+	cr_assert_geq(retx, 6, "a lone silent peer is probed on its RTO (%lu resends in 300 ms)",
+		      (unsigned long)retx);
+}

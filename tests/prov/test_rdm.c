@@ -257,6 +257,82 @@ Test(fi_send, rdm_unreachable_peer_fails_in_bounded_time)
 	rdm_close(&r);
 }
 
+/*
+ * Issue 16 item 3: unreachable peers cost only themselves. 1,000 of them take
+ * a send each at once (no small pool of flows makes the later ones wait for
+ * the earlier ones' peer timeout), a live peer's messages sent meanwhile
+ * complete long before that timeout, and every send to an unreachable peer
+ * fails FI_EHOSTUNREACH within about one peer timeout of its post.
+ */
+#define DEAD_N	1000
+#define LIVE_N	200
+
+Test(fi_send, rdm_unreachable_peers_cost_only_themselves, .timeout = 60)
+{
+	static struct sockaddr_in nobody[DEAD_N];
+	static fi_addr_t dead[DEAD_N];
+	static char rbuf[LIVE_N][16];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	long t0, t_live = -1, t_dead = -1;
+	int i, live_ok = 0, live_rx = 0, dead_failed = 0, other = 0;
+	struct rdm r;
+
+	setenv("FI_BRAID_PEER_TIMEOUT_MS", "1000", 1);
+	setenv("FI_BRAID_TX_SIZE", "4096", 1);
+	rdm_open(&r, false);
+	/* 127.77.x.y port 9: loopback addresses where nothing listens */
+	for (i = 0; i < DEAD_N; i++) {
+		char ip[32];
+
+		snprintf(ip, sizeof(ip), "127.77.%d.%d", i / 250, i % 250 + 1);
+		nobody[i] = pt_sin(ip, 9);
+	}
+	cr_assert_eq(fi_av_insert(r.a.av, nobody, DEAD_N, dead, 0, NULL), DEAD_N);
+	for (i = 0; i < LIVE_N; i++)
+		cr_assert_eq(fi_recv(r.b.ep, rbuf[i], sizeof(rbuf[i]), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	t0 = pt_now_ms();
+	for (i = 0; i < DEAD_N; i++)
+		cr_assert_eq(fi_send(r.a.ep, "anyone?", 8, NULL, dead[i], (void *)(uintptr_t)(i + 1)),
+			     0, "send %d to an unreachable peer taken at once", i);
+	for (i = 0; i < LIVE_N; i++)
+		cr_assert_eq(pt_send(&r.a, "alive", 6, (void *)(uintptr_t)(100000 + i)), 0);
+	while ((live_ok < LIVE_N || live_rx < LIVE_N || dead_failed < DEAD_N) &&
+	       pt_now_ms() - t0 < 20000) {
+		ssize_t n = fi_cq_read(r.a.tx_cq, &e, 1);
+
+		if (n == 1) {
+			if ((uintptr_t)e.op_context >= 100000)
+				live_ok++;
+			else
+				other++;
+		} else if (n == -FI_EAVAIL) {
+			cr_assert_eq(fi_cq_readerr(r.a.tx_cq, &err, 0), 1);
+			cr_assert_eq(err.err, FI_EHOSTUNREACH, "an unreachable peer's send: %s",
+				     fi_strerror(err.err));
+			cr_assert((uintptr_t)err.op_context >= 1 &&
+				  (uintptr_t)err.op_context <= DEAD_N, "a dead peer's send failed");
+			if (++dead_failed == DEAD_N)
+				t_dead = pt_now_ms() - t0;
+		}
+		if (fi_cq_read(r.b.rx_cq, &e, 1) == 1)
+			live_rx++;
+		if (t_live < 0 && live_ok == LIVE_N && live_rx == LIVE_N)
+			t_live = pt_now_ms() - t0;
+	}
+	cr_log_info("live peer's %d messages done in %ld ms; %d unreachable peers' sends all failed "
+		    "in %ld ms (peer timeout 1000 ms)", LIVE_N, t_live, DEAD_N, t_dead);
+	cr_assert_eq(other, 0, "no send to an unreachable peer succeeded");
+	cr_assert_eq(live_ok, LIVE_N, "every send to the live peer completed");
+	cr_assert_eq(live_rx, LIVE_N, "and was received");
+	cr_assert_lt(t_live, 800, "the live peer did not wait for the unreachable ones "
+		     "(done in %ld ms; their timeout is 1000 ms)", t_live);
+	cr_assert_eq(dead_failed, DEAD_N, "every send to an unreachable peer failed (%d of %d)",
+		     dead_failed, DEAD_N);
+	cr_assert_lt(t_dead, 2500, "within about one peer timeout of their post (%ld ms)", t_dead);
+	rdm_close(&r);
+}
+
 static ssize_t trecvmsg(struct pt_ep *e, void *buf, size_t len, uint64_t tag, uint64_t ignore,
 			void *ctx, uint64_t flags)
 {
