@@ -105,6 +105,13 @@ struct braid_rd_config {
 	uint64_t tlp_min_ns;
 	/** @peer_timeout_ns: no ACK progress for this long with data in flight = peer unreachable. */
 	uint64_t peer_timeout_ns;
+	/**
+	 * @idle_ns: a peer's traffic state (its flow: windows, RTTs) with nothing
+	 * in flight either way for this long is freed, and the memory of what
+	 * was freed given back to the system (0: kept until needed for another
+	 * peer). What the peer's sequence numbers need (its conn) stays.
+	 */
+	uint64_t idle_ns;
 	/** @ack_delay_ns: longest an ACK is held back for coalescing. */
 	uint64_t ack_delay_ns;
 	/**
@@ -472,6 +479,9 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs);
 
 /** braid_rd_stats() - the engine's counters. */
 const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd);
+
+/** braid_rd_pool_bytes() - the memory the engine's pools hold now (flows, staging, operations, conns). */
+size_t braid_rd_pool_bytes(const struct braid_rd *rd);
 
 /**
  * braid_rd_snapshot_peers() - the peer records of a snapshot (struct

@@ -1,4 +1,5 @@
 /* braid_rd_engine.c: the RD engine's frame: open/close, per-peer conns and flows, timers, output scheduling, completions. */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_errno.h>
@@ -68,6 +69,15 @@ int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
 const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd)
 {
 	return &rd->stats;
+}
+
+size_t braid_rd_pool_bytes(const struct braid_rd *rd)
+{
+	return braid_pool_bytes(&rd->flows) + braid_pool_bytes(&rd->stages) +
+	       braid_pool_bytes(&rd->stages_small) + braid_pool_bytes(&rd->sends) +
+	       braid_pool_bytes(&rd->resps) + braid_pool_bytes(&rd->recvs) +
+	       braid_pool_bytes(&rd->msgs) + braid_pool_bytes(&rd->injects) +
+	       braid_pool_bytes(&rd->conn_pool);
 }
 
 void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
@@ -163,7 +173,9 @@ void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
 
 uint64_t braid_rd_next_deadline(const struct braid_rd *rd)
 {
-	return rd->heap_n ? rd->heap[0].deadline : UINT64_MAX;
+	uint64_t d = rd->heap_n ? rd->heap[0].deadline : UINT64_MAX;
+
+	return rd->sweep_at < d ? rd->sweep_at : d;
 }
 
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
@@ -434,6 +446,8 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool i
 	braid_dlist_init(&f->ready_node);
 	braid_dlist_insert_tail(&f->active_node, &rd->active);
 	conn->flow = f;
+	if (rd->cfg.idle_ns && rd->sweep_at == UINT64_MAX)
+		rd->sweep_at = now + rd->cfg.idle_ns / 4;
 	if (!conn->epoch) {
 		f->silent = true;
 		rd->silent_flows++;
@@ -517,6 +531,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_dlist_init(&rd->ready);
 	braid_dlist_init(&rd->unproven);
 	braid_dlist_init(&rd->strangers);
+	rd->sweep_at = UINT64_MAX;
 
 	rd->flow_size = sizeof(struct rd_flow) + cfg->paths * sizeof(struct braid_path) + 16 +
 			cfg->paths * sizeof(struct rd_pathrack) +
@@ -949,8 +964,45 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 	return n;
 }
 
+/*
+ * Flows with nothing in flight either way for cfg.idle_ns go, and the pools
+ * (flows, staging, messages, operations) give whole free chunks back: an endpoint
+ * that heard from ten thousand peers once returns to its size when they go
+ * quiet. Every idle_ns / 4 while flows exist.
+ */
+static void rd_sweep(struct braid_rd *rd, uint64_t now)
+{
+	struct braid_dlist *it, *tmp;
+	size_t before;
+
+	braid_dlist_foreach_safe(&rd->active, it, tmp) {
+		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
+		uint64_t since = f->last_rx > f->last_tx ? f->last_rx : f->last_tx;
+
+		if (f->last_progress > since)
+			since = f->last_progress;
+		if (now - since >= rd->cfg.idle_ns && !f->ready && !f->need_ack &&
+		    rd_out_idle(f, f->conn) && rd_in_idle(f))
+			flow_detach(rd, f);
+	}
+	before = braid_rd_pool_bytes(rd);
+	braid_pool_trim(&rd->flows);
+	braid_pool_trim(&rd->stages);
+	braid_pool_trim(&rd->stages_small);
+	braid_pool_trim(&rd->msgs);
+	braid_pool_trim(&rd->sends);
+	braid_pool_trim(&rd->resps);
+	braid_pool_trim(&rd->recvs);
+	/* the chunks came from malloc's heap: hand its free pages back too, once it is worth it */
+	if (before - braid_rd_pool_bytes(rd) >= (1u << 20))
+		malloc_trim(0);
+	rd->sweep_at = rd->stats.flows_active ? now + rd->cfg.idle_ns / 4 : UINT64_MAX;
+}
+
 void braid_rd_timer(struct braid_rd *rd, uint64_t now)
 {
+	if (now >= rd->sweep_at)
+		rd_sweep(rd, now);
 	while (rd->heap_n && rd->heap[0].deadline <= now) {
 		struct rd_flow *f = rd->heap[0].f;
 

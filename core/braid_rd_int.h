@@ -388,6 +388,8 @@ struct braid_rd {
 	struct braid_dlist strangers;
 	/** @silent_flows: flows to peers never heard from (their resends share a budget). */
 	uint32_t silent_flows;
+	/** @sweep_at: when idle flows are looked for next (cfg.idle_ns; UINT64_MAX: none to look at). */
+	uint64_t sweep_at;
 	/** @ctl: challenges and responses to send (a ring). */
 	struct rd_ctl ctl[RD_CTL_MAX];
 	uint32_t ctl_head, ctl_n;

@@ -87,6 +87,8 @@ struct braid_config {
 	 * peer limit); each takes its memory (about 24 KiB) when used.
 	 */
 	int max_flows;
+	/** @idle_ms: RDM: a peer's traffic state idle this long is freed (FI_BRAID_IDLE_MS; 0: kept). */
+	int idle_ms;
 	/** @rc_port: MSG: UDP port for RoCEv2 (0: 4791 when free, else any). */
 	int rc_port;
 	/**

@@ -20,6 +20,7 @@ struct braid_config braid_cfg = {
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
 	.max_peers = 65536,
+	.idle_ms = 10000,
 	.rc_timeout = BRAID_RC_DEFAULT_TIMEOUT,
 	.rc_retry = BRAID_RC_DEFAULT_RETRY,
 	.rc_rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY,
@@ -219,6 +220,14 @@ static void braid_init_env(void)
 			"Packets of peers not proven yet hold at most 128 of them. "
 			"0: as many as FI_BRAID_MAX_PEERS (1048576 without a peer "
 			"limit). (default: %d)", braid_cfg.max_flows);
+	fi_param_define(&braid_prov, "idle_ms", FI_PARAM_INT,
+			"RDM: a peer's traffic state (its window, RTTs: about 24 "
+			"KiB) with nothing in flight either way for this long is "
+			"freed, and the memory of what was freed (and of unexpected "
+			"data's staging) given back to the system; what the peer's "
+			"sequence numbers need (a few hundred bytes) stays. 0: kept "
+			"until another peer needs the room. (default: %d)",
+			braid_cfg.idle_ms);
 	fi_param_define(&braid_prov, "max_peers", FI_PARAM_INT,
 			"RDM: peers one endpoint keeps state for at once (about 300 "
 			"bytes each). A first contact beyond it evicts the state of "
@@ -335,6 +344,7 @@ static void braid_init_env(void)
 		braid_cfg.rc_port = val;
 	braid_param_int("max_peers", 0, INT32_MAX, &braid_cfg.max_peers);
 	braid_param_int("max_flows", 0, INT32_MAX, &braid_cfg.max_flows);
+	braid_param_int("idle_ms", 0, INT32_MAX, &braid_cfg.idle_ms);
 	braid_param_int("rc_timeout", 0, 31, &braid_cfg.rc_timeout);
 	braid_param_int("rc_retry", 0, 7, &braid_cfg.rc_retry);
 	braid_param_int("rc_rnr_retry", 0, 7, &braid_cfg.rc_rnr_retry);

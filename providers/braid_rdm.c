@@ -75,6 +75,7 @@ int braid_rdm_enable(struct braid_ep *ep)
 					       (cfg.mtu + 1024) * 3 / 4) + 1;
 	cfg.inject_size = seg;
 	cfg.peer_timeout_ns = braid_cfg.peer_timeout_ms * 1000000ULL;
+	cfg.idle_ns = (uint64_t)braid_cfg.idle_ms * 1000000ULL;
 	/* user-space progress on busy hosts: RTTs jump by scheduling delays, so the
 	 * timers that fire without evidence of loss keep a floor well above them */
 	cfg.rto_min_ns = 1000000ULL;

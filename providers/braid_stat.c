@@ -91,6 +91,8 @@ static struct {
 	uint32_t used;
 	bool failed;
 	uint32_t next_id;
+	/** @pid: the process that made the file (a forked child makes its own). */
+	pid_t pid;
 } sf = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Files of processes of our pid namespace that are gone (they crashed before removing theirs). */
@@ -152,6 +154,7 @@ static int file_make(void)
 		unlink(sf.path);
 		return -FI_ENOMEM;
 	}
+	sf.pid = getpid();
 	h = (struct braid_statfile_hdr *)sf.map;
 	h->version = BRAID_STATFILE_VERSION;
 	h->pid = (uint32_t)getpid();
@@ -199,6 +202,12 @@ void braid_stat_attach(struct braid_ep *ep)
 	ep->stat_slot = -1;
 	pthread_mutex_lock(&sf.lock);
 	ep->stat_id = sf.next_id++;
+	if (sf.map && sf.pid != getpid()) {
+		/* a forked child: the parent's file is the parent's */
+		munmap(sf.map, sf.size);
+		sf.map = NULL;
+		sf.used = 0;
+	}
 	if (!braid_cfg.stat || sf.failed)
 		goto out;
 	if (!sf.map) {

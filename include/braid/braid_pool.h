@@ -20,6 +20,9 @@ struct braid_pool {
 	 * bounded high costs no table either); the first @nchunks are allocated. */
 	uint8_t **chunks;
 	size_t nchunks, chunks_cap;
+	/** @holes: chunk slots below @nchunks given back by braid_pool_trim() (NULL), taken
+	 * again before the pool grows. */
+	size_t holes;
 	/** @chunk_objs: objects per chunk (a power of two). */
 	size_t chunk_objs;
 	/** @obj_size: size of one object, rounded up to 16-byte alignment. */
@@ -61,7 +64,17 @@ void *braid_pool_alloc_raw(struct braid_pool *pool);
 /** braid_pool_release() - give back an object taken from this pool. */
 void braid_pool_release(struct braid_pool *pool, void *obj);
 
-/** braid_pool_at() - the object at @index, which must have been handed out once. */
+/**
+ * braid_pool_trim() - give the memory of chunks none of whose objects is in
+ * use back to the system (O(free objects)); the pool may take it again
+ * later. Return: the chunks given back.
+ */
+size_t braid_pool_trim(struct braid_pool *pool);
+
+/** braid_pool_bytes() - the memory the pool holds now (its chunks). */
+size_t braid_pool_bytes(const struct braid_pool *pool);
+
+/** braid_pool_at() - the object at @index, which must have been handed out once and not trimmed. */
 static inline void *braid_pool_at(const struct braid_pool *pool, size_t index)
 {
 	return pool->chunks[index / pool->chunk_objs] + (index % pool->chunk_objs) * pool->obj_size;

@@ -70,3 +70,46 @@ Test(braid_pool, alloc_raw_counts_and_keeps_contents)
 	cr_assert_eq(p.in_use, 2);
 	braid_pool_destruct(&p);
 }
+
+/* Chunks none of whose objects is in use go back to the system; the pool takes them again. */
+Test(braid_pool_trim, gives_back_free_chunks_and_takes_them_again)
+{
+	enum { N = 64 };
+	struct braid_pool pool;
+	void *objs[N];
+	size_t full, i, per;
+
+	/* 20 KiB objects: 2 per 64 KiB chunk, 32 chunks */
+	cr_assert_eq(braid_pool_construct(&pool, 20000, N), 0);
+	per = pool.chunk_objs;
+	cr_assert_eq(per, 2);
+	cr_assert_eq(braid_pool_trim(&pool), 0, "nothing handed out: nothing to give");
+	for (i = 0; i < N; i++) {
+		objs[i] = braid_pool_alloc(&pool);
+		cr_assert_not_null(objs[i]);
+		memset(objs[i], (int)i, 20000);
+	}
+	full = braid_pool_bytes(&pool);
+	cr_assert_geq(full, (size_t)N * 20000);
+	/* free every object but the first chunk's two and one of the last chunk's */
+	for (i = per; i < N - 1; i++)
+		braid_pool_release(&pool, objs[i]);
+	cr_assert_eq(braid_pool_trim(&pool), N / per - 2, "every chunk with nothing in use");
+	cr_assert_eq(pool.in_use, per + 1);
+	cr_assert_leq(braid_pool_bytes(&pool), 2 * per * pool.obj_size, "only two chunks kept");
+	cr_assert_eq(((uint8_t *)objs[0])[19999], 0, "kept objects untouched");
+	cr_assert_eq(((uint8_t *)objs[N - 1])[0], (uint8_t)(N - 1));
+	cr_assert_eq(braid_pool_trim(&pool), 0, "trimming again gives nothing");
+	/* the pool fills up again: the last chunk's free object, then the holes */
+	for (i = per; i < N - 1; i++) {
+		objs[i] = braid_pool_alloc(&pool);
+		cr_assert_not_null(objs[i], "object %zu taken again", i);
+		memset(objs[i], 0x5a, 20000);
+	}
+	cr_assert_null(braid_pool_alloc(&pool), "and no more than its count");
+	for (i = 0; i < N; i++)
+		for (size_t j = 0; j < i; j++)
+			cr_assert_neq(objs[i], objs[j], "distinct objects");
+	cr_assert_eq(braid_pool_bytes(&pool), full);
+	braid_pool_destruct(&pool);
+}

@@ -564,3 +564,62 @@ Test(rd_verify, silent_peers_cost_only_themselves)
 	cr_assert_geq(retx, 6, "a lone silent peer is probed on its RTO (%lu resends in 300 ms)",
 		      (unsigned long)retx);
 }
+
+/*
+ * Idle flows go (issue 16 item 2): 100 peers each send one message; once
+ * they have been quiet for cfg.idle_ns their traffic state is freed and the
+ * flow pool's memory given back, while what their sequence numbers need
+ * stays: each peer's next message is delivered as usual.
+ */
+Test(rd_verify, idle_flows_are_freed_and_their_memory_given_back)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	struct braid_rd_comp comp[64];
+	uint8_t pkt[2048], buf[64];
+	uint64_t now = 1000, busy, idle;
+	int i, got = 0, n;
+
+	c.idle_ns = 1000 * 1000000ULL;
+	c.max_recvs = 512;
+	rd = one_open(&c, &t);
+	for (i = 0; i < 200; i++)
+		post(rd, buf, sizeof(buf), 0, NULL, now);
+	for (i = 0; i < 100; i++) {
+		size_t len = mkdata(pkt, (uint16_t)(5000 + i), 77, 0, 0, 0, 0, 8, 8, (uint8_t)i);
+
+		cr_assert_eq(braid_rd_input(rd, pkt, len, 0x7f030001u, false, now), 0);
+	}
+	drain(rd, now);
+	while ((n = braid_rd_poll(rd, comp, 64)) > 0)
+		got += n;
+	cr_assert_eq(got, 100, "each peer's message delivered");
+	cr_assert_eq(braid_rd_get_stats(rd)->flows_active, 100);
+	busy = braid_rd_pool_bytes(rd);
+	cr_assert_leq(braid_rd_next_deadline(rd), now + c.idle_ns, "a sweep is due");
+	/* quiet for the idle time: the timer frees them all */
+	while ((now = braid_rd_next_deadline(rd)) <= 3000 * 1000000ULL) {
+		braid_rd_timer(rd, now);
+		drain(rd, now);
+	}
+	idle = braid_rd_pool_bytes(rd);
+	cr_assert_eq(braid_rd_get_stats(rd)->flows_active, 0, "every idle flow freed");
+	cr_assert_eq(braid_rd_next_deadline(rd), UINT64_MAX, "and nothing left to sweep");
+	cr_assert_lt(idle, busy / 4, "pools gave their memory back: %zu -> %zu bytes", busy, idle);
+	/* the peers' sequence state stayed: their second messages are delivered too */
+	now += 1000;
+	for (i = 0; i < 100; i++) {
+		size_t len = mkdata(pkt, (uint16_t)(5000 + i), 77, 0, 1, 1, 0, 8, 8, (uint8_t)i);
+
+		cr_assert_eq(braid_rd_input(rd, pkt, len, 0x7f030001u, false, now), 0,
+			     "peer %d's second message taken", i);
+	}
+	drain(rd, now);
+	got = 0;
+	while ((n = braid_rd_poll(rd, comp, 64)) > 0)
+		got += n;
+	cr_assert_eq(got, 100, "each peer's second message delivered");
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}

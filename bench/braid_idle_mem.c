@@ -1,0 +1,170 @@
+/*
+ * braid_idle_mem.c: a receiver that heard from N peers once returns to its
+ * size when they go quiet (issue 16 item 2). A native RDM endpoint on
+ * loopback takes one 64-byte message from each of N peers (endpoints of
+ * P child processes, one path each) and reports its resident memory (and
+ * its engine's pools) at start, when every message was in, and after the
+ * peers were quiet for the idle timeout (FI_BRAID_IDLE_MS, 2000 here).
+ *
+ *   braid_idle_mem [-n N] [-P PROCS]
+ * Run: FI_PROVIDER_PATH=build/providers build/bench/braid_idle_mem -n 10000 -P 4
+ * (BRAID_IDLE_MEM_STATS=1: glibc's malloc_stats() at the end, on stderr)
+ */
+#include <malloc.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rdma/fi_braid.h>
+
+#include "bench_common.h"
+
+#define IDLE_MS	2000
+#define RX_POSTED	512
+
+static uint64_t value(struct conn *c, const char *name)
+{
+	struct fi_braid_stat_ops *ops;
+	uint64_t v = 0;
+
+	if (!fi_open_ops(&c->ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL))
+		(void)ops->value(&c->ep->fid, name, &v);
+	return v;
+}
+
+/*
+ * A child (forked before the receiver opened anything): reads the receiver's
+ * name from @fd, then @n sender endpoints in one domain send a message each
+ * to it, and go.
+ */
+static int child(int fd, long n)
+{
+	struct conn base, *eps = calloc((size_t)n, sizeof(*eps));
+	uint8_t name[128];
+	long i;
+
+	if (!eps || read(fd, name, sizeof(name)) != (ssize_t)sizeof(name))
+		return BENCH_EXIT_SETUP;
+	conn_open(&base, "braid", "127.0.0.1", 64);
+	for (i = 0; i < n; i++) {
+		conn_open_in(&eps[i], &base, 64);
+		conn_insert(&eps[i], name);
+		memset(eps[i].buf, 0x5a, 64);
+		tsend(&eps[i], eps[i].peer, eps[i].buf, 64, 1, NULL);
+	}
+	for (i = 0; i < n; i++)
+		wait_comps(&eps[i], 1, NULL);
+	for (i = 0; i < n; i++)
+		conn_close(&eps[i]);
+	conn_close(&base);
+	free(eps);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long n = 10000, procs = 4, i, got = 0, rss0, rss1, rss2;
+	uint64_t flows1, flows2, peers2;
+	struct conn rx;
+	uint8_t name[128];
+	size_t len = sizeof(name);
+	pid_t *kids;
+	int (*pipes)[2];
+	double t0, t1;
+	char env[32];
+	int c, status, fails = 0;
+
+	while ((c = getopt(argc, argv, "n:P:")) != -1) {
+		if (c == 'n')
+			n = strtol(optarg, NULL, 0);
+		else if (c == 'P')
+			procs = strtol(optarg, NULL, 0);
+		else
+			return BENCH_EXIT_USAGE;
+	}
+	if (n < procs || procs < 1 || procs > 64)
+		return BENCH_EXIT_USAGE;
+	setenv("FI_BRAID_PATHS", "1", 0);
+	snprintf(env, sizeof(env), "%d", IDLE_MS);
+	setenv("FI_BRAID_IDLE_MS", env, 1);
+	setenv("FI_BRAID_MAX_PEERS", "0", 0);
+	kids = calloc((size_t)procs, sizeof(*kids));
+	pipes = calloc((size_t)procs, sizeof(*pipes));
+	for (i = 0; i < procs; i++) {
+		if (pipe(pipes[i]))
+			return BENCH_EXIT_SETUP;
+		kids[i] = fork();
+		if (kids[i] == 0)
+			_exit(child(pipes[i][0], n / procs + (i < n % procs)));
+	}
+	conn_open(&rx, "braid", "127.0.0.1", 64 * RX_POSTED);
+	memset(name, 0, sizeof(name));
+	conn_name(&rx, name, &len);
+	memset(rx.buf, 0, 64 * RX_POSTED);	/* the application's buffer is not braid's state */
+	for (i = 0; i < RX_POSTED; i++)
+		trecv(&rx, FI_ADDR_UNSPEC, rx.buf + 64 * i, 64, 1, (void *)(uintptr_t)i);
+	usleep(200 * 1000);
+	(void)fi_cq_read(rx.cq, NULL, 0);
+	rss0 = proc_status_kb("VmRSS:");
+
+	t0 = now_s();
+	for (i = 0; i < procs; i++)
+		if (write(pipes[i][1], name, sizeof(name)) != (ssize_t)sizeof(name))
+			return BENCH_EXIT_SETUP;
+	rx.timeout_s = 120;
+	while (got < n) {
+		struct fi_cq_tagged_entry e[64];
+		ssize_t r = fi_cq_read(rx.cq, e, 64);
+
+		if (r > 0) {
+			got += r;
+			/* the receive goes back (a receiver keeps a fixed number posted) */
+			for (ssize_t k = 0; k < r; k++) {
+				uintptr_t slot = (uintptr_t)e[k].op_context;
+
+				trecv(&rx, FI_ADDR_UNSPEC, rx.buf + 64 * slot, 64, 1, e[k].op_context);
+			}
+		}
+		else if (r != -FI_EAGAIN) {
+			fprintf(stderr, "receive failed: %s\n", fi_strerror((int)-r));
+			return BENCH_EXIT_FAIL;
+		}
+		if (now_s() - t0 > 300) {
+			fprintf(stderr, "only %ld of %ld messages in 300 s\n", got, n);
+			return BENCH_EXIT_FAIL;
+		}
+	}
+	t1 = now_s();
+	rss1 = proc_status_kb("VmRSS:");
+	flows1 = value(&rx, "rd.flows_active");
+	for (i = 0; i < procs; i++) {
+		waitpid(kids[i], &status, 0);
+		fails += !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	/* quiet: the endpoint is progressed (its CQ read) while the idle time passes */
+	while (now_s() - t1 < (double)IDLE_MS / 1000 * 1.6) {
+		(void)fi_cq_read(rx.cq, NULL, 0);
+		usleep(1000);
+	}
+	rss2 = proc_status_kb("VmRSS:");
+	if (getenv("BRAID_IDLE_MEM_STATS"))
+		malloc_stats();
+	flows2 = value(&rx, "rd.flows_active");
+	peers2 = value(&rx, "rd.peers");
+
+	printf("receiver heard once from %ld peers (%ld processes, one path each) in %.2f s: "
+	       "%.0f first contacts a second\n", n, procs, t1 - t0, (double)n / (t1 - t0));
+	printf("  resident: start %ld KiB, all in %ld KiB (+%ld, %ld traffic states), after %d ms "
+	       "quiet %ld KiB (+%ld: %.1f%% over start; %lu traffic states, %lu peers kept)\n",
+	       rss0, rss1, rss1 - rss0, (long)flows1, IDLE_MS, rss2, rss2 - rss0,
+	       100.0 * (double)(rss2 - rss0) / (double)rss0, (unsigned long)flows2,
+	       (unsigned long)peers2);
+	printf("  idle state per peer kept: %.0f bytes\n", 1024.0 * (double)(rss2 - rss0) / (double)n);
+	printf("target (issue 16 item 2): back within 10%% of its starting memory after the idle "
+	       "timeout: %s\n", rss2 - rss0 <= rss0 / 10 ? "met" : "missed");
+	conn_close(&rx);
+	free(kids);
+	free(pipes);
+	return fails ? BENCH_EXIT_FAIL : 0;
+}
