@@ -8,6 +8,9 @@
  *
  *   braid_idle_mem [-n N] [-P PROCS]
  * Run: FI_PROVIDER_PATH=build/providers build/bench/braid_idle_mem -n 10000 -P 4
+ * -x: an exchange: each message carries its sender's name, which the
+ *     receiver inserts into its AV (FI_AV_TABLE) and answers (issue 16 item 4:
+ *     build/bench/braid_idle_mem -x -n 100000 -P 12)
  * (BRAID_IDLE_MEM_STATS=1: glibc's malloc_stats() at the end, on stderr)
  */
 #include <malloc.h>
@@ -22,6 +25,9 @@
 
 #define IDLE_MS	2000
 #define RX_POSTED	512
+#define REPLY		((uintptr_t)1 << 40)
+
+static const char thanks[8] = "thanks";
 
 static uint64_t value(struct conn *c, const char *name)
 {
@@ -38,23 +44,65 @@ static uint64_t value(struct conn *c, const char *name)
  * name from @fd, then @n sender endpoints in one domain send a message each
  * to it, and go.
  */
-static int child(int fd, long n)
+static int child(int fd, long n, bool exchange, int idx)
 {
+	char ip[32];
 	struct conn base, *eps = calloc((size_t)n, sizeof(*eps));
 	uint8_t name[128];
 	long i;
 
 	if (!eps || read(fd, name, sizeof(name)) != (ssize_t)sizeof(name))
 		return BENCH_EXIT_SETUP;
-	conn_open(&base, "braid", "127.0.0.1", 64);
+	/* a loopback address of its own: two UDP ports an endpoint, 100,000 would not fit one */
+	snprintf(ip, sizeof(ip), "127.10.%d.1", idx);
+	conn_open(&base, "braid", ip, 128);
 	for (i = 0; i < n; i++) {
-		conn_open_in(&eps[i], &base, 64);
+		size_t len = 64;
+
+		conn_open_in(&eps[i], &base, 128);
+		eps[i].timeout_s = 600;	/* the receiver serves the whole herd in turn */
 		conn_insert(&eps[i], name);
-		memset(eps[i].buf, 0x5a, 64);
+		memset(eps[i].buf, 0, 128);
+		/* -x: the message carries the sender's name, for the receiver's answer */
+		conn_name(&eps[i], eps[i].buf, &len);
+		if (exchange)
+			trecv(&eps[i], FI_ADDR_UNSPEC, eps[i].buf + 64, 64, 2, NULL);
 		tsend(&eps[i], eps[i].peer, eps[i].buf, 64, 1, NULL);
 	}
-	for (i = 0; i < n; i++)
-		wait_comps(&eps[i], 1, NULL);
+	/* every endpoint progressed in turn (a peer is a process of its own: none waits on another) */
+	{
+		long left = n * (exchange ? 2 : 1);
+		int *need = calloc((size_t)n, sizeof(*need));
+		double t0 = now_s();
+
+		if (!need)
+			return BENCH_EXIT_SETUP;
+		for (i = 0; i < n; i++)
+			need[i] = exchange ? 2 : 1;
+		while (left > 0) {
+			for (i = 0; i < n; i++) {
+				struct fi_cq_tagged_entry e;
+				ssize_t r;
+
+				if (!need[i])
+					continue;
+				r = fi_cq_read(eps[i].cq, &e, 1);
+				if (r == 1) {
+					need[i]--;
+					left--;
+				} else if (r != -FI_EAGAIN) {
+					fprintf(stderr, "a peer's completion failed: %s\n",
+						fi_strerror((int)-r));
+					return BENCH_EXIT_FAIL;
+				}
+			}
+			if (now_s() - t0 > 900) {
+				fprintf(stderr, "a peer: %ld completions missing after 900 s\n", left);
+				return BENCH_EXIT_FAIL;
+			}
+		}
+		free(need);
+	}
 	for (i = 0; i < n; i++)
 		conn_close(&eps[i]);
 	conn_close(&base);
@@ -74,12 +122,16 @@ int main(int argc, char **argv)
 	double t0, t1;
 	char env[32];
 	int c, status, fails = 0;
+	bool exchange = false;
+	long replies = 0;
 
-	while ((c = getopt(argc, argv, "n:P:")) != -1) {
+	while ((c = getopt(argc, argv, "n:P:x")) != -1) {
 		if (c == 'n')
 			n = strtol(optarg, NULL, 0);
 		else if (c == 'P')
 			procs = strtol(optarg, NULL, 0);
+		else if (c == 'x')
+			exchange = true;
 		else
 			return BENCH_EXIT_USAGE;
 	}
@@ -89,6 +141,9 @@ int main(int argc, char **argv)
 	snprintf(env, sizeof(env), "%d", IDLE_MS);
 	setenv("FI_BRAID_IDLE_MS", env, 1);
 	setenv("FI_BRAID_MAX_PEERS", "0", 0);
+	/* every sender starts at once: the receiver serves the herd's first contacts in turn,
+	 * and a sender must not give up on it meanwhile */
+	setenv("FI_BRAID_PEER_TIMEOUT_MS", "60000", 0);
 	kids = calloc((size_t)procs, sizeof(*kids));
 	pipes = calloc((size_t)procs, sizeof(*pipes));
 	for (i = 0; i < procs; i++) {
@@ -96,7 +151,7 @@ int main(int argc, char **argv)
 			return BENCH_EXIT_SETUP;
 		kids[i] = fork();
 		if (kids[i] == 0)
-			_exit(child(pipes[i][0], n / procs + (i < n % procs)));
+			_exit(child(pipes[i][0], n / procs + (i < n % procs), exchange, (int)i));
 	}
 	conn_open(&rx, "braid", "127.0.0.1", 64 * RX_POSTED);
 	memset(name, 0, sizeof(name));
@@ -113,20 +168,29 @@ int main(int argc, char **argv)
 		if (write(pipes[i][1], name, sizeof(name)) != (ssize_t)sizeof(name))
 			return BENCH_EXIT_SETUP;
 	rx.timeout_s = 120;
-	while (got < n) {
+	while (got < n || replies < (exchange ? n : 0)) {
 		struct fi_cq_tagged_entry e[64];
 		ssize_t r = fi_cq_read(rx.cq, e, 64);
 
-		if (r > 0) {
-			got += r;
-			/* the receive goes back (a receiver keeps a fixed number posted) */
-			for (ssize_t k = 0; k < r; k++) {
-				uintptr_t slot = (uintptr_t)e[k].op_context;
+		for (ssize_t k = 0; k < r; k++) {
+			uintptr_t slot = (uintptr_t)e[k].op_context;
+			fi_addr_t from;
 
-				trecv(&rx, FI_ADDR_UNSPEC, rx.buf + 64 * slot, 64, 1, e[k].op_context);
+			if (slot == REPLY) {
+				replies++;
+				continue;
 			}
+			got++;
+			/* -x: the sender into the AV, and an answer to it */
+			if (exchange) {
+				if (fi_av_insert(rx.av, rx.buf + 64 * slot, 1, &from, 0, NULL) != 1)
+					return BENCH_EXIT_FAIL;
+				tsend(&rx, from, thanks, sizeof(thanks), 2, (void *)REPLY);
+			}
+			/* the receive goes back (a receiver keeps a fixed number posted) */
+			trecv(&rx, FI_ADDR_UNSPEC, rx.buf + 64 * slot, 64, 1, e[k].op_context);
 		}
-		else if (r != -FI_EAGAIN) {
+		if (r < 0 && r != -FI_EAGAIN) {
 			fprintf(stderr, "receive failed: %s\n", fi_strerror((int)-r));
 			return BENCH_EXIT_FAIL;
 		}
@@ -153,8 +217,9 @@ int main(int argc, char **argv)
 	flows2 = value(&rx, "rd.flows_active");
 	peers2 = value(&rx, "rd.peers");
 
-	printf("receiver heard once from %ld peers (%ld processes, one path each) in %.2f s: "
-	       "%.0f first contacts a second\n", n, procs, t1 - t0, (double)n / (t1 - t0));
+	printf("receiver %s %ld peers (%ld processes, one path each) in %.2f s: "
+	       "%.0f first contacts a second\n", exchange ? "exchanged a message each way with" :
+	       "heard once from", n, procs, t1 - t0, (double)n / (t1 - t0));
 	printf("  resident: start %ld KiB, all in %ld KiB (+%ld, %ld traffic states), after %d ms "
 	       "quiet %ld KiB (+%ld: %.1f%% over start; %lu traffic states, %lu peers kept)\n",
 	       rss0, rss1, rss1 - rss0, (long)flows1, IDLE_MS, rss2, rss2 - rss0,

@@ -1,0 +1,18 @@
+#!/bin/sh
+# braid_peers.sh [N [PROCS]]: many peers end to end (issue 16 item 4). N peers (default 100,000),
+# endpoints of PROCS child processes (default 24), each exchange a message with one native RDM
+# endpoint, which inserts each into its AV and answers; it reports the rate first contacts were
+# served at and its memory per peer once they are quiet (bench/braid_idle_mem.c -x).
+# Two UDP ports an endpoint: 100,000 do not fit one address, so it runs in a network namespace
+# of its own (root) whose loopback has an address per process (127.10.<i>.1); nothing leaves it.
+set -eu
+n=${1:-100000} procs=${2:-24}
+build=${BUILD:-$(dirname "$0")/../build}
+[ "$(id -u)" = 0 ] || { echo "braid_peers: needs root (a network namespace of its own)"; exit 77; }
+command -v unshare >/dev/null || { echo "braid_peers: needs unshare (util-linux)"; exit 77; }
+export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$build/providers}
+exec unshare -n sh -c '
+	ip link set lo up
+	i=0
+	while [ $i -lt "$2" ]; do ip addr add 127.10.$i.1/32 dev lo; i=$((i + 1)); done
+	exec "$3" -x -n "$1" -P "$2"' sh "$n" "$procs" "$build/bench/braid_idle_mem"
