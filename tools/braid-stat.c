@@ -25,7 +25,6 @@
 #include "braid/braid_counters.h"
 #include "braid/braid_statfile.h"
 
-#define MAX_EPS	256
 
 struct desc {
 	char name[48], unit[16], help[176];
@@ -51,12 +50,14 @@ struct opts {
 	long count;
 };
 
-static struct ep eps[MAX_EPS], prev[MAX_EPS];
+/* this sample's endpoints and the previous sample's (for rates); each array grows as needed */
+static struct ep *eps, *prev;
+static int eps_cap, prev_cap;
 static int neps, nprev;
 static int stale;
 /* the tables copied out of the files this sample and the previous one (@prev's) */
-static struct desc *tables[MAX_EPS], *tables_prev[MAX_EPS];
-static int ntables, ntables_prev;
+static struct desc **tables, **tables_prev;
+static int ntables, ntables_prev, tables_cap, tables_prev_cap;
 
 static uint64_t mono_ns(void)
 {
@@ -99,6 +100,7 @@ static bool slot_copy(const struct braid_statfile_slot *sl, uint32_t max, struct
 
 static void file_read(const char *path, const struct opts *o, uint64_t ns)
 {
+	int first;
 	const struct braid_statfile_hdr *h;
 	struct desc *d = NULL;
 	struct stat st;
@@ -144,10 +146,22 @@ static void file_read(const char *path, const struct opts *o, uint64_t ns)
 		d[i].scopes = fd_->scopes;
 		d[i].kind = fd_->kind;
 	}
-	for (i = 0; i < h->slots && neps < MAX_EPS; i++) {
+	first = neps;
+	for (i = 0; i < h->slots; i++) {
 		const struct braid_statfile_slot *sl = (const struct braid_statfile_slot *)
 			(map + h->slot_off + (size_t)i * h->slot_size);
-		struct ep *e = &eps[neps];
+		struct ep *e;
+
+		if (neps == eps_cap) {
+			struct ep *t = realloc(eps, (size_t)(eps_cap ? 2 * eps_cap : 64) * sizeof(*t));
+
+			if (!t)
+				break;
+			memset(t + eps_cap, 0, (size_t)(eps_cap ? eps_cap : 64) * sizeof(*t));
+			eps = t;
+			eps_cap = eps_cap ? 2 * eps_cap : 64;
+		}
+		e = &eps[neps];
 
 		if (!slot_copy(sl, h->slot_size - (uint32_t)sizeof(*sl), e))
 			continue;
@@ -159,7 +173,23 @@ static void file_read(const char *path, const struct opts *o, uint64_t ns)
 		e->n_desc = h->n_desc;
 		neps++;
 	}
-	if (d && neps && eps[neps - 1].d == d && ntables < MAX_EPS) {
+	if (d && neps && eps[neps - 1].d == d) {
+		if (ntables == tables_cap) {
+			struct desc **t = realloc(tables, (size_t)(tables_cap ? 2 * tables_cap : 16) *
+						  sizeof(*t));
+
+			if (!t) {
+				/* it cannot be kept: leave the file's endpoints out */
+				while (neps > first) {
+					neps--;
+					free(eps[neps].buf);
+					eps[neps].buf = NULL;
+				}
+				goto out;
+			}
+			tables = t;
+			tables_cap = tables_cap ? 2 * tables_cap : 16;
+		}
 		tables[ntables++] = d;	/* the file's endpoints share it */
 		d = NULL;
 	}
@@ -478,20 +508,33 @@ static void collect(const struct opts *o)
 	DIR *dir;
 	int i;
 
-	/* keep the previous sample for rates */
-	for (i = 0; i < nprev; i++)
-		free(prev[i].buf);
-	for (i = 0; i < ntables_prev; i++)
-		free(tables_prev[i]);
-	memcpy(prev, eps, sizeof(eps[0]) * (size_t)neps);
-	nprev = neps;
-	if (neps < MAX_EPS)
-		free(eps[neps].buf);	/* a slot that was not read whole */
-	memcpy(tables_prev, tables, sizeof(tables[0]) * (size_t)ntables);
-	ntables_prev = ntables;
-	ntables = 0;
-	memset(eps, 0, sizeof(eps));
-	neps = 0;
+	/* keep this sample as the previous one (for rates); the one before goes */
+	{
+		struct ep *te = prev;
+		struct desc **tt = tables_prev;
+		int tc = prev_cap, ttc = tables_prev_cap;
+
+		for (i = 0; i < nprev; i++)
+			free(prev[i].buf);
+		for (i = 0; i < ntables_prev; i++)
+			free(tables_prev[i]);
+		if (neps < eps_cap)
+			free(eps[neps].buf);	/* a slot that was not read whole */
+		prev = eps;
+		prev_cap = eps_cap;
+		nprev = neps;
+		tables_prev = tables;
+		tables_prev_cap = tables_cap;
+		ntables_prev = ntables;
+		eps = te;
+		eps_cap = tc;
+		tables = tt;
+		tables_cap = ttc;
+		ntables = 0;
+		if (eps)
+			memset(eps, 0, (size_t)eps_cap * sizeof(*eps));
+		neps = 0;
+	}
 	stale = 0;
 	dir = opendir(o->dir);
 	if (!dir)

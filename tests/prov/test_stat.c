@@ -320,3 +320,47 @@ Test(braid_stat_file, not_published_when_turned_off)
 	pt_pair_close(&p);
 	rmdir(dir);
 }
+
+/*
+ * FI_BRAID_IDLE_MS through the API (issue 16 item 2): once two endpoints have
+ * been quiet for it, their traffic state is gone (rd.flows_active 0, read
+ * through fi_open_ops), and a message afterwards is delivered as usual.
+ */
+Test(braid_stat_file, idle_traffic_state_is_freed_and_traffic_resumes, .timeout = 60)
+{
+	struct fi_braid_stat_ops *ops;
+	struct fi_cq_data_entry e;
+	struct pt_pair p;
+	char buf[16] = "";
+	uint64_t v = 1;
+	long deadline;
+
+	setenv("FI_BRAID_IDLE_MS", "200", 1);
+	pair_open(&p);
+	ops = ops_of(&p.a.ep->fid);
+	traffic(&p);
+	cr_assert_eq(ops->value(&p.a.ep->fid, "rd.flows_active", &v), 0);
+	cr_assert_eq(v, 1, "a flow to b while it sends");
+	/* quiet, but progressed (the sweep runs from progress) */
+	deadline = pt_now_ms() + 2000;
+	do {
+		uint64_t vb = 1;
+
+		(void)fi_cq_read(p.a.tx_cq, NULL, 0);
+		(void)fi_cq_read(p.b.rx_cq, NULL, 0);
+		cr_assert_eq(ops->value(&p.a.ep->fid, "rd.flows_active", &v), 0);
+		cr_assert_eq(ops->value(&p.b.ep->fid, "rd.flows_active", &vb), 0);
+		v += vb;
+	} while (v && pt_now_ms() < deadline);
+	cr_assert_eq(v, 0, "both sides' idle traffic state freed within 2 s of a 200 ms idle time");
+	cr_assert_eq(ops->value(&p.a.ep->fid, "rd.peers", &v), 0);
+	cr_assert_eq(v, 1, "the peer itself is kept");
+	/* traffic resumes: the peer's sequence state was kept */
+	cr_assert_eq(fi_recv(p.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	cr_assert_eq(pt_send(&p.a, "again", 6, NULL), 0);
+	deadline = pt_now_ms() + PT_POLL_MS;
+	while (fi_cq_read(p.b.rx_cq, &e, 1) != 1 && pt_now_ms() < deadline)
+		(void)fi_cq_read(p.a.tx_cq, NULL, 0);
+	cr_assert_str_eq(buf, "again", "delivered after the idle state went");
+	pt_pair_close(&p);
+}
