@@ -48,6 +48,9 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 				      FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup(prov);
 	bench_auth_hints(hints);
+	/* BENCH_THREAD_DOMAIN=1: the application's promise that lets braid take no lock */
+	if (getenv("BENCH_THREAD_DOMAIN") && !strcmp(getenv("BENCH_THREAD_DOMAIN"), "1"))
+		hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	/* BENCH_NODE: the local address when it is not loopback (a DPDK port's) */
 	if (!node)
 		node = getenv("BENCH_NODE") ? getenv("BENCH_NODE") : "127.0.0.1";

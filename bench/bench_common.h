@@ -67,6 +67,8 @@ long proc_status_kb(const char *field);
  * prov_name is exactly @prov; "tcp" means "tcp;ofi_rxm") bound to @node
  * (an IPv4 address, NULL: 127.0.0.1), a tagged CQ and a table AV, and a
  * buffer of @buf_size bytes. Exits with BENCH_EXIT_SETUP on failure.
+ * BENCH_THREAD_DOMAIN=1 asks for FI_THREAD_DOMAIN (with FI_BRAID_PROGRESS_US=0,
+ * braid then takes no lock).
  */
 void conn_open(struct conn *c, const char *prov, const char *node, size_t buf_size);
 /*

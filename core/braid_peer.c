@@ -454,11 +454,13 @@ size_t braid_peer_evict_idle(struct braid_peer_table *table, uint64_t now, uint6
 	temporary = peer_rcu_enter();
 	urcu_memb_read_lock();
 	cds_lfht_for_each_entry(table->ht, &iter, peer, node) {
+		uint64_t last;
+
 		/* acquire: pairs with braid_peer_put()'s release. */
 		if (atomic_load_explicit(&peer->ref, memory_order_acquire) != 0)
 			continue;
-		if (peer->active || peer->last_active > now ||
-		    now - peer->last_active <= idle_ns)
+		last = __atomic_load_n(&peer->last_active, __ATOMIC_RELAXED);
+		if (peer->active || last > now || now - last <= idle_ns)
 			continue;
 		ref = 0;
 		if (!atomic_compare_exchange_strong_explicit(&peer->ref, &ref, PEER_REF_DEAD,

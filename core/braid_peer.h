@@ -21,9 +21,11 @@
  * @active only while traffic flows. Entries are freed through call_rcu,
  * so a reader inside its read-side section never sees freed memory.
  *
- * Mutation of an entry's fields other than @ref is serialised by the
- * caller (the provider's domain lock), and braid_peer_evict_idle() runs
- * under that same serialisation; the table itself is safe for concurrent
+ * @last_active is written and read with relaxed atomics by whichever
+ * engine hears from the peer (endpoints of one domain run in different
+ * threads, each under its own lock); mutation of @active is serialised by
+ * the table's user, and braid_peer_evict_idle() runs under that same
+ * serialisation; the table itself is safe for concurrent
  * lookup/insert/remove from any thread (each public call registers its
  * thread with urcu-memb on first use). The table resizes itself, from
  * braid_peer_get() and braid_peer_evict_idle(), not with liburcu's
@@ -56,7 +58,7 @@ struct braid_peer {
 	atomic_uint ref;
 	/**
 	 * @last_active: time (ns, the caller's clock) of the last packet either
-	 * way; 0 on creation (the caller stamps it).
+	 * way; 0 on creation (the caller stamps it). Relaxed atomic accesses only.
 	 */
 	uint64_t last_active;
 	/**

@@ -250,7 +250,8 @@ static bool conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, u
 	    !braid_dlist_empty(&c->rma_ops) || c->msgs != in_flow ||
 	    (c->flow && !rd_out_idle(c->flow, c)))
 		return false;
-	return !c->took || now - c->peer->last_active >= rd->cfg.peer_timeout_ns;
+	return !c->took ||
+	       now - __atomic_load_n(&c->peer->last_active, __ATOMIC_RELAXED) >= rd->cfg.peer_timeout_ns;
 }
 
 /* unproven conns looked at per eviction, at most (the busy ones go to the back) */
@@ -330,7 +331,7 @@ struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint
 /* Heard from @c: it is the most recently used of the unverified. */
 static void conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now)
 {
-	c->peer->last_active = now;
+	__atomic_store_n(&c->peer->last_active, now, __ATOMIC_RELAXED);	/* shared: other endpoints' engines */
 	if (!c->verified) {
 		braid_dlist_remove(&c->lru);
 		braid_dlist_insert_tail(&c->lru, &rd->unproven);

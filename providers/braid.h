@@ -170,13 +170,18 @@ struct braid_ep;
 /**
  * struct braid_epset - the endpoints a CQ, counter or domain drives on progress.
  * A bind may add one endpoint twice (tx and rx): @refs counts that.
+ * @lock guards the array (add, remove, iteration); it is taken before an
+ * endpoint's lock, and only tried on those (braid_epset_progress()), so no
+ * order is imposed on the endpoint's side.
  */
 struct braid_epset {
 	struct braid_ep **eps;
 	int *refs;
 	int n, cap;
+	pthread_mutex_t lock;
 };
 
+void braid_epset_construct(struct braid_epset *set);
 int braid_epset_add(struct braid_epset *set, struct braid_ep *ep);
 void braid_epset_remove(struct braid_epset *set, struct braid_ep *ep);
 void braid_epset_destruct(struct braid_epset *set);
@@ -195,8 +200,21 @@ struct braid_domain {
 	struct braid_fabric *fabric;
 	/** @ref: endpoints, AVs, CQs, counters and MRs open on it. */
 	atomic_int ref;
-	/** @lock: serialises every data-path call (FI_THREAD_SAFE). */
+	/**
+	 * @lock: the control lock: opening, binding, enabling and closing
+	 * objects; and the data lock of its MSG endpoints (their RoCEv2 ports
+	 * are shared: braid_ep.lockp). RDM and DGRAM data calls never take it:
+	 * each endpoint has a lock of its own.
+	 */
 	pthread_mutex_t lock;
+	/**
+	 * @locking: false when the application promised FI_THREAD_DOMAIN and no
+	 * progress thread runs: nothing else touches the domain's objects
+	 * concurrently, and endpoints and CQs take no lock at all.
+	 */
+	bool locking;
+	/** @mr_lock: guards @mr_keys: registrations write, remote accesses read (any endpoint's). */
+	pthread_rwlock_t mr_lock;
 	/** @info: a copy of the fi_info it was opened with. */
 	struct fi_info *info;
 	/** @mr_keys: key -> struct braid_mr. */
@@ -398,6 +416,12 @@ struct braid_cq_slot {
 	const struct braid_ep *ep;
 };
 
+/* A completion that found the ring full (struct braid_cq.over). */
+struct braid_cq_over {
+	struct braid_dlist node;
+	struct braid_cq_slot slot;
+};
+
 struct braid_cq_err {
 	struct braid_dlist node;
 	struct fi_cq_err_entry err;
@@ -411,9 +435,25 @@ struct braid_cq {
 	atomic_int ref;
 	enum fi_cq_format format;
 	size_t entry_size;
+	/**
+	 * @lock: guards the ring, @over, @errs and the counts: endpoints
+	 * progressed by different threads write one CQ at once (taken after
+	 * an endpoint's lock, never before one; not taken when the domain is
+	 * not @locking).
+	 */
+	pthread_mutex_t lock;
+	bool locking;
 	/** @slots: ring of @size successful completions. */
 	struct braid_cq_slot *slots;
 	size_t size, head, count;
+	/**
+	 * @over, @over_count: completions written while the ring was full
+	 * (struct braid_cq_over), oldest first: endpoints check for room before
+	 * taking a completion from their engine, but two of them may both see
+	 * the last slot free; the later one's completion waits here, never lost.
+	 */
+	struct braid_dlist over;
+	size_t over_count;
 	/** @errs: pending error completions (bounded by @size as well). */
 	struct braid_dlist errs;
 	size_t err_count;
@@ -566,6 +606,16 @@ struct braid_ep {
 	struct fid_ep ep_fid;
 	struct braid_domain *domain;
 	struct fi_info *info;
+	/**
+	 * @lock, @lockp: what serialises the endpoint's data calls and progress
+	 * (braid_ep_lock()): @lockp is @lock for RDM and DGRAM endpoints, the
+	 * domain's lock for MSG endpoints (they share their RoCEv2 port), NULL
+	 * when the domain is not locking (FI_THREAD_DOMAIN, no progress thread).
+	 * No system call another endpoint waits for is made under it.
+	 */
+	pthread_mutex_t lock;
+	pthread_mutex_t *lockp;
+	/** @enabled: set under @lockp: progress never sees a half-enabled endpoint. */
 	bool enabled;
 	/** @cm_name, @cm_named: MSG, accepted: the listener's address, its fi_getname. */
 	struct sockaddr_in cm_name;
@@ -650,6 +700,25 @@ ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t co
 static inline void braid_domain_lock(struct braid_domain *d) { pthread_mutex_lock(&d->lock); }
 static inline void braid_domain_unlock(struct braid_domain *d) { pthread_mutex_unlock(&d->lock); }
 
+/* An endpoint's data lock (struct braid_ep.lockp); a no-op when the domain takes none. */
+static inline void braid_ep_lock(struct braid_ep *ep)
+{
+	if (ep->lockp)
+		pthread_mutex_lock(ep->lockp);
+}
+
+static inline void braid_ep_unlock(struct braid_ep *ep)
+{
+	if (ep->lockp)
+		pthread_mutex_unlock(ep->lockp);
+}
+
+/* Take it if free: 0, or nonzero when another thread holds it. */
+static inline int braid_ep_trylock(struct braid_ep *ep)
+{
+	return ep->lockp ? pthread_mutex_trylock(ep->lockp) : 0;
+}
+
 /*
  * braid_auth_attr() - an authorization key of fi_domain(3), fi_endpoint(3)
  * (@size bytes at @key; 0: none) as the wire uses it, in FI_BRAID_AUTH's
@@ -677,10 +746,25 @@ fi_addr_t braid_av_reverse(struct braid_av *av, struct in_addr ip, uint16_t port
 /* braid_cq.c */
 int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		  struct fid_cq **cq, void *context);
+/*
+ * braid_cq_has_room() - is there room for one more entry? Read without the
+ * CQ's lock: another endpoint may take the room first (the completion then
+ * waits in the CQ's overflow, struct braid_cq.over).
+ */
 bool braid_cq_has_room(struct braid_cq *cq);
 /* braid_cq_room() - room for one more entry; a CQ not bound (NULL) always has room. */
 bool braid_cq_room(struct braid_cq *cq);
-/* Completions of endpoint @ep's operations (the CQ's lock, the domain's, held). */
+/* braid_cq_free() - entries there is room for (reservations counted). */
+size_t braid_cq_free(struct braid_cq *cq);
+/* braid_cq_reserve() - promise a slot to a queued send: true, or false when full. */
+bool braid_cq_reserve(struct braid_cq *cq);
+/* braid_cq_unreserve() - give back @n promised slots. */
+void braid_cq_unreserve(struct braid_cq *cq, size_t n);
+/*
+ * Completions of endpoint @ep's operations (the caller holds the endpoint's
+ * lock; these take the CQ's). Return: 0, -FI_ENOMEM (an error entry, or a
+ * completion past a full ring, could not be stored).
+ */
 int braid_cq_write(struct braid_cq *cq, const struct braid_ep *ep, void *context, uint64_t flags,
 		   size_t len, void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
 int braid_cq_write_err(struct braid_cq *cq, const struct braid_ep *ep, void *context,
@@ -718,7 +802,7 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **ep, void *context);
 /* braid_dgram.c: the DGRAM data path */
 extern struct fi_ops_msg braid_dgram_msg_ops;
-/* Drive one endpoint (the caller holds the domain lock). */
+/* Drive one endpoint (the caller holds its lock, braid_ep_lock()). */
 void braid_ep_progress(struct braid_ep *ep);
 bool braid_fid_is_ep(const struct fid *fid);
 
@@ -737,14 +821,19 @@ void braid_dgram_flush_locked(struct braid_ep *ep);
 void braid_dgram_discard_locked(struct braid_ep *ep);
 void braid_ep_rx_arm(struct braid_ep *ep, bool armed);
 
-/* Progress every endpoint in @set (the caller holds the domain lock). */
-void braid_epset_progress_locked(struct braid_epset *set);
+/*
+ * braid_epset_progress() - progress every enabled endpoint in @set that no
+ * other thread is driving now (its lock is tried, not waited for: a thread
+ * holding it is progressing it, or posting to it and flushing). The caller
+ * holds no endpoint or CQ lock.
+ */
+void braid_epset_progress(struct braid_epset *set);
 
 /* braid_progress.c: the domain's progress thread */
 int braid_progress_start(struct braid_domain *dom);
 void braid_progress_stop(struct braid_domain *dom);
 void braid_progress_halt_all(void);
-/* Milliseconds until the earliest engine timer of @set's endpoints (-1: none). */
+/* Milliseconds until the earliest engine timer of @set's endpoints (-1: none); no lock held. */
 int braid_epset_timer_ms(struct braid_epset *set);
 
 /* braid_rdm.c: the FI_EP_RDM data path over the RD engine */

@@ -23,9 +23,7 @@ void braid_cntr_inc_err(struct braid_cntr *cntr)
 
 static void cntr_progress(struct braid_cntr *cntr)
 {
-	braid_domain_lock(cntr->domain);
-	braid_epset_progress_locked(&cntr->eps);
-	braid_domain_unlock(cntr->domain);
+	braid_epset_progress(&cntr->eps);
 }
 
 void braid_cntr_poll(struct braid_cntr *cntr, uint64_t *value, uint64_t *err)
@@ -108,9 +106,7 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 			ret = -FI_EAVAIL;
 			break;
 		}
-		braid_domain_lock(cntr->domain);
 		cap = braid_epset_timer_ms(&cntr->eps);
-		braid_domain_unlock(cntr->domain);
 		ret = braid_wait_step(&cntr->wait, &start, timeout, cap);
 		if (ret)
 			break;
@@ -184,6 +180,7 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		return ret;
 	}
 	cntr->domain = dom;
+	braid_epset_construct(&cntr->eps);
 	atomic_init(&cntr->ref, 0);
 	atomic_init(&cntr->value, 0);
 	atomic_init(&cntr->err, 0);
@@ -195,6 +192,7 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	ret = braid_waitset_add(&cntr->wait, &cntr->cntr_fid.fid);
 	if (ret) {
 		atomic_fetch_sub(&dom->ref, 1);
+		braid_epset_destruct(&cntr->eps);
 		braid_wait_close(&cntr->wait);
 		free(cntr);
 		return ret;

@@ -21,9 +21,30 @@ static size_t cq_entry_size(enum fi_cq_format format)
 	}
 }
 
+static void cq_lock(struct braid_cq *cq)
+{
+	if (cq->locking)
+		pthread_mutex_lock(&cq->lock);
+}
+
+static void cq_unlock(struct braid_cq *cq)
+{
+	if (cq->locking)
+		pthread_mutex_unlock(&cq->lock);
+}
+
+/* entries held and promised (the ring, its overflow, errors, reservations) */
+static size_t cq_used(const struct braid_cq *cq)
+{
+	return __atomic_load_n(&cq->count, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&cq->over_count, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&cq->err_count, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&cq->reserved, __ATOMIC_RELAXED);
+}
+
 bool braid_cq_has_room(struct braid_cq *cq)
 {
-	return cq->count + cq->err_count + cq->reserved < cq->size;
+	return cq_used(cq) < cq->size;
 }
 
 bool braid_cq_room(struct braid_cq *cq)
@@ -31,9 +52,52 @@ bool braid_cq_room(struct braid_cq *cq)
 	return !cq || braid_cq_has_room(cq);
 }
 
+size_t braid_cq_free(struct braid_cq *cq)
+{
+	size_t used = cq_used(cq);
+
+	return used < cq->size ? cq->size - used : 0;
+}
+
+bool braid_cq_reserve(struct braid_cq *cq)
+{
+	bool ok;
+
+	cq_lock(cq);
+	ok = braid_cq_has_room(cq);
+	if (ok)
+		cq->reserved++;
+	cq_unlock(cq);
+	return ok;
+}
+
+void braid_cq_unreserve(struct braid_cq *cq, size_t n)
+{
+	cq_lock(cq);
+	cq->reserved -= n;
+	cq_unlock(cq);
+}
+
 static void cq_wake(struct braid_cq *cq)
 {
 	braid_wait_wake(&cq->wait);
+}
+
+/* the slot a new completion goes to: the ring's next, or an overflow entry (CQ lock held) */
+static struct braid_cq_slot *cq_slot_locked(struct braid_cq *cq)
+{
+	struct braid_cq_over *o;
+
+	if (cq->count < cq->size && !cq->over_count) {
+		cq->count++;
+		return &cq->slots[(cq->head + cq->count - 1) % cq->size];
+	}
+	o = malloc(sizeof(*o));	/* a race for the last slot lost: rare, off the fast path */
+	if (!o)
+		return NULL;
+	braid_dlist_insert_tail(&o->node, &cq->over);
+	cq->over_count++;
+	return &o->slot;
 }
 
 int braid_cq_write(struct braid_cq *cq, const struct braid_ep *ep, void *context, uint64_t flags,
@@ -41,18 +105,21 @@ int braid_cq_write(struct braid_cq *cq, const struct braid_ep *ep, void *context
 {
 	struct braid_cq_slot *slot;
 
-	if (cq->count + cq->err_count >= cq->size)
-		return -FI_EAGAIN;
-	slot = &cq->slots[(cq->head + cq->count) % cq->size];
-	slot->entry.op_context = context;
-	slot->entry.flags = flags;
-	slot->entry.len = len;
-	slot->entry.buf = buf;
-	slot->entry.data = data;
-	slot->entry.tag = tag;
-	slot->src = src;
-	slot->ep = ep;
-	cq->count++;
+	cq_lock(cq);
+	slot = cq_slot_locked(cq);
+	if (slot) {
+		slot->entry.op_context = context;
+		slot->entry.flags = flags;
+		slot->entry.len = len;
+		slot->entry.buf = buf;
+		slot->entry.data = data;
+		slot->entry.tag = tag;
+		slot->src = src;
+		slot->ep = ep;
+	}
+	cq_unlock(cq);
+	if (!slot)
+		return -FI_ENOMEM;
 	cq_wake(cq);
 	return 0;
 }
@@ -63,8 +130,6 @@ int braid_cq_write_err(struct braid_cq *cq, const struct braid_ep *ep, void *con
 {
 	struct braid_cq_err *e;
 
-	if (cq->count + cq->err_count >= cq->size)
-		return -FI_EAGAIN;
 	e = calloc(1, sizeof(*e));	/* errors are rare: not on the fast path */
 	if (!e)
 		return -FI_ENOMEM;
@@ -79,49 +144,83 @@ int braid_cq_write_err(struct braid_cq *cq, const struct braid_ep *ep, void *con
 	e->err.prov_errno = prov_errno;
 	e->src = src;
 	e->ep = ep;
+	cq_lock(cq);
 	braid_dlist_insert_tail(&e->node, &cq->errs);
 	cq->err_count++;
+	cq_unlock(cq);
 	cq_wake(cq);
 	return 0;
 }
 
+/* Move overflowed completions into the ring as it empties (CQ lock held). */
+static void cq_refill_locked(struct braid_cq *cq)
+{
+	while (cq->over_count && cq->count < cq->size) {
+		struct braid_cq_over *o = braid_container_of(braid_dlist_pop_head(&cq->over),
+							     struct braid_cq_over, node);
+
+		cq->slots[(cq->head + cq->count) % cq->size] = o->slot;
+		cq->count++;
+		cq->over_count--;
+		free(o);
+	}
+}
+
+/* @s, a receive completion of a closing endpoint, as an FI_ECANCELED error in @to (or dropped) */
+static void cq_cancel_slot(const struct braid_cq_slot *s, struct braid_dlist *to)
+{
+	struct braid_cq_err *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return;	/* no memory: dropped, as fi_endpoint(3) allows */
+	e->err.op_context = s->entry.op_context;
+	e->err.flags = s->entry.flags;
+	e->err.buf = s->entry.buf;
+	e->err.tag = s->entry.tag;
+	e->err.err = FI_ECANCELED;
+	e->err.prov_errno = BRAID_PERR_SHUTDOWN;
+	e->src = FI_ADDR_NOTAVAIL;
+	e->ep = s->ep;
+	braid_dlist_insert_tail(&e->node, to);
+}
+
 void braid_cq_ep_closed(struct braid_cq *cq, const struct braid_ep *ep)
 {
-	struct braid_dlist moved;
+	struct braid_dlist moved, *it, *tmp;
 	size_t i, kept = 0;
 
 	if (!cq)
 		return;
 	braid_dlist_init(&moved);
+	cq_lock(cq);
 	/* the ring, compacted in order; its receives of @ep leave it */
 	for (i = 0; i < cq->count; i++) {
 		struct braid_cq_slot *s = &cq->slots[(cq->head + i) % cq->size];
-		struct braid_cq_err *e;
 
-		if (s->ep != ep || !(s->entry.flags & FI_RECV)) {
+		if (s->ep != ep || !(s->entry.flags & FI_RECV))
 			cq->slots[(cq->head + kept++) % cq->size] = *s;
-			continue;
-		}
-		e = calloc(1, sizeof(*e));
-		if (!e)
-			continue;	/* no memory: dropped, as fi_endpoint(3) allows */
-		e->err.op_context = s->entry.op_context;
-		e->err.flags = s->entry.flags;
-		e->err.buf = s->entry.buf;
-		e->err.tag = s->entry.tag;
-		e->err.err = FI_ECANCELED;
-		e->err.prov_errno = BRAID_PERR_SHUTDOWN;
-		e->src = FI_ADDR_NOTAVAIL;
-		e->ep = ep;
-		braid_dlist_insert_tail(&e->node, &moved);
+		else
+			cq_cancel_slot(s, &moved);
 	}
 	cq->count = kept;
-	while (!braid_dlist_empty(&moved)) {
-		struct braid_dlist *it = braid_dlist_pop_head(&moved);
+	/* and the overflow behind it */
+	braid_dlist_foreach_safe(&cq->over, it, tmp) {
+		struct braid_cq_over *o = braid_container_of(it, struct braid_cq_over, node);
 
+		if (o->slot.ep != ep || !(o->slot.entry.flags & FI_RECV))
+			continue;
+		cq_cancel_slot(&o->slot, &moved);
+		braid_dlist_remove(&o->node);
+		cq->over_count--;
+		free(o);
+	}
+	cq_refill_locked(cq);
+	while (!braid_dlist_empty(&moved)) {
+		it = braid_dlist_pop_head(&moved);
 		braid_dlist_insert_tail(it, &cq->errs);
 		cq->err_count++;
 	}
+	cq_unlock(cq);
 	if (cq->err_count)
 		cq_wake(cq);
 }
@@ -161,23 +260,23 @@ static void cq_copy_out(struct braid_cq *cq, const struct braid_cq_slot *slot, v
 
 bool braid_cq_poll(struct braid_cq *cq)
 {
-	bool ready;
-
-	braid_domain_lock(cq->domain);
-	braid_epset_progress_locked(&cq->eps);
-	ready = cq->count || cq->err_count;
-	braid_domain_unlock(cq->domain);
-	return ready;
+	braid_epset_progress(&cq->eps);
+	return __atomic_load_n(&cq->count, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&cq->over_count, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&cq->err_count, __ATOMIC_RELAXED);
 }
 
-/* Take up to @count entries (caller holds the domain lock). */
-static ssize_t cq_read_locked(struct braid_cq *cq, void *buf, size_t count, fi_addr_t *src)
+/* Progress the CQ's endpoints, then take up to @count entries. */
+static ssize_t cq_read_some(struct braid_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
 	size_t n = 0;
 
-	braid_epset_progress_locked(&cq->eps);
-	if (cq->err_count)
+	braid_epset_progress(&cq->eps);
+	cq_lock(cq);
+	if (cq->err_count) {
+		cq_unlock(cq);
 		return -FI_EAVAIL;
+	}
 	while (n < count && cq->count) {
 		const struct braid_cq_slot *slot = &cq->slots[cq->head];
 
@@ -187,21 +286,21 @@ static ssize_t cq_read_locked(struct braid_cq *cq, void *buf, size_t count, fi_a
 		cq->head = (cq->head + 1) % cq->size;
 		cq->count--;
 		n++;
+		if (!cq->count)
+			cq_refill_locked(cq);
 	}
+	cq_refill_locked(cq);
+	cq_unlock(cq);
 	return n ? (ssize_t)n : -FI_EAGAIN;
 }
 
 static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_addr_t *src)
 {
 	struct braid_cq *cq = braid_container_of(cq_fid, struct braid_cq, cq_fid);
-	ssize_t ret;
 
 	if (!buf && count)
 		return -FI_EINVAL;
-	braid_domain_lock(cq->domain);
-	ret = cq_read_locked(cq, buf, count, src);
-	braid_domain_unlock(cq->domain);
-	return ret;
+	return cq_read_some(cq, buf, count, src);
 }
 
 static ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
@@ -220,14 +319,14 @@ static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf, ui
 		return -FI_EINVAL;
 	if (flags)
 		return -FI_EBADFLAGS;
-	braid_domain_lock(cq->domain);
+	cq_lock(cq);
 	node = braid_dlist_pop_head(&cq->errs);
 	if (!node) {
-		braid_domain_unlock(cq->domain);
+		cq_unlock(cq);
 		return -FI_EAGAIN;
 	}
 	cq->err_count--;
-	braid_domain_unlock(cq->domain);
+	cq_unlock(cq);
 	e = braid_container_of(node, struct braid_cq_err, node);
 	/* fi_cq(3), API >= 1.5: err_data/err_data_size are the caller's; braid has no err_data */
 	user_data = buf->err_data;
@@ -253,16 +352,12 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	braid_wait_enter(&cq->wait);
 	for (;;) {
-		braid_domain_lock(cq->domain);
-		ret = cq_read_locked(cq, buf, count, src);
-		braid_domain_unlock(cq->domain);
+		ret = cq_read_some(cq, buf, count, src);
 		if (ret != -FI_EAGAIN)
 			break;
 		if (atomic_exchange(&cq->signaled, 0))
 			break;
-		braid_domain_lock(cq->domain);
 		cap = braid_epset_timer_ms(&cq->eps);
-		braid_domain_unlock(cq->domain);
 		ret = braid_wait_step(&cq->wait, &start, timeout, cap);
 		if (ret) {
 			ret = ret == -FI_ETIMEDOUT ? -FI_EAGAIN : ret;
@@ -303,6 +398,9 @@ static int cq_close(struct fid *fid)
 		return -FI_EBUSY;
 	while ((node = braid_dlist_pop_head(&cq->errs)))
 		free(braid_container_of(node, struct braid_cq_err, node));
+	while ((node = braid_dlist_pop_head(&cq->over)))
+		free(braid_container_of(node, struct braid_cq_over, node));
+	pthread_mutex_destroy(&cq->lock);
 	braid_waitset_del(&cq->wait, fid);
 	braid_wait_close(&cq->wait);
 	braid_epset_destruct(&cq->eps);
@@ -377,6 +475,10 @@ int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		return ret;
 	}
 	braid_dlist_init(&cq->errs);
+	braid_dlist_init(&cq->over);
+	pthread_mutex_init(&cq->lock, NULL);
+	cq->locking = dom->locking;
+	braid_epset_construct(&cq->eps);
 	cq->domain = dom;
 	atomic_init(&cq->ref, 0);
 	atomic_init(&cq->signaled, 0);
@@ -388,6 +490,8 @@ int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	ret = braid_waitset_add(&cq->wait, &cq->cq_fid.fid);
 	if (ret) {
 		atomic_fetch_sub(&dom->ref, 1);
+		braid_epset_destruct(&cq->eps);
+		pthread_mutex_destroy(&cq->lock);
 		braid_wait_close(&cq->wait);
 		free(cq->slots);
 		free(cq);

@@ -31,10 +31,10 @@ static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, siz
 		if (!iov[i].iov_base && iov[i].iov_len)
 			return -FI_EINVAL;
 	}
-	braid_domain_lock(ep->domain);
+	braid_ep_lock(ep);
 	rx = braid_pool_alloc(&ep->rx_pool);
 	if (!rx) {
-		braid_domain_unlock(ep->domain);
+		braid_ep_unlock(ep);
 		return -FI_EAGAIN;
 	}
 	rx->iov[0].iov_base = &rx->hdr;
@@ -51,7 +51,7 @@ static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, siz
 	braid_dlist_insert_tail(&rx->node, &ep->rx_posted);
 	if (was_empty)
 		braid_ep_rx_arm(ep, true);
-	braid_domain_unlock(ep->domain);
+	braid_ep_unlock(ep);
 	return 0;
 }
 
@@ -186,10 +186,7 @@ static void dgram_progress_rx(struct braid_ep *ep)
 	while (!braid_dlist_empty(&ep->rx_posted)) {
 		room = BRAID_MAX_BATCH;
 		if (ep->rx_cq) {
-			struct braid_cq *cq = ep->rx_cq;
-			size_t used = cq->count + cq->err_count + cq->reserved;
-
-			room = used < cq->size ? cq->size - used : 0;
+			room = braid_cq_free(ep->rx_cq);
 			if (room > BRAID_MAX_BATCH)
 				room = BRAID_MAX_BATCH;
 		}
@@ -280,7 +277,7 @@ void braid_dgram_flush_locked(struct braid_ep *ep)
 	sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
 	for (i = 0; i < sent; i++) {
 		if (ep->tx_pending[i].comp) {
-			ep->tx_cq->reserved--;
+			braid_cq_unreserve(ep->tx_cq, 1);
 			ep->pending_comps--;
 		}
 		dgram_tx_done(ep, &ep->tx_pending[i], pkts[i].status);
@@ -325,11 +322,10 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 		return -FI_EINVAL;
 
 	comp = !nocomp && ep->tx_cq && (!ep->tx_selective || (flags & FI_COMPLETION));
-	braid_domain_lock(ep->domain);
+	braid_ep_lock(ep);
 	if (ep->tx_npending == BRAID_MAX_BATCH)
 		braid_dgram_flush_locked(ep);
-	if (ep->tx_npending == BRAID_MAX_BATCH ||
-	    (comp && !braid_cq_has_room(ep->tx_cq))) {
+	if (ep->tx_npending == BRAID_MAX_BATCH || (comp && !braid_cq_reserve(ep->tx_cq))) {
 		/* make room: completions drain only when the app reads the CQ */
 		ret = -FI_EAGAIN;
 		goto out;
@@ -352,10 +348,8 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 	tx->dest = sin;
 	tx->comp = comp;
 	ep->tx_npending++;
-	if (comp) {
-		ep->tx_cq->reserved++;
-		ep->pending_comps++;
-	}
+	if (comp)
+		ep->pending_comps++;	/* its slot reserved above */
 	/* FI_MORE: hold it for one sendmmsg with what follows (inject data must go now) */
 	if ((flags & FI_MORE) && !(flags & FI_INJECT))
 		goto out;
@@ -364,13 +358,13 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 		/* the wire is full: the newest send is withdrawn, older ones stay queued */
 		ep->tx_npending--;
 		if (comp) {
-			ep->tx_cq->reserved--;
+			braid_cq_unreserve(ep->tx_cq, 1);
 			ep->pending_comps--;
 		}
 		ret = -FI_EAGAIN;
 	}
 out:
-	braid_domain_unlock(ep->domain);
+	braid_ep_unlock(ep);
 	return ret;
 }
 
@@ -448,7 +442,7 @@ void braid_dgram_discard_locked(struct braid_ep *ep)
 
 	for (i = 0; i < ep->tx_npending; i++) {
 		if (ep->tx_pending[i].comp && ep->tx_cq)
-			ep->tx_cq->reserved--;
+			braid_cq_unreserve(ep->tx_cq, 1);
 	}
 	ep->tx_npending = 0;
 	ep->pending_comps = 0;

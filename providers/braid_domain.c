@@ -1,4 +1,4 @@
-/* braid_domain.c: the domain object (fi_domain(3)): owns the lock, MR keys; opens AVs, CQs, counters, endpoints. */
+/* braid_domain.c: the domain object (fi_domain(3)): owns the control lock, MR keys; opens AVs, CQs, counters, endpoints. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +18,8 @@ static int domain_close(struct fid *fid)
 		free(atomic_load(&dom->rx_cache[i]));
 	if (dom->peers)
 		braid_peer_table_close(dom->peers);
+	braid_epset_destruct(&dom->eps);
+	pthread_rwlock_destroy(&dom->mr_lock);
 	pthread_mutex_destroy(&dom->lock);
 	fi_freeinfo(dom->info);
 	atomic_fetch_sub(&dom->fabric->ref, 1);
@@ -167,6 +169,15 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		return ret;
 	}
 	pthread_mutex_init(&dom->lock, NULL);
+	pthread_rwlock_init(&dom->mr_lock, NULL);
+	braid_epset_construct(&dom->eps);
+	/*
+	 * fi_domain(3): FI_THREAD_DOMAIN promises that the application
+	 * serialises its calls into the domain's objects; with no progress
+	 * thread of braid's own beside them, nothing needs a lock.
+	 */
+	dom->locking = !(info->domain_attr->threading == FI_THREAD_DOMAIN &&
+			 braid_cfg.progress_us <= 0);
 	braid_dlist_init(&dom->rc_ports);
 	dom->next_qpn = 2;	/* QP 0 and 1 are IBTA's special QPs */
 	braid_map_construct(&dom->mr_keys);
@@ -177,6 +188,8 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (ret) {
 		braid_map_destruct(&dom->mr_keys);
 		braid_peer_table_close(dom->peers);
+		braid_epset_destruct(&dom->eps);
+		pthread_rwlock_destroy(&dom->mr_lock);
 		pthread_mutex_destroy(&dom->lock);
 		fi_freeinfo(dom->info);
 		free(dom);
@@ -190,8 +203,9 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	dom->domain_fid.ops = &domain_ops;
 	dom->domain_fid.mr = &domain_mr_ops;
 	*domain = &dom->domain_fid;
-	BRAID_INFO(FI_LOG_DOMAIN, "domain %s opened%s\n",
+	BRAID_INFO(FI_LOG_DOMAIN, "domain %s opened%s%s\n",
 		   info->domain_attr->name ? info->domain_attr->name : "(unnamed)",
-		   dom->auth.mode ? ", with an authorization key" : "");
+		   dom->auth.mode ? ", with an authorization key" : "",
+		   dom->locking ? "" : ", taking no locks (FI_THREAD_DOMAIN, no progress thread)");
 	return 0;
 }

@@ -154,11 +154,22 @@ static int ep_close(struct fid *fid)
 	struct braid_ep *ep = ep_of(fid);
 	struct braid_domain *dom = ep->domain;
 
-	braid_domain_lock(dom);
+	/* out of every set first: once removed, no progress pass reaches it */
 	braid_epset_remove(&dom->eps, ep);	/* the progress thread lets go of it */
-	braid_domain_unlock(dom);
+	if (ep->tx_cq)
+		braid_epset_remove(&ep->tx_cq->eps, ep);
+	if (ep->rx_cq)
+		braid_epset_remove(&ep->rx_cq->eps, ep);
+	if (ep->send_cntr)
+		braid_epset_remove(&ep->send_cntr->eps, ep);
+	if (ep->recv_cntr)
+		braid_epset_remove(&ep->recv_cntr->eps, ep);
+	ep_bind_rma_cntrs(ep, NULL, EP_CNTR_RMA);
 	braid_msg_close(ep);	/* takes the domain lock itself */
 	braid_domain_lock(dom);
+	/* a call still inside it finishes first (an MSG endpoint's lock is the domain's) */
+	if (ep->lockp != &dom->lock)
+		braid_ep_lock(ep);
 	/* fi_endpoint(3): operations still pending are discarded, with no completions */
 	braid_dgram_discard_locked(ep);
 	ep_tx_wait_update(ep, false);
@@ -166,27 +177,22 @@ static int ep_close(struct fid *fid)
 	braid_cq_ep_closed(ep->tx_cq, ep);
 	if (ep->rx_cq != ep->tx_cq)
 		braid_cq_ep_closed(ep->rx_cq, ep);
-	if (ep->tx_cq) {
-		braid_epset_remove(&ep->tx_cq->eps, ep);
+	if (ep->tx_cq)
 		atomic_fetch_sub(&ep->tx_cq->ref, 1);
-	}
 	if (ep->rx_cq) {
 		ep_rx_wait_update(ep, false);
-		braid_epset_remove(&ep->rx_cq->eps, ep);
 		atomic_fetch_sub(&ep->rx_cq->ref, 1);
 	}
-	if (ep->send_cntr) {
-		braid_epset_remove(&ep->send_cntr->eps, ep);
+	if (ep->send_cntr)
 		atomic_fetch_sub(&ep->send_cntr->ref, 1);
-	}
 	if (ep->recv_cntr) {
 		braid_wait_del_fd(&ep->recv_cntr->wait, ep->wire->ops->wait_fd(ep->wire));
-		braid_epset_remove(&ep->recv_cntr->eps, ep);
 		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
 	}
-	ep_bind_rma_cntrs(ep, NULL, EP_CNTR_RMA);
 	if (ep->srx)
 		atomic_fetch_sub(&ep->srx->ref, 1);
+	if (ep->lockp != &dom->lock)
+		braid_ep_unlock(ep);
 	braid_domain_unlock(dom);
 	braid_stat_detach(ep);	/* nothing progresses it any more */
 	if (ep->rd) {
@@ -238,6 +244,7 @@ static int ep_close(struct fid *fid)
 	if (ep->wire)
 		ep->wire_ops->close(ep->wire);
 	braid_pool_destruct(&ep->rx_pool);
+	pthread_mutex_destroy(&ep->lock);
 	fi_freeinfo(ep->info);
 	atomic_fetch_sub(&dom->ref, 1);
 	free(ep);
@@ -286,7 +293,7 @@ static const uint64_t rma_cntr_flag[BRAID_RMA_CNTRS] = {
 	FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE,
 };
 
-/* Bind or unbind (@cntr NULL: the ones bound) the RMA counters of @flags (domain lock held). */
+/* Bind or unbind (@cntr NULL: the ones bound) the RMA counters of @flags (bind: domain lock held). */
 static int ep_bind_rma_cntrs(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags)
 {
 	int fd = ep->wire->ops->wait_fd(ep->wire), i, ret;
@@ -460,9 +467,11 @@ static int ep_enable(struct braid_ep *ep)
 		braid_domain_unlock(ep->domain);
 		return -FI_ENOMEM;
 	}
+	braid_ep_lock(ep);	/* a CQ's progress may look at it from now on */
 	ep->app_ns = braid_now_ns();
 	braid_stat_attach(ep);
 	ep->enabled = true;
+	braid_ep_unlock(ep);
 	braid_domain_unlock(ep->domain);
 	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu, "
 		   "mtu %zu, UDP GSO runs of up to %u datagrams\n",
@@ -604,10 +613,10 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 
 	if (ep->type == FI_EP_MSG)
 		return -FI_ENOSYS;	/* an RC receive queue is not searched; fi_shutdown cancels all */
-	braid_domain_lock(ep->domain);
+	braid_ep_lock(ep);
 	ret = ep->type == FI_EP_RDM ? braid_rdm_cancel_locked(ep, context) :
 				      braid_dgram_cancel_locked(ep, context);
-	braid_domain_unlock(ep->domain);
+	braid_ep_unlock(ep);
 	return ret;
 }
 
@@ -768,6 +777,9 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	}
 	ep->domain = dom;
 	ep->type = info->ep_attr->type;
+	pthread_mutex_init(&ep->lock, NULL);
+	/* MSG endpoints share their domain's RoCEv2 ports: the domain's lock is theirs */
+	ep->lockp = !dom->locking ? NULL : ep->type == FI_EP_MSG ? &dom->lock : &ep->lock;
 	/* fi_endpoint(3): its own authorization key, else the domain's */
 	if (info->ep_attr->auth_key_size) {
 		ret = braid_auth_attr(&ep->auth, info->ep_attr->auth_key, info->ep_attr->auth_key_size);
@@ -828,6 +840,7 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	return 0;
 err:
 	braid_pool_destruct(&ep->rx_pool);
+	pthread_mutex_destroy(&ep->lock);
 	fi_freeinfo(ep->info);
 	free(ep);
 	return ret;

@@ -39,9 +39,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 
 			if (!braid_wait_enabled(&cntr->wait))
 				return -FI_EINVAL;
-			braid_domain_lock(cntr->domain);
-			braid_epset_progress_locked(&cntr->eps);
-			braid_domain_unlock(cntr->domain);
+			braid_epset_progress(&cntr->eps);
 			break;
 		}
 		case FI_CLASS_EQ: {

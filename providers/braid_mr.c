@@ -13,9 +13,9 @@ static int mr_close(struct fid *fid)
 	struct braid_mr *mr = braid_container_of(fid, struct braid_mr, mr_fid.fid);
 	struct braid_domain *dom = mr->domain;
 
-	braid_domain_lock(dom);
+	pthread_rwlock_wrlock(&dom->mr_lock);
 	braid_map_remove(&dom->mr_keys, mr->key);
-	braid_domain_unlock(dom);
+	pthread_rwlock_unlock(&dom->mr_lock);
 	atomic_fetch_sub(&dom->ref, 1);
 	free(mr);
 	return 0;
@@ -101,7 +101,7 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	mr->access = attr->access;
 	mr->flags = flags;
 
-	braid_domain_lock(dom);
+	pthread_rwlock_wrlock(&dom->mr_lock);
 	if (mr_mode(dom) & FI_MR_PROV_KEY) {
 		ret = mr_random_key(dom, &mr->key);
 	} else {
@@ -112,7 +112,7 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	}
 	if (!ret)
 		ret = braid_map_insert(&dom->mr_keys, mr->key, mr);
-	braid_domain_unlock(dom);
+	pthread_rwlock_unlock(&dom->mr_lock);
 	if (ret) {
 		free(mr);
 		return ret;
@@ -164,8 +164,8 @@ int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
  * than the region's, which is the domain's). Used by every endpoint type
  * that is a target of RMA.
  */
-int braid_mr_check(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len,
-		   uint64_t access, void **ptr)
+static int mr_check_locked(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len,
+			   uint64_t access, void **ptr)
 {
 	struct braid_domain *dom = ep->domain;
 	bool narrow = dom->info->domain_attr->mr_key_size == 4;
@@ -183,4 +183,15 @@ int braid_mr_check(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_
 		return -FI_EACCES;
 	*ptr = (uint8_t *)mr->iov[0].iov_base + off;
 	return 0;
+}
+
+int braid_mr_check(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len,
+		   uint64_t access, void **ptr)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&ep->domain->mr_lock);
+	ret = mr_check_locked(ep, key, addr, len, access, ptr);
+	pthread_rwlock_unlock(&ep->domain->mr_lock);
+	return ret;
 }

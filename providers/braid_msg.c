@@ -749,15 +749,18 @@ int braid_msg_enable(struct braid_ep *ep)
 	return 0;
 }
 
-static bool port_used_by_other(const struct braid_epset *set, const struct braid_ep *self,
+/* (the domain lock held: other MSG endpoints' state is stable) */
+static bool port_used_by_other(struct braid_epset *set, const struct braid_ep *self,
 			       const struct braid_rc_port *port)
 {
+	bool used = false;
 	int i;
 
-	for (i = 0; i < set->n; i++)
-		if (set->eps[i] != self && set->eps[i]->msg && set->eps[i]->msg->port == port)
-			return true;
-	return false;
+	pthread_mutex_lock(&set->lock);
+	for (i = 0; i < set->n && !used; i++)
+		used = set->eps[i] != self && set->eps[i]->msg && set->eps[i]->msg->port == port;
+	pthread_mutex_unlock(&set->lock);
+	return used;
 }
 
 void braid_msg_close(struct braid_ep *ep)

@@ -192,9 +192,7 @@ static int waitset_timer_ms(struct braid_waitset *set, int cap)
 	for (i = 0; i < set->ms.n; i++) {
 		struct member_parts p = member_parts(set->ms.m[i].fid);
 
-		braid_domain_lock(p.domain);
 		t = braid_epset_timer_ms(p.eps);
-		braid_domain_unlock(p.domain);
 		if (t >= 0 && (cap < 0 || t < cap))
 			cap = t;
 	}

@@ -16,7 +16,7 @@
  * stands in for it, and stays out of the application's way:
  *
  * - It looks when each enabled endpoint was last driven by the application
- *   (a read of a CQ or counter it is bound to, braid_epset_progress_locked())
+ *   (a read of a CQ or counter it is bound to, braid_epset_progress())
  *   and drives, itself, those left alone for FI_BRAID_PROGRESS_US, again
  *   every FI_BRAID_PROGRESS_US while they stay alone.
  * - While every endpoint is driven by its application it backs off: its
@@ -25,10 +25,10 @@
  *   woken into about 16 times a second, not 1000 (a wake-up every 1 ms
  *   cost a busy-polling ping-pong's p99 3x on 2 cores: docs/benchmarks.md
  *   §4). An endpoint left alone is found within that sleep plus a period.
- * - It sleeps on a lock of its own and only tries the domain's: held, the
- *   application is busy in braid. After 4 tries in a row that found it
- *   held it waits for it (an idle endpoint beside a busy one in the same
- *   domain is still served).
+ * - It sleeps on a lock of its own and only tries each endpoint's: held,
+ *   the application (or another of its threads) is in that endpoint now,
+ *   driving it. It never waits for one: an endpoint's lock may be the
+ *   domain's (MSG), which control calls hold while they take the set's.
  */
 
 /* the longest back-off, in periods */
@@ -40,35 +40,41 @@ static void ts_at(struct timespec *ts, uint64_t ns)
 	ts->tv_nsec = (long)(ns % 1000000000ULL);
 }
 
+/* Drive the endpoints of @dom left alone for @period; true when one was. */
+static bool progress_pass(struct braid_domain *dom, uint64_t period)
+{
+	uint64_t now = braid_now_ns();
+	bool served = false;
+	int i;
+
+	pthread_mutex_lock(&dom->eps.lock);
+	for (i = 0; i < dom->eps.n; i++) {
+		struct braid_ep *ep = dom->eps.eps[i];
+
+		if (now - ep->app_ns < period || braid_ep_trylock(ep))
+			continue;
+		/* looked again under its lock: the application may have just driven it */
+		if (now - ep->app_ns >= period) {
+			braid_ep_progress(ep);
+			dom->pt_passes++;
+			served = true;
+		}
+		braid_ep_unlock(ep);
+	}
+	pthread_mutex_unlock(&dom->eps.lock);
+	return served;
+}
+
 static void *progress_main(void *arg)
 {
 	struct braid_domain *dom = arg;
 	uint64_t period = (uint64_t)braid_cfg.progress_us * 1000, sleep = period;
-	int busy = 0;
 
 	pthread_mutex_lock(&dom->pt_lock);
 	while (!dom->pt_stop) {
 		struct timespec ts;
-		bool served = false;
 
-		if (!pthread_mutex_trylock(&dom->lock) ||
-		    (++busy >= 4 && !pthread_mutex_lock(&dom->lock))) {
-			uint64_t now = braid_now_ns();
-			int i;
-
-			busy = 0;
-			for (i = 0; i < dom->eps.n; i++) {
-				struct braid_ep *ep = dom->eps.eps[i];
-
-				if (now - ep->app_ns < period)
-					continue;
-				braid_ep_progress(ep);
-				dom->pt_passes++;
-				served = true;
-			}
-			braid_domain_unlock(dom);
-		}
-		if (served)
+		if (progress_pass(dom, period))
 			sleep = period;
 		else if (sleep < PT_BACKOFF_MAX * period)
 			sleep *= 2;
@@ -142,7 +148,6 @@ void braid_progress_stop(struct braid_domain *dom)
 	pthread_mutex_lock(&pt_all_lock);
 	progress_halt(dom);
 	pthread_mutex_unlock(&pt_all_lock);
-	braid_epset_destruct(&dom->eps);
 }
 
 void braid_progress_halt_all(void)

@@ -152,7 +152,7 @@ static int rdm_out_keyed(struct braid_ep *ep, const struct braid_rd_out *out, in
 	return took;
 }
 
-/* Hand every packet the engine wants out to the wire (the caller holds the domain lock). */
+/* Hand every packet the engine wants out to the wire (the caller holds the endpoint's lock). */
 static void rdm_flush(struct braid_ep *ep, uint64_t now)
 {
 	struct braid_rd_out out[RDM_OUT_BURST];
@@ -591,10 +591,10 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	if (braid_rdm_nocomp(ep, flags, nocomp))
 		req.flags |= BRAID_RD_NO_COMP;
 
-	braid_domain_lock(ep->domain);
+	braid_ep_lock(ep);
 	ret = braid_rd_send(ep->rd, &req, braid_now_ns());
 	braid_rdm_posted_locked(ep, ret, flags);
-	braid_domain_unlock(ep->domain);
+	braid_ep_unlock(ep);
 	return ret;
 }
 
@@ -685,7 +685,7 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		req.flags |= BRAID_RD_MULTI;
 		req.min_free = ep->min_multi_recv;
 	}
-	braid_domain_lock(ep->domain);
+	braid_ep_lock(ep);
 	if (flags & (FI_PEEK | FI_CLAIM)) {
 		/* make sure what has arrived is seen before looking */
 		braid_rdm_progress_locked(ep);
@@ -701,7 +701,7 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		braid_rdm_progress_locked(ep);
 	else if (!ret)
 		rdm_reap(ep);	/* an unexpected message may have completed it at once */
-	braid_domain_unlock(ep->domain);
+	braid_ep_unlock(ep);
 	return ret;
 }
 

@@ -45,10 +45,10 @@ static ssize_t rma_post(struct braid_ep *ep, struct braid_rd_rma *req, fi_addr_t
 		req->flags |= BRAID_RD_INJECT;
 	if (braid_rdm_nocomp(ep, flags, nocomp))
 		req->flags |= BRAID_RD_NO_COMP;
-	braid_domain_lock(ep->domain);
+	braid_ep_lock(ep);
 	ret = braid_rd_rma(ep->rd, req, braid_now_ns());
 	braid_rdm_posted_locked(ep, ret, flags);
-	braid_domain_unlock(ep->domain);
+	braid_ep_unlock(ep);
 	return ret;
 }
 

@@ -45,7 +45,7 @@ static void ep_row(struct braid_ep *ep, uint64_t *v)
 		memset(p, 0, sizeof(*rc));
 }
 
-/* (the domain lock held) */
+/* (the endpoint's lock held) */
 static ssize_t ep_snapshot(struct braid_ep *ep, void *buf, size_t len, uint64_t now)
 {
 	struct fi_braid_stat_ep *s = buf;
@@ -236,7 +236,7 @@ void braid_stat_attach(struct braid_ep *ep)
 	((struct braid_statfile_hdr *)sf.map)->unpublished++;
 out:
 	pthread_mutex_unlock(&sf.lock);
-	/* seen at once, not only once it is first progressed (the caller holds the domain lock) */
+	/* seen at once, not only once it is first progressed (the caller holds the endpoint's lock) */
 	if (ep->stat_slot >= 0)
 		braid_stat_publish(ep, braid_now_ns());
 }
@@ -296,9 +296,9 @@ static ssize_t stat_snapshot(struct fid *fid, void *buf, size_t len)
 	if (!braid_fid_is_ep(fid) || !buf || ((uintptr_t)buf & 7))
 		return -FI_EINVAL;
 	ep = braid_container_of(fid, struct braid_ep, ep_fid.fid);
-	braid_domain_lock(ep->domain);
+	braid_ep_lock(ep);
 	ret = ep_snapshot(ep, buf, len, braid_now_ns());
-	braid_domain_unlock(ep->domain);
+	braid_ep_unlock(ep);
 	return ret;
 }
 
@@ -315,9 +315,9 @@ static int stat_value(struct fid *fid, const char *name, uint64_t *value)
 	if (i < 0)
 		return -FI_ENOENT;
 	ep = braid_container_of(fid, struct braid_ep, ep_fid.fid);
-	braid_domain_lock(ep->domain);
+	braid_ep_lock(ep);
 	ep_row(ep, v);
-	braid_domain_unlock(ep->domain);
+	braid_ep_unlock(ep);
 	*value = v[i];
 	return 0;
 }

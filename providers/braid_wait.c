@@ -1,6 +1,7 @@
 /* braid_wait.c: wait objects (epoll over the bound endpoints' wires + an eventfd) and endpoint sets. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sched.h>
@@ -172,14 +173,21 @@ int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int t
 	return 0;
 }
 
+void braid_epset_construct(struct braid_epset *set)
+{
+	memset(set, 0, sizeof(*set));
+	pthread_mutex_init(&set->lock, NULL);
+}
+
 int braid_epset_add(struct braid_epset *set, struct braid_ep *ep)
 {
-	int i;
+	int i, ret = 0;
 
+	pthread_mutex_lock(&set->lock);
 	for (i = 0; i < set->n; i++) {
 		if (set->eps[i] == ep) {
 			set->refs[i]++;
-			return 0;
+			goto out;
 		}
 	}
 	if (set->n == set->cap) {
@@ -187,25 +195,30 @@ int braid_epset_add(struct braid_epset *set, struct braid_ep *ep)
 		struct braid_ep **eps = realloc(set->eps, cap * sizeof(*eps));
 		int *refs;
 
+		ret = -FI_ENOMEM;
 		if (!eps)
-			return -FI_ENOMEM;
+			goto out;
 		set->eps = eps;
 		refs = realloc(set->refs, cap * sizeof(*refs));
 		if (!refs)
-			return -FI_ENOMEM;
+			goto out;
 		set->refs = refs;
 		set->cap = cap;
+		ret = 0;
 	}
 	set->eps[set->n] = ep;
 	set->refs[set->n] = 1;
 	set->n++;
-	return 0;
+out:
+	pthread_mutex_unlock(&set->lock);
+	return ret;
 }
 
 void braid_epset_remove(struct braid_epset *set, struct braid_ep *ep)
 {
 	int i;
 
+	pthread_mutex_lock(&set->lock);
 	for (i = 0; i < set->n; i++) {
 		if (set->eps[i] != ep)
 			continue;
@@ -214,8 +227,9 @@ void braid_epset_remove(struct braid_epset *set, struct braid_ep *ep)
 			set->refs[i] = set->refs[set->n - 1];
 			set->n--;
 		}
-		return;
+		break;
 	}
+	pthread_mutex_unlock(&set->lock);
 }
 
 void braid_epset_destruct(struct braid_epset *set)
@@ -225,34 +239,54 @@ void braid_epset_destruct(struct braid_epset *set)
 	set->eps = NULL;
 	set->refs = NULL;
 	set->n = set->cap = 0;
+	pthread_mutex_destroy(&set->lock);
 }
 
-void braid_epset_progress_locked(struct braid_epset *set)
+void braid_epset_progress(struct braid_epset *set)
 {
-	uint64_t now = set->n ? braid_now_ns() : 0;
+	uint64_t now;
 	int i;
 
+	pthread_mutex_lock(&set->lock);
+	now = set->n ? braid_now_ns() : 0;
 	for (i = 0; i < set->n; i++) {
-		set->eps[i]->app_ns = now;	/* the progress thread stays away (braid_progress.c) */
-		braid_ep_progress(set->eps[i]);
+		struct braid_ep *ep = set->eps[i];
+
+		if (braid_ep_trylock(ep))
+			continue;	/* another thread drives it now */
+		ep->app_ns = now;	/* the progress thread stays away (braid_progress.c) */
+		braid_ep_progress(ep);
+		braid_ep_unlock(ep);
 	}
+	pthread_mutex_unlock(&set->lock);
 }
 
 int braid_epset_timer_ms(struct braid_epset *set)
 {
 	uint64_t first = UINT64_MAX, now;
+	bool busy = false;
 	int i;
 
+	pthread_mutex_lock(&set->lock);
 	for (i = 0; i < set->n; i++) {
 		struct braid_ep *ep = set->eps[i];
+		uint64_t t;
 
-		if (ep->rd && braid_rd_next_deadline(ep->rd) < first)
-			first = braid_rd_next_deadline(ep->rd);
-		if (ep->msg && braid_msg_next_deadline(ep) < first)
-			first = braid_msg_next_deadline(ep);
+		if (braid_ep_trylock(ep)) {
+			busy = true;	/* another thread drives it: look again soon */
+			continue;
+		}
+		if (ep->rd && (t = braid_rd_next_deadline(ep->rd)) < first)
+			first = t;
+		if (ep->msg && (t = braid_msg_next_deadline(ep)) < first)
+			first = t;
+		braid_ep_unlock(ep);
 	}
+	pthread_mutex_unlock(&set->lock);
+	now = braid_now_ns();
+	if (busy && first > now + 1000000)
+		first = now + 1000000;
 	if (first == UINT64_MAX)
 		return -1;
-	now = braid_now_ns();
 	return first <= now ? 0 : (int)((first - now + 999999) / 1000000);
 }

@@ -58,6 +58,23 @@ static inline bool pt_is_plain_braid(const struct fi_info *info)
 }
 
 /*
+ * pt_take_plain_braid() - a copy of @list's first entry served by braid
+ * itself (not a utility provider layered over it); @list is freed. The
+ * caller frees the copy (fi_freeinfo).
+ */
+static inline struct fi_info *pt_take_plain_braid(struct fi_info *list)
+{
+	struct fi_info *cur, *info = NULL;
+
+	for (cur = list; cur && !info; cur = cur->next)
+		if (pt_is_plain_braid(cur))
+			info = fi_dupinfo(cur);
+	fi_freeinfo(list);
+	cr_assert_not_null(info, "no entry of braid's own");
+	return info;
+}
+
+/*
  * fi_getinfo for a braid DGRAM endpoint bound to 127.0.0.1 with a port the
  * kernel picks; @caps (0: provider default) are the requested capabilities.
  */

@@ -10,7 +10,7 @@ struct rdm {
 
 static struct fi_info *rdm_info(void)
 {
-	struct fi_info *hints = pt_hints(FI_EP_RDM), *list = NULL, *cur, *info = NULL;
+	struct fi_info *hints = pt_hints(FI_EP_RDM), *list = NULL, *info;
 	int ret;
 
 	hints->caps = FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV | FI_MULTI_RECV;
@@ -19,11 +19,7 @@ static struct fi_info *rdm_info(void)
 	cr_assert_eq(ret, 0, "fi_getinfo(braid RDM) = %d", ret);
 	/* "braid" gives braid's own endpoint first (not ofi_rxd layered over braid) */
 	cr_assert(pt_is_plain_braid(list), "first entry from %s", list->fabric_attr->prov_name);
-	for (cur = list; cur && !info; cur = cur->next)
-		if (pt_is_plain_braid(cur))
-			info = fi_dupinfo(cur);
-	fi_freeinfo(list);
-	cr_assert_not_null(info, "no native braid RDM entry");
+	info = pt_take_plain_braid(list);
 	cr_assert_eq(info->ep_attr->type, FI_EP_RDM);
 	return info;
 }
