@@ -1,0 +1,378 @@
+/* test_fabsim.c: behaviour of the leaf-spine fabric simulator (providers/sim/braid_fabsim.c) and of real RD and RC engines driven on it (bench/fabsim). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <criterion/criterion.h>
+#include <rdma/fi_errno.h>
+
+#include "fabsim.h"
+
+#define US	1000ULL
+#define MS	1000000ULL
+
+/* 4 ToRs x 4 hosts, 2 spines; 10/20 Gbit/s, 1 us a link; 64 KiB queues marking above 16 KiB */
+static struct braid_fabsim_cfg small_cfg(void)
+{
+	return (struct braid_fabsim_cfg){
+		.tors = 4, .hosts_per_tor = 4, .spines = 2,
+		.host = { .rate_bps = 10000000000ULL, .delay_ns = 1000, .queue_bytes = 65536,
+			  .ecn_bytes = 16384 },
+		.fabric = { .rate_bps = 20000000000ULL, .delay_ns = 1000, .queue_bytes = 65536,
+			    .ecn_bytes = 16384 },
+		.overhead = 64, .seed = 7,
+	};
+}
+
+static struct braid_fabsim *open_small(const struct braid_fabsim_cfg *c)
+{
+	struct braid_fabsim *fs;
+
+	cr_assert_eq(braid_fabsim_open(c, &fs), 0);
+	return fs;
+}
+
+/* run the fabric alone until it is empty; count deliveries (and CE-marked ones) per host */
+static size_t drain_until(struct braid_fabsim *fs, uint64_t until, size_t *per_host, size_t *ce)
+{
+	struct braid_fabsim_pkt p;
+	size_t n = 0;
+
+	while (braid_fabsim_step(fs, until, &p)) {
+		n++;
+		if (per_host)
+			per_host[p.dst]++;
+		if (ce && p.ecn_ce)
+			(*ce)++;
+	}
+	return n;
+}
+
+static size_t drain(struct braid_fabsim *fs, size_t *per_host, size_t *ce)
+{
+	return drain_until(fs, UINT64_MAX, per_host, ce);
+}
+
+Test(fabsim, open__bad_shapes_refused)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs;
+
+	c.spines = 0;
+	cr_assert_eq(braid_fabsim_open(&c, &fs), -FI_EINVAL);
+	c = small_cfg();
+	c.fabric.rate_bps = 0;
+	cr_assert_eq(braid_fabsim_open(&c, &fs), -FI_EINVAL);
+	c = small_cfg();
+	fs = open_small(&c);
+	cr_assert_eq(braid_fabsim_hosts(fs), 16);
+	cr_assert_eq(braid_fabsim_tor_of(fs, 5), 1);
+	cr_assert_eq(braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, 4, 0), -FI_EINVAL);
+	cr_assert_eq(braid_fabsim_send(fs, 0, 0, 16, 1, "x", 1), -FI_EINVAL);
+	braid_fabsim_close(fs);
+}
+
+/* different entropies take different spines, one entropy one spine, both directions */
+Test(fabsim, ecmp__entropies_spread_and_hash_is_symmetric)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs;
+	struct braid_fabsim_pkt p;
+	int used[2] = { 0, 0 };
+	uint8_t buf[100] = { 0 };
+	uint16_t e;
+
+	c.spines = 2;
+	fs = open_small(&c);
+	cr_assert_eq(braid_fabsim_route(fs, 0, 1, 5), -1, "same ToR: no spine");
+	for (e = 0; e < 64; e++) {
+		int s = braid_fabsim_route(fs, 0, 9, e);
+
+		cr_assert(s == 0 || s == 1);
+		used[s]++;
+		cr_assert_eq(braid_fabsim_route(fs, 9, 0, e), s, "the hash is symmetric");
+		/* the packet really crosses the spine the route names */
+		cr_assert_eq(braid_fabsim_send(fs, braid_fabsim_now(fs), 0, 9, e, buf, sizeof(buf)), 0);
+		cr_assert_eq(braid_fabsim_step(fs, UINT64_MAX, &p), 1);
+		cr_assert_eq(p.spine, s);
+		cr_assert_eq(p.entropy, e);
+		cr_assert_eq(braid_fabsim_send(fs, braid_fabsim_now(fs), 9, 0, e, buf, sizeof(buf)), 0);
+		cr_assert_eq(braid_fabsim_step(fs, UINT64_MAX, &p), 1);
+		cr_assert_eq(p.spine, s, "a reply with the same entropy comes back the same way");
+	}
+	cr_assert_gt(used[0], 16);
+	cr_assert_gt(used[1], 16);
+	braid_fabsim_close(fs);
+}
+
+/* a FIFO at the link rate: the n-th packet of a burst arrives n serialisations later */
+Test(fabsim, link__serialisation_and_delay)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs = open_small(&c);
+	struct braid_fabsim_pkt p;
+	uint8_t buf[1186] = { 0 };	/* + 64 overhead = 1250 B = 1 us at 10 Gbit/s */
+	int i;
+
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(braid_fabsim_send(fs, 0, 0, 1, 0, buf, sizeof(buf)), 0);
+	/* NIC 1 us + 1 us, ToR port 1 us + 1 us: the first at 4 us, then one every 1 us */
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(braid_fabsim_step(fs, UINT64_MAX, &p), 1);
+		cr_assert_eq(p.at, (4 + (uint64_t)i) * US, "packet %d at %lu", i, (unsigned long)p.at);
+		cr_assert_eq(p.len, sizeof(buf));
+	}
+	braid_fabsim_close(fs);
+}
+
+/* 12 senders at once into one host: its ToR port queues, marks above 16 KiB, drops above 64 KiB */
+Test(fabsim, queue__ecn_above_threshold_and_drop_tail)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs;
+	const struct braid_fabsim_link_stats *st;
+	uint8_t buf[4032] = { 0 };	/* 4096 B on the wire */
+	size_t per_host[16] = { 0 }, ce = 0, got;
+	int link, h, k;
+
+	/* a fabric fast and deep enough that only the last queue fills */
+	c.fabric.rate_bps = 400000000000ULL;
+	c.fabric.queue_bytes = 0;
+	fs = open_small(&c);
+	link = braid_fabsim_link(fs, BRAID_FABSIM_HOST_DOWN, 0, 0);
+
+	for (h = 4; h < 16; h++)
+		for (k = 0; k < 4; k++)
+			cr_assert_eq(braid_fabsim_send(fs, 0, h, 0, (uint16_t)k, buf, sizeof(buf)), 0);
+	got = drain(fs, per_host, &ce);
+	st = braid_fabsim_link_stats(fs, link);
+	cr_assert_eq(st->pkts, 48);
+	cr_assert_gt(st->drops_queue, 0, "48 x 4 KiB at once overflow a 64 KiB queue");
+	cr_assert_eq(got + st->drops_queue, 48, "every packet delivered or dropped by the queue");
+	cr_assert_gt(ce, 0);
+	cr_assert_eq(ce, st->ecn_marks, "each mark made by that queue arrives");
+	cr_assert_lt(ce, got, "packets that found a short queue are not marked");
+	cr_assert_leq(st->max_backlog, c.host.queue_bytes);
+	cr_assert_gt(st->max_backlog, c.host.ecn_bytes);
+	braid_fabsim_close(fs);
+}
+
+/* random loss on one link only */
+Test(fabsim, link__loss)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs = open_small(&c);
+	int link = braid_fabsim_link(fs, BRAID_FABSIM_HOST_DOWN, 1, 0);
+	uint8_t buf[64] = { 0 };
+	size_t per_host[16] = { 0 };
+	int i;
+
+	cr_assert_eq(braid_fabsim_set_loss(fs, link, 0.5), 0);
+	cr_assert_eq(braid_fabsim_set_loss(fs, link, 1.5), -FI_EINVAL);
+	for (i = 0; i < 1000; i++) {
+		cr_assert_eq(braid_fabsim_send(fs, (uint64_t)i * 10 * US, 0, 1, 0, buf, sizeof(buf)), 0);
+		cr_assert_eq(braid_fabsim_send(fs, (uint64_t)i * 10 * US, 0, 2, 0, buf, sizeof(buf)), 0);
+		drain(fs, per_host, NULL);
+	}
+	cr_assert_eq(per_host[2], 1000);
+	cr_assert(per_host[1] > 400 && per_host[1] < 600, "%zu of 1000 through 50%% loss", per_host[1]);
+	cr_assert_eq(braid_fabsim_link_stats(fs, link)->drops_loss, 1000 - per_host[1]);
+	braid_fabsim_close(fs);
+}
+
+/* a failed link black-holes its routes until routing reacts, then they avoid it, until it is back */
+Test(fabsim, link__failure_and_reroute)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs;
+	uint8_t buf[64] = { 0 };
+	int up, e = -1, k;
+
+	c.reroute_ns = 50 * US;
+	fs = open_small(&c);
+	up = braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, 0, 0);
+	for (k = 0; k < 64 && e < 0; k++)
+		if (braid_fabsim_route(fs, 0, 4, (uint16_t)k) == 0)
+			e = k;
+	cr_assert_geq(e, 0);
+	cr_assert_eq(braid_fabsim_schedule(fs, 10 * US, up, false), 0);
+	cr_assert_eq(braid_fabsim_schedule(fs, 200 * US, up, true), 0);
+	/* in flight when it fails: lost */
+	cr_assert_eq(braid_fabsim_send(fs, 9 * US, 0, 4, (uint16_t)e, buf, sizeof(buf)), 0);
+	cr_assert_eq(drain_until(fs, 15 * US, NULL, NULL), 0);
+	cr_assert_eq(braid_fabsim_link_stats(fs, up)->drops_down, 1);
+	/* before routing reacts: black-holed; after: the other spine */
+	cr_assert_eq(braid_fabsim_send(fs, 20 * US, 0, 4, (uint16_t)e, buf, sizeof(buf)), 0);
+	cr_assert_eq(drain_until(fs, 60 * US, NULL, NULL), 0);
+	cr_assert_eq(braid_fabsim_link_stats(fs, up)->drops_down, 2);
+	cr_assert_eq(braid_fabsim_send(fs, 70 * US, 0, 4, (uint16_t)e, buf, sizeof(buf)), 0);
+	cr_assert_eq(braid_fabsim_route(fs, 0, 4, (uint16_t)e), 1);
+	cr_assert_eq(drain_until(fs, 150 * US, NULL, NULL), 1);
+	/* back up at 200 us: the old route again */
+	cr_assert_eq(drain(fs, NULL, NULL), 0);
+	cr_assert_eq(braid_fabsim_send(fs, 300 * US, 0, 4, (uint16_t)e, buf, sizeof(buf)), 0);
+	cr_assert_eq(drain(fs, NULL, NULL), 1);
+	cr_assert_eq(braid_fabsim_route(fs, 0, 4, (uint16_t)e), 0);
+	braid_fabsim_close(fs);
+}
+
+/* ---- engines on the fabric ---- */
+
+/* host h sends @per flows of @size, one after another, to a host two ToRs on */
+static struct fabsim_flow *permutation(int hosts, int per_tor, int per, uint64_t size, size_t *n)
+{
+	struct fabsim_flow *f = calloc((size_t)(hosts * per), sizeof(*f));
+	int h, k;
+
+	for (h = 0; h < hosts; h++) {
+		for (k = 0; k < per; k++) {
+			struct fabsim_flow *x = &f[h * per + k];
+
+			x->src = h;
+			x->dst = (h + 2 * per_tor) % hosts;
+			x->id = (uint32_t)(h * per + k);
+			x->size = size + (uint64_t)k * 1000;	/* sizes that end mid-packet */
+			x->start_ns = k ? UINT64_MAX : 0;
+			x->next = k + 1 < per ? h * per + k + 1 : -1;
+		}
+	}
+	*n = (size_t)(hosts * per);
+	return f;
+}
+
+static void check_all_intact(const struct fabsim_run *run)
+{
+	size_t i;
+
+	cr_assert_eq(run->finished, run->nflows);
+	cr_assert_eq(run->failed, 0, "%zu flows failed", run->failed);
+	for (i = 0; i < run->nflows; i++) {
+		const struct fabsim_flow *f = &run->flows[i];
+
+		cr_assert(f->intact, "flow %zu: err %d", i, f->err);
+		cr_assert_geq(f->recv_ns, f->start_ns);
+		cr_assert_geq(f->sent_ns, f->start_ns);
+	}
+}
+
+static void run_permutation(const struct fabsim_transport *tp, const struct braid_fabsim_cfg *c)
+{
+	struct braid_fabsim *fs = open_small(c);
+	struct fabsim_run run;
+	size_t n;
+	struct fabsim_flow *f = permutation(16, 4, 3, 100000, &n);
+
+	cr_assert_eq(fabsim_run_open(&run, fs, tp, f, n, 11), 0);
+	cr_assert_eq(fabsim_run_go(&run, 100 * MS), 0);
+	check_all_intact(&run);
+	fabsim_run_close(&run);
+	braid_fabsim_close(fs);
+	free(f);
+}
+
+Test(fabsim, rd__permutation_completes_intact)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+
+	run_permutation(&fabsim_rd, &c);
+}
+
+Test(fabsim, rc__permutation_completes_intact)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+
+	run_permutation(&fabsim_rc, &c);
+}
+
+/* with 2% loss on every ToR-spine link both still deliver every byte */
+Test(fabsim, rd_rc__lossy_fabric_completes_intact)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs;
+	int t, s;
+
+	for (int tp = 0; tp < 2; tp++) {
+		fs = open_small(&c);
+		for (t = 0; t < c.tors; t++)
+			for (s = 0; s < c.spines; s++) {
+				braid_fabsim_set_loss(fs, braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, t, s), 0.02);
+				braid_fabsim_set_loss(fs, braid_fabsim_link(fs, BRAID_FABSIM_SPINE_DOWN, t, s), 0.02);
+			}
+		struct fabsim_run run;
+		size_t n;
+		struct fabsim_flow *f = permutation(16, 4, 2, 60000, &n);
+
+		cr_assert_eq(fabsim_run_open(&run, fs, tp ? &fabsim_rc : &fabsim_rd, f, n, 3), 0);
+		cr_assert_eq(fabsim_run_go(&run, 2000 * MS), 0, "%s", tp ? "rc" : "rd");
+		check_all_intact(&run);
+		fabsim_run_close(&run);
+		braid_fabsim_close(fs);
+		free(f);
+	}
+}
+
+/*
+ * ToR 0's link to spine 0 fails for good (routing never reacts) while
+ * every host of ToR 0 streams to ToR 2 and back: RD moves its traffic to
+ * spine 1 and every flow completes; the dead link swallows only what was
+ * sent before each path was found dead.
+ */
+Test(fabsim, rd__failed_link_moves_traffic)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs = open_small(&c);
+	int up = braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, 0, 0);
+	int down = braid_fabsim_link(fs, BRAID_FABSIM_SPINE_DOWN, 0, 0);
+	int up1 = braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, 0, 1);
+	struct fabsim_counters cnt;
+	struct fabsim_run run;
+	uint64_t before_up, before_up1;
+	size_t n;
+	struct fabsim_flow *f = permutation(16, 4, 6, 200000, &n);
+
+	cr_assert_eq(braid_fabsim_schedule(fs, 200 * US, up, false), 0);
+	cr_assert_eq(braid_fabsim_schedule(fs, 200 * US, down, false), 0);
+	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rd, f, n, 5), 0);
+	cr_assert_eq(fabsim_run_go(&run, 200 * US), -FI_ETIMEDOUT);
+	before_up = braid_fabsim_link_stats(fs, up)->pkts;
+	before_up1 = braid_fabsim_link_stats(fs, up1)->pkts;
+	cr_assert_gt(before_up, 100, "spine 0 carried RD traffic before the failure");
+	cr_assert_eq(fabsim_run_go(&run, 1000 * MS), 0);
+	check_all_intact(&run);
+	/* after the failure: far more went by spine 1 than into the dead link (each path
+	 * found dead is re-drawn, and a fresh entropy may hash onto spine 0 again) */
+	run.tp->counters(&run, &cnt);
+	cr_assert_gt(braid_fabsim_link_stats(fs, up1)->pkts - before_up1,
+		     10 * (braid_fabsim_link_stats(fs, up)->pkts - before_up));
+	cr_assert_gt(cnt.retx_pkts, 0, "what the dead link swallowed was sent again");
+	fabsim_run_close(&run);
+	braid_fabsim_close(fs);
+	free(f);
+}
+
+/* the same failure: an RC connection hashed onto the dead link has no other route, and times out */
+Test(fabsim, rc__failed_link_strands_its_connections)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs = open_small(&c);
+	struct fabsim_run run;
+	size_t n, i, failed = 0;
+	struct fabsim_flow *f = permutation(16, 4, 6, 200000, &n);
+
+	braid_fabsim_schedule(fs, 200 * US, braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, 0, 0), false);
+	braid_fabsim_schedule(fs, 200 * US, braid_fabsim_link(fs, BRAID_FABSIM_SPINE_DOWN, 0, 0), false);
+	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, 5), 0);
+	fabsim_run_go(&run, 5000 * MS);
+	cr_assert_eq(run.finished, n);
+	for (i = 0; i < n; i++) {
+		/* timed out, flushed, or (the next flow of its loop) posted to the QP in error */
+		cr_assert(f[i].intact || f[i].err == FI_ETIMEDOUT || f[i].err == FI_ECANCELED ||
+			  f[i].err == FI_EOPBADSTATE,
+			  "flow %zu: err %d", i, f[i].err);
+		failed += !f[i].intact;
+	}
+	cr_assert_eq(run.corrupt, 0);
+	cr_assert_gt(failed, 0, "some connection of ToR 0 hashes onto spine 0");
+	fabsim_run_close(&run);
+	braid_fabsim_close(fs);
+	free(f);
+}
