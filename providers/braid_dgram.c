@@ -260,6 +260,7 @@ void braid_dgram_flush_locked(struct braid_ep *ep)
 {
 	struct braid_pkt pkts[BRAID_MAX_BATCH];
 	int i, n = ep->tx_npending, sent;
+	size_t reserved;
 
 	if (!n)
 		return;
@@ -275,13 +276,15 @@ void braid_dgram_flush_locked(struct braid_ep *ep)
 		pkts[i].gso_size = 0;
 	}
 	sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
-	for (i = 0; i < sent; i++) {
-		if (ep->tx_pending[i].comp) {
-			braid_cq_unreserve(ep->tx_cq, 1);
-			ep->pending_comps--;
-		}
-		dgram_tx_done(ep, &ep->tx_pending[i], pkts[i].status);
+	for (i = 0, reserved = 0; i < sent; i++)
+		reserved += ep->tx_pending[i].comp;
+	if (reserved) {
+		/* their promised slots given back, then taken by their completions */
+		braid_cq_unreserve(ep->tx_cq, reserved);
+		ep->pending_comps -= reserved;
 	}
+	for (i = 0; i < sent; i++)
+		dgram_tx_done(ep, &ep->tx_pending[i], pkts[i].status);
 	if (sent < n)
 		memmove(ep->tx_pending, ep->tx_pending + sent,
 			(size_t)(n - sent) * sizeof(ep->tx_pending[0]));
