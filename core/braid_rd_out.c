@@ -712,10 +712,28 @@ void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *f, uint32_t ack_psn, 
 			rd->cfg.cc->rto_verdict(&f->cc, false);
 			f->rto_at = 0;
 		}
-		rd->cfg.cc->on_ack(&f->cc, n, 0, f->min_rtt, false, now);
+		rd->cfg.cc->on_ack(&f->cc, n, 0, 0, f->min_rtt, false, now);
 		detect_loss(rd, f, now);
 		rd_flow_ready(rd, f);
 	}
+}
+
+/*
+ * How much of the RTT sample @rtt the two hosts were away from the wire
+ * (§4.5): the receiver's hold (its absence before it read the packet, and
+ * any ACK delay) and our own absence before we read the ACK (since it
+ * arrived, or the wire was last read empty). No queue in the fabric caused it and no smaller
+ * window shortens it: congestion control leaves it out. Timers keep the
+ * whole sample: they must wait for absent hosts.
+ */
+static uint64_t sample_away(const struct braid_rd *rd, const struct braid_rd_ack_view *a,
+			    uint64_t rtt, uint64_t now)
+{
+	uint64_t away = (uint64_t)a->hold_us * 1000;
+
+	if (rd->in_arrived && now > rd->in_arrived)
+		away += now - rd->in_arrived;
+	return away < rtt ? away : rtt;
 }
 
 void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
@@ -863,7 +881,8 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		f->rto_backoff = 0;
 		f->tlp_out = false;
 	}
-	rd->cfg.cc->on_ack(&f->cc, n, rtt, base ? base : f->min_rtt, ecn, now);
+	rd->cfg.cc->on_ack(&f->cc, n, rtt, sample_away(rd, a, rtt, now), base ? base : f->min_rtt,
+			   ecn, now);
 	detect_loss(rd, f, now);
 	if (n || !braid_dlist_empty(&f->retxq) || !braid_dlist_empty(&conn->sendq))
 		rd_flow_ready(rd, f);
@@ -1092,7 +1111,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		b = (struct rd_bundle){ .first = n, .count = 1, .path = -1,
 					.bytes = BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC +
 						 sizeof(struct braid_rd_ack_hdr) };
-		rd_in_write_ack(rd, f, &out[n++]);
+		rd_in_write_ack(rd, f, &out[n++], now);
 		f->ack_now = false;
 		f->ack_held = false;
 		f->need_ack = false;
