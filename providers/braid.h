@@ -651,6 +651,8 @@ struct braid_ep {
 	uint64_t stat_next;
 	/** @progress_ns: when RDM and MSG progress last read the clock. */
 	uint64_t progress_ns;
+	/** @rx_drained_ns: RDM: when its wire was last read to empty (datagrams read later came after). */
+	uint64_t rx_drained_ns;
 	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
 	size_t pending_comps;
 	/** @type: FI_EP_DGRAM or FI_EP_RDM. */
