@@ -699,6 +699,7 @@ static int measure_one(const char *spec, int reps, bool quick)
 {
 	static const char *const names[] = { "lat", "bw", "rate", "wlat", "rlat", "wbw", "rbw" };
 	char prov[64], test[16];
+	double vals[16];
 	size_t size;
 	int t, r;
 
@@ -726,6 +727,16 @@ static int measure_one(const char *spec, int reps, bool quick)
 		}
 		printf("%s %s %zu: %.3f\n", prov, test, size, v);
 		fflush(stdout);
+		vals[r] = v;
+	}
+	/* the worst repetition beside the median: a run that collapses shows (issue 13) */
+	if (reps > 1) {
+		bool lower = !strcmp(test, "floor") || !strcmp(test, "lat") || !strcmp(test, "wlat") ||
+			     !strcmp(test, "rlat");
+		double w = worst(vals, reps, lower);
+
+		printf("%s %s %zu: median %.3f, worst %s %.3f (%d repetitions)\n", prov, test, size,
+		       median(vals, reps), lower ? "highest" : "lowest", w, reps);
 	}
 	return 0;
 }
