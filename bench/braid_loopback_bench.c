@@ -7,6 +7,7 @@
  *
  *   FI_PROVIDER_PATH=build/providers build/bench/braid_loopback_bench [-r REPS] [-q] [-R]
  *   ... braid_loopback_bench -1 PROV,TEST,SIZE [-r REPS]   one measurement, each repetition
+ *       (then, with REPS > 1, the median and the worst repetition)
  *       (TEST: lat, bw, rate, wlat, rlat, wbw, rbw, floor, rate2 (two threads, one domain),
  *       rate2d (a domain each), ceiling (raw UDP stream); for tuning, not for the tables)
  *   ... braid_loopback_bench -W [-r REPS]   braid's UDP wire against its DPDK wire (net_memif
