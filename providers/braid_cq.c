@@ -42,10 +42,6 @@ static size_t cq_used(const struct braid_cq *cq)
 	       __atomic_load_n(&cq->reserved, __ATOMIC_RELAXED);
 }
 
-bool braid_cq_has_room(struct braid_cq *cq)
-{
-	return cq_used(cq) < cq->size;
-}
 
 bool braid_cq_room(struct braid_cq *cq)
 {
@@ -57,6 +53,11 @@ size_t braid_cq_free(struct braid_cq *cq)
 	size_t used = cq_used(cq);
 
 	return used < cq->size ? cq->size - used : 0;
+}
+
+bool braid_cq_has_room(struct braid_cq *cq)
+{
+	return braid_cq_free(cq) > 0;
 }
 
 bool braid_cq_reserve(struct braid_cq *cq)

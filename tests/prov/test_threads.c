@@ -410,7 +410,16 @@ Test(threads, thread_domain_with_the_progress_thread)
 
 Test(threads, thread_domain_without_locks)
 {
+	struct fi_info *hints, *info = NULL;
+
 	/* read when the provider loads: this test's process has not loaded it yet */
 	setenv("FI_BRAID_PROGRESS_US", "0", 1);
+	/* it took: with no progress thread braid offers no automatic data progress
+	 * (and so, with FI_THREAD_DOMAIN, its domain is one that takes no lock) */
+	hints = pt_hints(FI_EP_RDM);
+	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &info),
+		     -FI_ENODATA, "FI_BRAID_PROGRESS_US=0 did not take: the progress thread runs");
+	fi_freeinfo(hints);
 	run_serial();
 }
