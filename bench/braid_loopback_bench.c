@@ -7,6 +7,7 @@
  *
  *   FI_PROVIDER_PATH=build/providers build/bench/braid_loopback_bench [-r REPS] [-q] [-R]
  *   ... braid_loopback_bench -1 PROV,TEST,SIZE [-r REPS]   one measurement, each repetition
+ *       (then, with REPS > 1, the median and the worst repetition)
  *       (TEST: lat, bw, rate, wlat, rlat, wbw, rbw, floor, rate2 (two threads, one domain),
  *       rate2d (a domain each), ceiling (raw UDP stream); for tuning, not for the tables)
  *   ... braid_loopback_bench -W [-r REPS]   braid's UDP wire against its DPDK wire (net_memif
@@ -699,6 +700,7 @@ static int measure_one(const char *spec, int reps, bool quick)
 {
 	static const char *const names[] = { "lat", "bw", "rate", "wlat", "rlat", "wbw", "rbw" };
 	char prov[64], test[16];
+	double vals[16];
 	size_t size;
 	int t, r;
 
@@ -726,6 +728,16 @@ static int measure_one(const char *spec, int reps, bool quick)
 		}
 		printf("%s %s %zu: %.3f\n", prov, test, size, v);
 		fflush(stdout);
+		vals[r] = v;
+	}
+	/* the worst repetition beside the median: a run that collapses shows (issue 13) */
+	if (reps > 1) {
+		bool lower = !strcmp(test, "floor") || !strcmp(test, "lat") || !strcmp(test, "wlat") ||
+			     !strcmp(test, "rlat");
+		double w = worst(vals, reps, lower);
+
+		printf("%s %s %zu: median %.3f, worst %s %.3f (%d repetitions)\n", prov, test, size,
+		       median(vals, reps), lower ? "highest" : "lowest", w, reps);
 	}
 	return 0;
 }

@@ -8,7 +8,10 @@
  * flow. The signal is queueing delay: an RTT sample less the base RTT of the
  * path it came on (so a slower path is not read as congestion), judged
  * against a target of max(target_ns, base RTT / 2) (the target scales with
- * the fabric's RTT, as Swift's hop scaling does).
+ * the fabric's RTT, as Swift's hop scaling does). The time the hosts were
+ * away from the wire during a sample (a receiver or sender descheduled or
+ * computing: the endpoint delay Swift takes from NIC timestamps) is no
+ * queueing: it is left out of the delay, not out of the round's length.
  *  - Judged once per RTT on the smallest queueing delay seen in that RTT: a
  *    standing queue raises every sample, a host's scheduling jitter only
  *    some, so jitter alone never cuts the window.
@@ -115,12 +118,15 @@ static void swift_round_end(struct swift *w, uint64_t now)
 }
 
 static void swift_on_ack(struct braid_cc_state *s, uint32_t acked, uint64_t rtt_ns,
-			 uint64_t base_rtt_ns, bool ecn, uint64_t now)
+			 uint64_t away_ns, uint64_t base_rtt_ns, bool ecn, uint64_t now)
 {
 	struct swift *w = sw(s);
 
 	if (rtt_ns) {
-		uint64_t q = rtt_ns > base_rtt_ns ? rtt_ns - base_rtt_ns : 0;
+		/* the hosts' absence is no queue: a smaller window would not shorten it
+		 * (the round still lasts the whole RTT) */
+		uint64_t fab = rtt_ns > away_ns ? rtt_ns - away_ns : 0;
+		uint64_t q = fab > base_rtt_ns ? fab - base_rtt_ns : 0;
 
 		w->last_rtt = rtt_ns;
 		if (q < w->round_minq) {
@@ -201,7 +207,7 @@ static void none_init(struct braid_cc_state *s, uint32_t max_cwnd, uint64_t targ
 }
 
 static void none_on_ack(struct braid_cc_state *s, uint32_t acked, uint64_t rtt_ns,
-			uint64_t base_rtt_ns, bool ecn, uint64_t now)
+			uint64_t away_ns, uint64_t base_rtt_ns, bool ecn, uint64_t now)
 {
 }
 

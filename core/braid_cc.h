@@ -20,9 +20,14 @@ struct braid_cc_ops {
 	const char *name;
 	/** @init: start a flow; @max_cwnd is the flow's window, @target_ns the delay target. */
 	void (*init)(struct braid_cc_state *s, uint32_t max_cwnd, uint64_t target_ns);
-	/** @on_ack: @acked packets delivered; @rtt_ns a fresh sample (0 if none), @ecn a CE echo. */
+	/**
+	 * @on_ack: @acked packets delivered; @rtt_ns a fresh sample (0 if none), of
+	 * which @away_ns (<= @rtt_ns) the hosts were away from the wire (a receiver
+	 * or sender descheduled, computing, delaying its ACK: protocol.md §4.5),
+	 * which is no queueing; @base_rtt_ns the sample's path's base RTT; @ecn a CE echo.
+	 */
 	void (*on_ack)(struct braid_cc_state *s, uint32_t acked, uint64_t rtt_ns,
-		       uint64_t base_rtt_ns, bool ecn, uint64_t now);
+		       uint64_t away_ns, uint64_t base_rtt_ns, bool ecn, uint64_t now);
 	/** @on_loss: a packet was declared lost (time-based detection). */
 	void (*on_loss)(struct braid_cc_state *s, uint64_t srtt_ns, uint64_t now);
 	/** @on_rto: the retransmission timer fired. */

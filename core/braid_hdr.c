@@ -233,7 +233,7 @@ void braid_rd_ack_write(struct braid_rd_ack_hdr *h, const struct braid_rd_ack_vi
 	h->echo_time = htobe32(v->echo_time);
 	h->rwnd = htobe32(v->rwnd);
 	h->dups = htobe32(v->dups);
-	h->reserved = 0;
+	h->hold_us = htobe32(v->hold_us);
 	memcpy(h->sack, v->sack, sizeof(h->sack));
 }
 
@@ -258,6 +258,7 @@ int braid_rd_ack_decode(const void *buf, size_t len, struct braid_rd_ack_view *v
 	v->echo_time = be32toh(h.echo_time);
 	v->rwnd = be32toh(h.rwnd);
 	v->dups = be32toh(h.dups);
+	v->hold_us = be32toh(h.hold_us);
 	memcpy(v->sack, h.sack, sizeof(v->sack));
 	if (v->src_epoch == 0 || v->dst_epoch == 0)
 		return DROP(BRAID_DROP_STALE_EPOCH);

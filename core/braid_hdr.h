@@ -150,7 +150,7 @@ struct braid_rd_ack_hdr {
 	uint32_t echo_time;
 	uint32_t rwnd;
 	uint32_t dups;
-	uint32_t reserved;
+	uint32_t hold_us;
 	uint8_t sack[BRAID_RD_SACK_BITS / 8];
 } __attribute__((packed));
 _Static_assert(sizeof(struct braid_rd_ack_hdr) == 72, "RD_ACK header is 72 bytes");
@@ -247,6 +247,12 @@ struct braid_rd_ack_view {
 	uint32_t src_epoch, dst_epoch, cum_psn, echo_psn, echo_time, rwnd;
 	/** @dups: duplicate DATA packets the acknowledging side has received from us, ever (mod 2^32). */
 	uint32_t dups;
+	/**
+	 * @hold_us: how long the echoed packet may have waited at the acknowledging
+	 * host before this ACK left, in microseconds (its absence from the wire:
+	 * descheduled, computing, delaying the ACK); 0: not known (§4.3).
+	 */
+	uint32_t hold_us;
 	uint8_t sack[BRAID_RD_SACK_BITS / 8];
 };
 

@@ -458,6 +458,19 @@ uint64_t braid_rd_next_deadline(const struct braid_rd *rd);
 void braid_rd_timer(struct braid_rd *rd, uint64_t now);
 
 /**
+ * braid_rd_arrived() - the packets braid_rd_input*() is handed next reached
+ * this host at @when (the wire's receive timestamp), or at least no earlier
+ * (the last time the wire was read to empty); 0: not known. The time from
+ * then to the @now of their handling is this host's absence (descheduled,
+ * computing, not polling), which a delay-based congestion control must not
+ * read as the fabric's queueing: a receiver reports it in its ACKs (§4.3
+ * hold_us), a sender leaves its own out of the RTT samples it judges
+ * congestion by (§4.5). Never called: no absence is known, and the samples
+ * are taken whole.
+ */
+void braid_rd_arrived(struct braid_rd *rd, uint64_t when);
+
+/**
  * braid_rd_poll() - take up to @max completions. Every operation produces
  * exactly one (successes of BRAID_RD_NO_COMP operations carry
  * BRAID_RD_COMP_SILENT). Return: how many.

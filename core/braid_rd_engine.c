@@ -629,6 +629,7 @@ static void conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint64_t 
 		return;
 	f->echo_psn = 0;
 	f->echo_time = 0;
+	f->echo_rx = 0;
 	f->echo_route = rd->in_route;
 	f->need_ack = true;
 	f->ack_now = true;
@@ -998,6 +999,11 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 	if (before - braid_rd_pool_bytes(rd) >= (1u << 20))
 		malloc_trim(0);
 	rd->sweep_at = rd->stats.flows_active ? now + rd->cfg.idle_ns / 4 : UINT64_MAX;
+}
+
+void braid_rd_arrived(struct braid_rd *rd, uint64_t when)
+{
+	rd->in_arrived = when;
 }
 
 void braid_rd_timer(struct braid_rd *rd, uint64_t now)

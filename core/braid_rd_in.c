@@ -529,6 +529,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		f->echo_time = v->tx_time;
 		f->echo_route = rd->in_route;
 		f->echo_ecn = ecn;
+		f->echo_rx = rd->in_arrived;
 		/* a rendezvous keepalive probe (§4.6) is a duplicate by design: not a sign
 		 * of a spurious retransmission, so not counted for the sender's windows */
 		if (!((v->flags & BRAID_RD_F_RDV) && (v->flags & BRAID_RD_F_RETX) && !v->payload_len))
@@ -621,6 +622,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	f->echo_time = v->tx_time;
 	f->echo_route = rd->in_route;
 	f->echo_ecn = ecn;
+	f->echo_rx = rd->in_arrived;
 
 	done = msg_complete(m);
 	msg_settle(rd, f, m, now);
@@ -652,11 +654,30 @@ no_buffer:
 	f->echo_time = v->tx_time;
 	f->echo_route = rd->in_route;
 	f->echo_ecn = ecn;
+	f->echo_rx = rd->in_arrived;
 	ack_soon(rd, f, true, now);
 	return rd_drop_at(rd, f, BRAID_DROP_NO_BUFFER);
 }
 
-void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out)
+/*
+ * How long the echoed packet may have waited here before its ACK leaves at
+ * @now (§4.3 hold_us): since it reached this host (or the wire was last read
+ * empty before it was read).
+ * A host that was away (descheduled, computing) or held the ACK back shows
+ * it, so the sender does not read our absence as its fabric's queueing.
+ */
+static uint32_t ack_hold_us(const struct rd_flow *f, uint64_t now)
+{
+	uint64_t us;
+
+	if (!f->echo_rx || now <= f->echo_rx)
+		return 0;
+	us = (now - f->echo_rx) / 1000;
+	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
+		     uint64_t now)
 {
 	struct rd_conn *conn = f->conn;
 	uint32_t w = rd->cfg.window, i;
@@ -670,6 +691,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 		.echo_time = f->echo_time,
 		.rwnd = f->refused ? 0 : rd_in_rwnd(rd, f),
 		.dups = f->rx_dups,
+		.hold_us = ack_hold_us(f, now),
 	};
 
 	if (f->wupdate) {
@@ -677,6 +699,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 		 * which gives the sender no RTT sample (the wait for room is not a round trip) */
 		a.echo_psn = conn->rcv_nxt - 1;
 		a.echo_time = 0;
+		a.hold_us = 0;
 		f->wupdate = false;
 	}
 

@@ -188,6 +188,8 @@ struct rd_flow {
 	uint64_t rto_backoff;
 	/** @rto_at: when the RTO fired that the next ACK will judge (0: none). */
 	uint64_t rto_at;
+	/** @rto_dups: the peer's duplicate count (peer_dups) when that RTO fired. */
+	uint32_t rto_dups;
 	/** @rx_dups: duplicate DATA packets received from the peer (echoed in our ACKs). */
 	uint32_t rx_dups;
 	/** @peer_dups: the peer's last reported count of our duplicates; @reo_mult: reorder
@@ -225,6 +227,8 @@ struct rd_flow {
 	bool ack_now;
 	uint64_t ack_deadline;		/* 0 = none */
 	uint32_t echo_psn, echo_time;
+	/** @echo_rx: when the echoed packet reached this host, or no earlier (rd->in_arrived); 0: unknown. */
+	uint64_t echo_rx;
 	/** @echo_route: the route the echoed packet came by (its ACK goes back by it), or -1. */
 	int32_t echo_route;
 	/** @data_route: the route of the peer's latest data (CTS go back by it), or -1. */
@@ -371,6 +375,11 @@ struct braid_rd {
 	uint32_t refused_n;
 	/** @in_route: the route of the packet braid_rd_input_from() is handling, or -1. */
 	int32_t in_route;
+	/**
+	 * @in_arrived: when the packets handed in now reached this host, or no
+	 * earlier (braid_rd_arrived()); 0: not known (no host absence is known).
+	 */
+	uint64_t in_arrived;
 	/** @in_placed: its payload is in place already (braid_rd_input_placed()). */
 	bool in_placed;
 	size_t flow_size;
@@ -483,7 +492,8 @@ void rd_rma_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_er
 /* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
 int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
 	       bool ecn, uint64_t now);
-void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out);
+void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
+		     uint64_t now);
 bool rd_in_idle(const struct rd_flow *flow);
 void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
 void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);

@@ -607,8 +607,10 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 								      struct rd_txpkt, link),
 					    RD_LOSS_RTO);
 			RD_COUNT(rd, f, rto_fires, 1);
-			if (!f->rto_at)
+			if (!f->rto_at) {
 				f->rto_at = now;
+				f->rto_dups = f->peer_dups;
+			}
 			if (now - f->last_progress >= flow_rto(rd, f)) {
 				/* silence from the peer for a whole RTO: back off, halve */
 				/* before any RTT sample the RTO is a guess: search up
@@ -712,10 +714,28 @@ void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *f, uint32_t ack_psn, 
 			rd->cfg.cc->rto_verdict(&f->cc, false);
 			f->rto_at = 0;
 		}
-		rd->cfg.cc->on_ack(&f->cc, n, 0, f->min_rtt, false, now);
+		rd->cfg.cc->on_ack(&f->cc, n, 0, 0, f->min_rtt, false, now);
 		detect_loss(rd, f, now);
 		rd_flow_ready(rd, f);
 	}
+}
+
+/*
+ * How much of the RTT sample @rtt the two hosts were away from the wire
+ * (§4.5): the receiver's hold (its absence before it read the packet, and
+ * any ACK delay) and our own absence before we read the ACK (since it
+ * arrived, or the wire was last read empty). No queue in the fabric caused it and no smaller
+ * window shortens it: congestion control leaves it out. Timers keep the
+ * whole sample: they must wait for absent hosts.
+ */
+static uint64_t sample_away(const struct braid_rd *rd, const struct braid_rd_ack_view *a,
+			    uint64_t rtt, uint64_t now)
+{
+	uint64_t away = (uint64_t)a->hold_us * 1000;
+
+	if (rd->in_arrived && now > rd->in_arrived)
+		away += now - rd->in_arrived;
+	return away < rtt ? away : rtt;
 }
 
 void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
@@ -847,9 +867,13 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	f->last_progress = now;
 	/* Eifel (RFC 3522): the first ACK of new data after an RTO that echoes a
 	 * packet sent before it shows the packets were late, not lost (a host that
-	 * was not scheduled, a stalled queue): the RTO's window cut is undone */
+	 * was not scheduled, a stalled queue): the RTO's window cut is undone. So
+	 * does one that counts a duplicate more than when it fired (DSACK's role,
+	 * RFC 3708): a resent packet found its original there. A receiver that was
+	 * away reads both copies in one go and echoes the last, the resent one. */
 	if (f->rto_at && n) {
-		bool spurious = (int32_t)(a->echo_time - rd_usec(f->rto_at)) < 0;
+		bool spurious = (int32_t)(a->echo_time - rd_usec(f->rto_at)) < 0 ||
+				braid_seq_gt(a->dups, f->rto_dups);
 
 		rd->cfg.cc->rto_verdict(&f->cc, spurious);
 		if (spurious) {
@@ -863,7 +887,8 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		f->rto_backoff = 0;
 		f->tlp_out = false;
 	}
-	rd->cfg.cc->on_ack(&f->cc, n, rtt, base ? base : f->min_rtt, ecn, now);
+	rd->cfg.cc->on_ack(&f->cc, n, rtt, sample_away(rd, a, rtt, now), base ? base : f->min_rtt,
+			   ecn, now);
 	detect_loss(rd, f, now);
 	if (n || !braid_dlist_empty(&f->retxq) || !braid_dlist_empty(&conn->sendq))
 		rd_flow_ready(rd, f);
@@ -1092,7 +1117,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		b = (struct rd_bundle){ .first = n, .count = 1, .path = -1,
 					.bytes = BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC +
 						 sizeof(struct braid_rd_ack_hdr) };
-		rd_in_write_ack(rd, f, &out[n++]);
+		rd_in_write_ack(rd, f, &out[n++], now);
 		f->ack_now = false;
 		f->ack_held = false;
 		f->need_ack = false;

@@ -312,6 +312,16 @@ static bool rdm_rx_open(struct braid_ep *ep, uint8_t **buf, size_t *len)
 }
 
 /*
+ * When a datagram the wire gives no time of arrival for came: after the
+ * wire was last read to empty. The engine tells the time a datagram waited
+ * for us (descheduled, computing) from the fabric's delay by it (§4.5).
+ */
+static uint64_t rdm_rx_since(const struct braid_ep *ep, const struct braid_pkt *pkt)
+{
+	return pkt->rx_ns ? pkt->rx_ns : ep->rx_drained_ns;
+}
+
+/*
  * Large datagrams straight into place (architecture.md, "receive
  * placement"): while they come, look at each one's header first and, when
  * the engine knows where its payload goes (a matched receive, a WRITE's
@@ -365,6 +375,7 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 		*now = braid_now_ns();
 		ep->stats.rx_dgrams++;
 		taken++;
+		braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkt));
 		if (pkt.flags & BRAID_PKT_TRUNC) {
 			ep->stats.drops[BRAID_DROP_BAD_LEN]++;
 			continue;
@@ -475,6 +486,7 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 				iovs[i].iov_len = ep->wire->mtu;
 				pkts[i].iov = &iovs[i];
 				pkts[i].iovcnt = 1;
+				pkts[i].rx_ns = 0;
 			}
 			n = ep->wire->ops->rx_routes(ep->wire, pkts, RDM_RX_BURST);
 		} else {
@@ -484,8 +496,10 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 		/* a fresh clock per burst: a stale one (the host may deschedule us
 		 * mid-progress) would make RTT samples lie, and the CC and every
 		 * RTT-scaled timer with them */
-		if (n > 0)
+		if (n > 0) {
 			now = braid_now_ns();
+			ep->rx_last_ns = now;
+		}
 		for (i = 0; i < n; i++) {
 			uint8_t *buf = iovs[i].iov_base;
 			size_t len = pkts[i].len;
@@ -502,14 +516,17 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 			if (pkts[i].path == 0 && len >= RDM_DIRECT_MIN && ep->wire->ops->rx_peek &&
 			    ep->auth.mode != BRAID_AUTH_MAC)
 				ep->rx_direct = true;
+			braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkts[i]));
 			braid_rd_input_from(ep->rd, buf, len,
 					    ntohl(pkts[i].addr.sin_addr.s_addr),
 					    ntohs(pkts[i].addr.sin_port),
 					    pkts[i].flags & BRAID_PKT_ECN_CE, now);
 		}
 		braid_wire_rx_done(ep->wire, pkts, n);
-		if (n < RDM_RX_BURST)
+		if (n < RDM_RX_BURST) {
+			ep->rx_drained_ns = now;	/* read to empty, by about now */
 			break;
+		}
 	}
 }
 

@@ -92,6 +92,7 @@ int braid_wire_rx(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec 
 	for (i = 0; i < n; i++) {
 		pkts[i].iov = &iovs[i];
 		pkts[i].iovcnt = 1;
+		pkts[i].rx_ns = 0;	/* the wires that time arrivals set it */
 	}
 	if (wire->ops->rx_lend)
 		return wire->ops->rx_lend(wire, pkts, n);

@@ -60,6 +60,12 @@ struct braid_pkt {
 	uint16_t gso_size;
 	/** @lent: rx_lend: the wire's own buffer behind @iov, for rx_return. */
 	void *lent;
+	/**
+	 * @rx_ns: rx: when the datagram reached this host (the kernel's receive
+	 * timestamp, on CLOCK_MONOTONIC), or 0 where the wire cannot tell: the
+	 * engine tells the time it waited here from the fabric's delay by it.
+	 */
+	uint64_t rx_ns;
 };
 
 struct braid_wire;

@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <netinet/udp.h>
 #include <unistd.h>
 #include <netinet/ip.h>
@@ -105,6 +106,9 @@ static int udp_socket(const struct sockaddr_in *addr, int sockbuf, struct sockad
 		(void)setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
 	}
 	(void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+	/* the kernel's receive timestamps: how long a datagram waited for us while
+	 * we were away (descheduled), which is no congestion (protocol.md §4.5) */
+	(void)setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	/* never fragment (every packet is sized to the path MTU), which also makes
 	 * the kernel send IP ID 0 on this unconnected socket: the RoCEv2 ICRC
 	 * covers the IP ID and both ends compute it with 0 (protocol.md §5.1) */
@@ -301,7 +305,9 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, int n)
 {
 	struct mmsghdr msgs[UDP_BURST_MAX];
-	char ctrl[UDP_BURST_MAX][CMSG_SPACE(sizeof(int))];
+	char ctrl[UDP_BURST_MAX][CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
+	struct timespec mono, real;
+	int64_t off;
 	int got, i;
 
 	for (i = 0; i < n; i++) {
@@ -319,6 +325,10 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 	got = recvmmsg(udp->fds[idx], msgs, n, MSG_DONTWAIT | MSG_TRUNC, NULL);
 	if (got <= 0)
 		return 0;
+	/* the timestamps are CLOCK_REALTIME: moved onto the engine's monotonic clock */
+	clock_gettime(CLOCK_REALTIME, &real);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	off = ((int64_t)mono.tv_sec - real.tv_sec) * 1000000000LL + (mono.tv_nsec - real.tv_nsec);
 	for (i = 0; i < got; i++) {
 		struct msghdr *mh = &msgs[i].msg_hdr;
 		struct cmsghdr *cm;
@@ -326,7 +336,23 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 		pkts[i].len = msgs[i].msg_len;
 		pkts[i].path = (uint32_t)idx;
 		pkts[i].flags = (mh->msg_flags & MSG_TRUNC) ? BRAID_PKT_TRUNC : 0;
+		pkts[i].rx_ns = 0;
 		for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
+			    cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+				struct timespec ts;
+				int64_t t;
+
+				memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+				t = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + off;
+				/* never after now (the two clocks were read a moment apart) */
+				if (t > 0)
+					pkts[i].rx_ns = (uint64_t)t < (uint64_t)mono.tv_sec * 1000000000ULL +
+								       (uint64_t)mono.tv_nsec ?
+							(uint64_t)t : (uint64_t)mono.tv_sec * 1000000000ULL +
+								      (uint64_t)mono.tv_nsec;
+				continue;
+			}
 			if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS &&
 			    cm->cmsg_len >= CMSG_LEN(1) &&
 			    (*(unsigned char *)CMSG_DATA(cm) & IPTOS_ECN_MASK) == IPTOS_ECN_CE)

@@ -89,7 +89,7 @@ local f = {
 	echo_time = ProtoField.uint32("braid.ack.echo_time", "Echoed transmit time (us)", base.DEC),
 	rwnd = ProtoField.uint32("braid.ack.rwnd", "Receive window (packets)", base.DEC),
 	dups = ProtoField.uint32("braid.ack.dups", "Duplicates received", base.DEC),
-	ack_reserved = ProtoField.uint32("braid.ack.reserved", "Reserved", base.HEX),
+	ack_hold_us = ProtoField.uint32("braid.ack.hold_us", "Hold (us)", base.DEC),
 	sack = ProtoField.bytes("braid.ack.sack", "SACK bitmap"),
 	sack_count = ProtoField.uint32("braid.ack.sack.count", "PSNs selectively acknowledged", base.DEC),
 	sack_blocks = ProtoField.uint32("braid.ack.sack.blocks", "SACK blocks", base.DEC),
@@ -245,7 +245,7 @@ local function dissect_rd_ack(tvb, pinfo, tree, flags, rlen)
 	tree:add(f.echo_time, tvb(24, 4))
 	local rw = tree:add(f.rwnd, tvb(28, 4))
 	tree:add(f.dups, tvb(32, 4))
-	tree:add(f.ack_reserved, tvb(36, 4))
+	tree:add(f.ack_hold_us, tvb(36, 4))
 	local cum, rwnd = u32(tvb, 16), u32(tvb, 28)
 	local st = tree:add(f.sack, tvb(40, 32))
 	-- bit i (byte i/8, bit i%8, LSB first): PSN cum_psn + 1 + i arrived
