@@ -496,10 +496,8 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 		/* a fresh clock per burst: a stale one (the host may deschedule us
 		 * mid-progress) would make RTT samples lie, and the CC and every
 		 * RTT-scaled timer with them */
-		if (n > 0) {
+		if (n > 0)
 			now = braid_now_ns();
-			ep->rx_last_ns = now;
-		}
 		for (i = 0; i < n; i++) {
 			uint8_t *buf = iovs[i].iov_base;
 			size_t len = pkts[i].len;
