@@ -188,8 +188,6 @@ struct rd_flow {
 	uint64_t rto_backoff;
 	/** @rto_at: when the RTO fired that the next ACK will judge (0: none). */
 	uint64_t rto_at;
-	/** @rto_dups: the peer's duplicate count (peer_dups) when that RTO fired. */
-	uint32_t rto_dups;
 	/** @rx_dups: duplicate DATA packets received from the peer (echoed in our ACKs). */
 	uint32_t rx_dups;
 	/** @peer_dups: the peer's last reported count of our duplicates; @reo_mult: reorder

@@ -607,10 +607,8 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 								      struct rd_txpkt, link),
 					    RD_LOSS_RTO);
 			RD_COUNT(rd, f, rto_fires, 1);
-			if (!f->rto_at) {
+			if (!f->rto_at)
 				f->rto_at = now;
-				f->rto_dups = f->peer_dups;
-			}
 			if (now - f->last_progress >= flow_rto(rd, f)) {
 				/* silence from the peer for a whole RTO: back off, halve */
 				/* before any RTT sample the RTO is a guess: search up
@@ -867,13 +865,9 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	f->last_progress = now;
 	/* Eifel (RFC 3522): the first ACK of new data after an RTO that echoes a
 	 * packet sent before it shows the packets were late, not lost (a host that
-	 * was not scheduled, a stalled queue): the RTO's window cut is undone. So
-	 * does one that counts a duplicate more than when it fired (DSACK's role,
-	 * RFC 3708): a resent packet found its original there. A receiver that was
-	 * away reads both copies in one go and echoes the last, the resent one. */
+	 * was not scheduled, a stalled queue): the RTO's window cut is undone */
 	if (f->rto_at && n) {
-		bool spurious = (int32_t)(a->echo_time - rd_usec(f->rto_at)) < 0 ||
-				braid_seq_gt(a->dups, f->rto_dups);
+		bool spurious = (int32_t)(a->echo_time - rd_usec(f->rto_at)) < 0;
 
 		rd->cfg.cc->rto_verdict(&f->cc, spurious);
 		if (spurious) {

@@ -1185,47 +1185,6 @@ Test(braid_rd_scenario, hosts_away__shared_core_keeps_the_window, .timeout = 60)
 		      "slices: %lu messages in 50 rounds (without arrival times: %lu)",
 		      (unsigned long)n, (unsigned long)blind);
 	/* the scenario is the one the arrival times are for: blind, the window collapses */
-	cr_assert_lt(blind * 2, n, "without arrival times the absences read as queueing "
+	cr_assert_lt(blind * 4, n, "without arrival times the absences read as queueing "
 		     "(%lu vs %lu messages)", (unsigned long)blind, (unsigned long)n);
-}
-
-/*
- * An RTO at a receiver that is only away (descheduled for 5 ms): the
- * receiver reads each original and its resent copy in one go and echoes the
- * copy, so Eifel's echo test alone calls the RTO real; the duplicates it
- * counts show the originals were there (§4.5): spurious, the cut undone.
- */
-Test(braid_rd_scenario, hosts_away__rto_at_an_absent_receiver_is_spurious, .timeout = 30)
-{
-	struct braid_sim_path_cfg p = { .delay_ns = 5 * US };
-	struct braid_rd_config c = scen_cfg(4, 29);
-	struct stream s, *ss[1] = { &s };
-	uint64_t drained[2] = { 0, 0 }, t, fires;
-	const struct braid_rd_stats *st;
-	struct harness h;
-
-	cr_assert_eq(h_init(&h, 2, 4, &p, &c, 31), 0);
-	stream_init(&s, 0, 1, 8, 16, 0x5eed);
-	for (t = 5 * US; t <= 30 * MS; t += 5 * US) {
-		/* side by side for 10 ms, the receiver away for [10, 15) ms, then back */
-		bool away = t >= 10 * MS && t < 15 * MS;
-
-		h.now = t;
-		stream_refill(&h, &s);
-		away_poll(&h, 0, true, drained);
-		if (!away)
-			away_poll(&h, 1, true, drained);
-		stream_collect(&h, ss, 1);
-	}
-	st = braid_rd_get_stats(h.nodes[0].rd);
-	fires = st->rto_fires;
-	cr_log_info("receiver away 5 ms: %s; spurious RTOs %lu", stats_str(h.nodes[0].rd),
-		    (unsigned long)st->rto_spurious);
-	cr_assert_geq(fires, 1, "the sender's RTO fired while the receiver was away");
-	/* one episode (the timer backed off and fired again), judged once: spurious */
-	cr_assert_eq(st->rto_spurious, 1, "the timeout was found spurious (%lu verdicts "
-		     "spurious, %lu fires)", (unsigned long)st->rto_spurious, (unsigned long)fires);
-	stream_drain(&h, ss, 1, h.now + 10 * SEC);
-	h_fini(&h);
-	stream_fini(&s);
 }
