@@ -105,6 +105,11 @@ struct braid_config {
 	/** @progress_us: the progress thread's period (0: no thread), braid_progress.c. */
 	int progress_us;
 	/**
+	 * @yield_us: a thread polling endpoints that have received nothing for this
+	 * long yields its core after each poll (0: never), braid_wait.c.
+	 */
+	int yield_us;
+	/**
 	 * @dpdk_args, @dpdk_port, @dpdk_ip, @dpdk_mtu, @dpdk_neigh: the DPDK
 	 * wire: EAL arguments, the ethdev port it uses, its IPv4 address
 	 * ("a.b.c.d/len"; NULL: the shadowed kernel interface's), its router
@@ -653,6 +658,8 @@ struct braid_ep {
 	uint64_t progress_ns;
 	/** @rx_drained_ns: RDM: when its wire was last read to empty (datagrams read later came after). */
 	uint64_t rx_drained_ns;
+	/** @rx_last_ns: RDM: when its wire last gave it a datagram. */
+	uint64_t rx_last_ns;
 	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
 	size_t pending_comps;
 	/** @type: FI_EP_DGRAM or FI_EP_RDM. */

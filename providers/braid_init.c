@@ -26,6 +26,7 @@ struct braid_config braid_cfg = {
 	.rc_rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY,
 	.rc_min_rnr_timer = BRAID_RC_DEFAULT_MIN_RNR_TIMER,
 	.progress_us = 1000,
+	.yield_us = 0,
 	.dpdk_mtu = 1500,
 	.auth_mode = BRAID_AUTH_JOB,
 	.stat = 1,
@@ -272,6 +273,16 @@ static void braid_init_env(void)
 			"this); with it, FI_PROGRESS_AUTO data progress is "
 			"offered. 0: no thread (progress only in the application's "
 			"calls). 50 to 1000000. (default: %d)", braid_cfg.progress_us);
+	fi_param_define(&braid_prov, "yield_us", FI_PARAM_INT,
+			"A thread reading a CQ or counter whose endpoints have "
+			"received nothing for this many microseconds yields its core "
+			"(sched_yield) after each read: a busy-polling sender that "
+			"waits for acknowledgements lets a receiver sharing its core "
+			"run, instead of spinning out the scheduler's slice (a few ms "
+			"per round trip); alone on its core the call returns at once. "
+			"For hosts with more busy-polling threads than cores (50 is "
+			"a good start); it costs throughput where cores are not "
+			"shared. 0: never. 0 to 1000000. (default: %d)", braid_cfg.yield_us);
 	fi_param_define(&braid_prov, "auth", FI_PARAM_STRING,
 			"Endpoints with an authorization key (fi_domain(3) and "
 			"fi_endpoint(3) auth_key, 1 to %d bytes) send every datagram "
@@ -353,6 +364,7 @@ static void braid_init_env(void)
 		braid_cfg.progress_us = 0;
 	else
 		braid_param_int("progress_us", 50, 1000000, &braid_cfg.progress_us);
+	braid_param_int("yield_us", 0, 1000000, &braid_cfg.yield_us);
 	if (!fi_param_get_bool(&braid_prov, "layering", &val))
 		braid_cfg.layering = !!val;
 	if (!fi_param_get_bool(&braid_prov, "stat", &val))

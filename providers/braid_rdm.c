@@ -75,6 +75,11 @@ int braid_rdm_enable(struct braid_ep *ep)
 					       (cfg.mtu + 1024) * 3 / 4) + 1;
 	cfg.inject_size = seg;
 	cfg.peer_timeout_ns = braid_cfg.peer_timeout_ms * 1000000ULL;
+	/* without a progress thread nothing would send an ACK held past this progress
+	 * call if the application stops calling (its last receive done, it waits on
+	 * something else): ACKs leave in the call that received the data (§4.3) */
+	if (braid_cfg.progress_us <= 0)
+		cfg.ack_delay_ns = 0;
 	cfg.idle_ns = (uint64_t)braid_cfg.idle_ms * 1000000ULL;
 	/* user-space progress on busy hosts: RTTs jump by scheduling delays, so the
 	 * timers that fire without evidence of loss keep a floor well above them */
@@ -496,8 +501,10 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 		/* a fresh clock per burst: a stale one (the host may deschedule us
 		 * mid-progress) would make RTT samples lie, and the CC and every
 		 * RTT-scaled timer with them */
-		if (n > 0)
+		if (n > 0) {
 			now = braid_now_ns();
+			ep->rx_last_ns = now;
+		}
 		for (i = 0; i < n; i++) {
 			uint8_t *buf = iovs[i].iov_base;
 			size_t len = pkts[i].len;

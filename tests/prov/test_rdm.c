@@ -619,6 +619,62 @@ Test(fi_cntr_wait, send_counter_wakes_on_acks, .timeout = 60)
 	pt_dom_close(&r.d);
 }
 
+/* Read one entry from @cq alone (progressing only its endpoint), bounded; an error fails. */
+static int rdm_read_one(struct fid_cq *cq, void *ctx_out[1], long ms)
+{
+	struct fi_cq_tagged_entry e;
+	long deadline = pt_now_ms() + ms;
+	ssize_t n;
+
+	do {
+		n = fi_cq_read(cq, &e, 1);
+		cr_assert_neq(n, -FI_EAVAIL, "a completion failed");
+	} while (n == -FI_EAGAIN && pt_now_ms() < deadline);
+	if (n == 1 && ctx_out)
+		ctx_out[0] = e.op_context;
+	return n == 1;
+}
+
+/*
+ * Without the progress thread (FI_BRAID_PROGRESS_US=0) nothing sends an ACK
+ * once the application stops calling, so none may be held past the call that
+ * received its data: a and b ping-pong (b answers at once, the case where a
+ * receiver would hold its ACK for the answer to carry), then b takes a's last
+ * message and never calls again. a's last send must still complete (it
+ * needs b's ACK), reading a's CQs only.
+ */
+Test(fi_tsend, without_the_progress_thread_a_receiver_that_stops_has_acknowledged, .timeout = 60)
+{
+	static uint8_t ab[64], ba[64], rb_a[64], rb_b[64];
+	struct rdm r;
+	void *ctx = NULL;
+	int i, sends = 0;
+
+	setenv("FI_BRAID_PROGRESS_US", "0", 1);	/* read when the provider loads, in this process */
+	rdm_open(&r, false);
+	for (i = 0; i < 64; i++) {
+		bool last = i == 63;
+
+		cr_assert_eq(fi_trecv(r.b.ep, rb_b, sizeof(rb_b), NULL, FI_ADDR_UNSPEC, 1, 0, NULL), 0);
+		cr_assert_eq(fi_tsend(r.a.ep, ab, sizeof(ab), NULL, r.a.peer, 1,
+				      (void *)(uintptr_t)(i + 1)), 0);
+		cr_assert(rdm_read_one(r.b.rx_cq, NULL, 5000), "round %d: b got nothing", i);
+		if (last)
+			break;	/* b's application is done: it never calls in again */
+		cr_assert_eq(fi_trecv(r.a.ep, rb_a, sizeof(rb_a), NULL, FI_ADDR_UNSPEC, 2, 0, NULL), 0);
+		cr_assert_eq(fi_tsend(r.b.ep, ba, sizeof(ba), NULL, r.b.peer, 2, NULL), 0);
+		cr_assert(rdm_read_one(r.a.rx_cq, NULL, 5000), "round %d: a got no answer", i);
+		/* (b's send completes when a's ACK comes: b reads its tx CQ now and then) */
+		(void)fi_cq_read(r.b.tx_cq, NULL, 0);
+	}
+	/* a's sends: the last one included, within well under the peer timeout */
+	while (sends < 64 && rdm_read_one(r.a.tx_cq, &ctx, 2000))
+		sends++;
+	cr_assert_eq(sends, 64, "%d of a's 64 sends completed: b holds an ACK it never sends", sends);
+	cr_assert_eq(ctx, (void *)64);
+	rdm_close(&r);
+}
+
 /*
  * FI_DELIVERY_COMPLETE (fi_cq(3)): the send completes once the message is in
  * the peer's receive buffer. With no receive posted the message waits in the
