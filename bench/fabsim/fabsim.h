@@ -100,7 +100,7 @@ struct fabsim_run {
 	void *tp_state;
 	/** @seed: for the transports' own choices (epochs, source ports, PSNs). */
 	uint64_t seed;
-	/** @flows, @nflows: the flows (not owned). */
+	/** @flows, @nflows: this run's copy of the flows (owned: a run changes them). */
 	struct fabsim_flow *flows;
 	size_t nflows;
 	/** @wake: host wake-ups (value: the host) and flow starts (value: hosts + flow). */
@@ -119,13 +119,15 @@ struct fabsim_run {
 };
 
 /**
- * fabsim_run_open() - a run of @tp over @net for @flows (kept, not copied;
- * each flow's id must be its index). Return: 0 or -FI_E*.
+ * fabsim_run_open() - a run of @tp over @net for @flows (copied: a run sets
+ * chained flows' start times and cuts their chains as it goes, and the next
+ * run of the same scenario must start from the scenario's schedule; each
+ * flow's id must be its index). Return: 0 or -FI_E*.
  * The caller must eventually call fabsim_run_close().
  */
 int fabsim_run_open(struct fabsim_run *run, struct braid_fabsim *net,
-		    const struct fabsim_transport *tp, struct fabsim_flow *flows, size_t nflows,
-		    uint64_t seed);
+		    const struct fabsim_transport *tp, const struct fabsim_flow *flows,
+		    size_t nflows, uint64_t seed);
 
 /** fabsim_run_close() - free the transport's state and the run's. */
 void fabsim_run_close(struct fabsim_run *run);

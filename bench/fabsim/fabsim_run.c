@@ -13,10 +13,11 @@ const uint8_t *fabsim_flow_data(const struct fabsim_run *run, const struct fabsi
 }
 
 int fabsim_run_open(struct fabsim_run *run, struct braid_fabsim *net,
-		    const struct fabsim_transport *tp, struct fabsim_flow *flows, size_t nflows,
-		    uint64_t seed)
+		    const struct fabsim_transport *tp, const struct fabsim_flow *sched,
+		    size_t nflows, uint64_t seed)
 {
 	uint64_t max = 0, x = seed;
+	struct fabsim_flow *flows;
 	size_t i;
 	int ret;
 
@@ -25,9 +26,13 @@ int fabsim_run_open(struct fabsim_run *run, struct braid_fabsim *net,
 	run->hosts = braid_fabsim_hosts(net);
 	run->tp = tp;
 	run->seed = seed;
+	braid_evq_construct(&run->wake);
+	flows = malloc((nflows ? nflows : 1) * sizeof(*flows));
+	if (!flows)
+		return -FI_ENOMEM;
+	memcpy(flows, sched, nflows * sizeof(*flows));
 	run->flows = flows;
 	run->nflows = nflows;
-	braid_evq_construct(&run->wake);
 	for (i = 0; i < nflows; i++) {
 		if (flows[i].id != i || flows[i].src < 0 || flows[i].src >= run->hosts ||
 		    flows[i].dst < 0 || flows[i].dst >= run->hosts || !flows[i].size)
@@ -68,10 +73,10 @@ void fabsim_run_close(struct fabsim_run *run)
 	if (run->tp_state)
 		run->tp->close(run);
 	/* buffers of flows never delivered: the engines are closed, nobody writes them now */
-	for (i = 0; i < run->nflows; i++) {
+	for (i = 0; run->flows && i < run->nflows; i++)
 		free(run->flows[i].rbuf);
-		run->flows[i].rbuf = NULL;
-	}
+	free(run->flows);
+	run->flows = NULL;
 	braid_evq_destruct(&run->wake);
 	free(run->armed);
 	free(run->pattern);
