@@ -53,7 +53,6 @@ _Static_assert(sizeof(struct swift) <= BRAID_CC_STATE_BYTES, "swift state fits")
 #define SWIFT_BETA	0.8
 #define SWIFT_MAX_MDF	0.5
 #define SWIFT_MIN_CWND	1.0
-#define SWIFT_INIT_CWND	32.0
 #define SWIFT_RTO_MIN_CWND	4.0
 
 static struct swift *sw(struct braid_cc_state *s) { return (struct swift *)s->u; }
@@ -67,13 +66,14 @@ static void swift_clamp(struct swift *w)
 		w->cwnd = w->max_cwnd;
 }
 
-static void swift_init(struct braid_cc_state *s, uint32_t max_cwnd, uint64_t target_ns)
+static void swift_init(struct braid_cc_state *s, uint32_t init_cwnd, uint32_t max_cwnd,
+		       uint64_t target_ns)
 {
 	struct swift *w = sw(s);
 
 	memset(s, 0, sizeof(*s));
 	w->max_cwnd = max_cwnd ? max_cwnd : 1;
-	w->cwnd = SWIFT_INIT_CWND;
+	w->cwnd = init_cwnd;
 	w->target_ns = target_ns;
 	w->round_minq = UINT64_MAX;
 	w->slow_start = true;
@@ -200,8 +200,10 @@ const struct braid_cc_ops braid_cc_swift = {
 
 /* ---- none: always the full window ---- */
 
-static void none_init(struct braid_cc_state *s, uint32_t max_cwnd, uint64_t target_ns)
+static void none_init(struct braid_cc_state *s, uint32_t init_cwnd, uint32_t max_cwnd,
+		      uint64_t target_ns)
 {
+	(void)init_cwnd;
 	memset(s, 0, sizeof(*s));
 	s->u[0] = max_cwnd ? max_cwnd : 1;
 }

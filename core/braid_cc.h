@@ -18,8 +18,13 @@ struct braid_cc_state {
  */
 struct braid_cc_ops {
 	const char *name;
-	/** @init: start a flow; @max_cwnd is the flow's window, @target_ns the delay target. */
-	void (*init)(struct braid_cc_state *s, uint32_t max_cwnd, uint64_t target_ns);
+	/**
+	 * @init: start a flow with @init_cwnd packets allowed (1 to @max_cwnd;
+	 * an algorithm without a window ignores it); @max_cwnd is the flow's
+	 * window, @target_ns the delay target.
+	 */
+	void (*init)(struct braid_cc_state *s, uint32_t init_cwnd, uint32_t max_cwnd,
+		     uint64_t target_ns);
 	/**
 	 * @on_ack: @acked packets delivered; @rtt_ns a fresh sample (0 if none), of
 	 * which @away_ns (<= @rtt_ns) the hosts were away from the wire (a receiver

@@ -134,6 +134,13 @@ struct braid_rd_config {
 	const struct braid_cc_ops *cc;
 	/** @cc_target_ns: target queueing delay above the base RTT for delay-based CC. */
 	uint64_t cc_target_ns;
+	/**
+	 * @init_cwnd: a new flow's congestion window, in packets (at most
+	 * @window). Small, so that many senders starting at once at one
+	 * receiver (an incast) fit its switch port's buffer in their first
+	 * round trip; slow start doubles it per RTT from there.
+	 */
+	uint32_t init_cwnd;
 	/** @seed: for path entropy and path choice. */
 	uint64_t seed;
 	/**

@@ -30,6 +30,7 @@ void braid_rd_config_default(struct braid_rd_config *cfg)
 	cfg->bundle = true;
 	cfg->cc = &braid_cc_swift;
 	cfg->cc_target_ns = 25 * 1000ULL;
+	cfg->init_cwnd = 8;
 	cfg->seed = 1;
 }
 
@@ -442,7 +443,7 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool i
 	f->last_rx = now;
 	f->echo_route = BRAID_RD_ROUTE_NONE;
 	f->data_route = BRAID_RD_ROUTE_NONE;
-	rd->cfg.cc->init(&f->cc, w, rd->cfg.cc_target_ns);
+	rd->cfg.cc->init(&f->cc, rd->cfg.init_cwnd, w, rd->cfg.cc_target_ns);
 	f->heap_idx = SIZE_MAX;
 	braid_dlist_init(&f->ready_node);
 	braid_dlist_insert_tail(&f->active_node, &rd->active);
@@ -506,7 +507,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 
 	if (!cfg || !peers || !out || !cfg->epoch || cfg->mtu < 128 || cfg->mtu > 65535 ||
 	    !cfg->paths || cfg->paths > BRAID_RD_MAX_PATHS || !cfg->window ||
-	    cfg->window > BRAID_RD_MAX_WINDOW || !cfg->max_flows || !cfg->max_sends ||
+	    cfg->window > BRAID_RD_MAX_WINDOW || !cfg->init_cwnd || cfg->init_cwnd > cfg->window || !cfg->max_flows || !cfg->max_sends ||
 	    !cfg->max_recvs || !cfg->max_msgs || !cfg->stage_pkts ||
 	    cfg->max_msg_size > 0xffffffffULL || cfg->inject_size > cfg->max_msg_size ||
 	    !cfg->rto_min_ns || cfg->rto_min_ns > cfg->rto_max_ns)

@@ -10,7 +10,7 @@ Test(braid_cc_swift, slow_start_until_the_first_signal)
 	struct braid_cc_state s;
 	uint32_t w0, w1;
 
-	braid_cc_swift.init(&s, 256, 25 * US);
+	braid_cc_swift.init(&s, 32, 256, 25 * US);
 	w0 = braid_cc_swift.cwnd(&s);
 	/* one window of ACKs below the target: it doubles */
 	for (uint32_t i = 0; i < w0; i++)
@@ -29,7 +29,7 @@ Test(braid_cc_swift, grows_below_target)
 	struct braid_cc_state s;
 	uint32_t w0;
 
-	braid_cc_swift.init(&s, 256, 25 * US);
+	braid_cc_swift.init(&s, 32, 256, 25 * US);
 	w0 = braid_cc_swift.cwnd(&s);
 	for (int i = 0; i < 2000; i++)
 		braid_cc_swift.on_ack(&s, 1, 12 * US, 0, 10 * US, false, (uint64_t)i * US);
@@ -43,7 +43,7 @@ Test(braid_cc_swift, shrinks_above_target_once_per_rtt)
 	uint32_t w0, w1;
 	uint64_t t = 0;
 
-	braid_cc_swift.init(&s, 256, 25 * US);
+	braid_cc_swift.init(&s, 32, 256, 25 * US);
 	w0 = braid_cc_swift.cwnd(&s);
 	/* a standing queue: every sample 90 us above the 10 us base, one RTT (100 us) long */
 	for (; t <= 100 * US; t += 10 * US)
@@ -63,7 +63,7 @@ Test(braid_cc_swift, jitter_is_not_congestion)
 	struct braid_cc_state s;
 	uint32_t w0;
 
-	braid_cc_swift.init(&s, 256, 25 * US);
+	braid_cc_swift.init(&s, 32, 256, 25 * US);
 	w0 = braid_cc_swift.cwnd(&s);
 	/* one sample in four is delayed 5x by the host (a scheduling hiccup), the
 	 * rest sit at the base: the smallest delay of each round shows no queue */
@@ -79,7 +79,7 @@ Test(braid_cc_swift, target_scales_with_the_base_rtt)
 	uint32_t w0;
 
 	/* a 2 ms path with 0.5 ms of queueing: under half its base RTT, not congestion */
-	braid_cc_swift.init(&s, 256, 25 * US);
+	braid_cc_swift.init(&s, 32, 256, 25 * US);
 	w0 = braid_cc_swift.cwnd(&s);
 	for (int i = 0; i < 2000; i++)
 		braid_cc_swift.on_ack(&s, 1, 2500 * US, 0, 2000 * US, false, (uint64_t)i * 100 * US);
@@ -97,7 +97,7 @@ Test(braid_cc_swift, ecn_and_rto_reduce_loss_alone_does_not)
 	struct braid_cc_state s;
 	uint32_t w0;
 
-	braid_cc_swift.init(&s, 256, 25 * US);
+	braid_cc_swift.init(&s, 32, 256, 25 * US);
 	braid_cc_swift.on_ack(&s, 1, 12 * US, 0, 10 * US, false, 1 * US);
 	w0 = braid_cc_swift.cwnd(&s);
 	braid_cc_swift.on_loss(&s, 12 * US, 2 * US);
@@ -126,8 +126,8 @@ Test(braid_cc_swift, hosts_absence_is_not_congestion)
 	struct braid_cc_state away, whole;
 	uint64_t t = 0;
 
-	braid_cc_swift.init(&away, 256, 25 * US);
-	braid_cc_swift.init(&whole, 256, 25 * US);
+	braid_cc_swift.init(&away, 32, 256, 25 * US);
+	braid_cc_swift.init(&whole, 32, 256, 25 * US);
 	braid_cc_swift.on_ack(&away, 1, 12 * US, 0, 10 * US, false, 1 * US);
 	braid_cc_swift.on_ack(&whole, 1, 12 * US, 0, 10 * US, false, 1 * US);
 	for (int i = 0; i < 4000; i++) {
@@ -145,8 +145,18 @@ Test(braid_cc_none, always_the_window)
 {
 	struct braid_cc_state s;
 
-	braid_cc_none.init(&s, 77, 0);
+	braid_cc_none.init(&s, 4, 77, 0);
 	braid_cc_none.on_rto(&s, 1);
 	braid_cc_none.on_ack(&s, 1, 1000000, 0, 1, true, 2);
 	cr_assert_eq(braid_cc_none.cwnd(&s), 77);
+}
+
+Test(braid_cc_swift, starts_at_the_initial_window_within_the_flow_window)
+{
+	struct braid_cc_state s;
+
+	braid_cc_swift.init(&s, 8, 256, 25 * US);
+	cr_assert_eq(braid_cc_swift.cwnd(&s), 8);
+	braid_cc_swift.init(&s, 8, 4, 25 * US);
+	cr_assert_eq(braid_cc_swift.cwnd(&s), 4, "never above the flow window");
 }

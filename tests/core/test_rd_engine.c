@@ -60,6 +60,12 @@ Test(braid_rd_open, rejects_bad_config)
 	c.paths = 0;
 	cr_assert_eq(braid_rd_open(&c, t, &rd), -FI_EINVAL);
 	c = base_cfg();
+	c.init_cwnd = 0;
+	cr_assert_eq(braid_rd_open(&c, t, &rd), -FI_EINVAL);
+	c = base_cfg();
+	c.init_cwnd = c.window + 1;
+	cr_assert_eq(braid_rd_open(&c, t, &rd), -FI_EINVAL);
+	c = base_cfg();
 	c.mtu = 64;
 	cr_assert_eq(braid_rd_open(&c, t, &rd), -FI_EINVAL);
 	c = base_cfg();

@@ -53,6 +53,7 @@ static void open_pair(struct direct *d, int nmsg, uint8_t (*bufs)[100])
 	struct braid_rd_config c;
 
 	braid_rd_config_default(&c);
+	c.init_cwnd = 32;	/* all of the messages in the first burst (the CC is not tested here) */
 	c.mtu = 1000;
 	c.paths = 8;
 	c.ack_delay_ns = 5 * US;
@@ -227,6 +228,40 @@ Test(braid_rd_send, inject_copies_and_pools_bound_ops)
 }
 
 /*
+ * A new flow starts with cfg.init_cwnd packets in flight (so that many senders
+ * starting at once at one receiver fit its port in their first round trip),
+ * whatever the application has queued; after those are acknowledged, slow
+ * start lets out twice as many.
+ */
+Test(braid_rd_output, a_new_flow_starts_with_init_cwnd_packets)
+{
+	static uint8_t src[64][100], dst[64][100];
+	struct braid_rd_config c;
+	struct braid_rd_out out[64];
+	struct direct d;
+	int i, n;
+
+	braid_rd_config_default(&c);
+	cr_assert_eq(c.init_cwnd, 8, "the default initial window");
+	c.mtu = 1000;
+	c.bundle = false;
+	cr_assert_eq(direct_open(&d, &c), 0);
+	d.now = 1000 * US;
+	for (i = 0; i < 64; i++) {
+		struct iovec iov = { src[i], sizeof(src[i]) }, riov = { dst[i], sizeof(dst[i]) };
+		struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = d.key[1] };
+		struct braid_rd_recv r = { .iov = &riov, .iov_count = 1 };
+
+		cr_assert_eq(braid_rd_post_recv(d.rd[1], &r, d.now), 0);
+		cr_assert_eq(braid_rd_send(d.rd[0], &s, d.now), 0);
+	}
+	n = braid_rd_output(d.rd[0], d.now, out, 64);
+	cr_assert_eq(n, 8, "the first burst of a new flow: %d packets", n);
+	cr_assert_eq(braid_rd_output(d.rd[0], d.now, out, 64), 0, "nothing more before an ACK");
+	direct_close(&d);
+}
+
+/*
  * UDP GSO (cfg.gso_segs): full-size packets of a flow leave in runs, each
  * run by one path and at most gso_segs long, marked for one write
  * (gso_cont) and handed out whole by braid_rd_out_dgram() with the
@@ -249,6 +284,7 @@ Test(braid_rd_output, gso_runs_of_full_packets)
 	c.mtu = 1000;
 	c.paths = 8;
 	c.gso_segs = 8;
+	c.init_cwnd = 32;	/* a first burst longer than a GSO run (the CC is not tested here) */
 	cr_assert_eq(direct_open(&d, &c), 0);
 	d.now = 1000 * US;
 	for (i = 0; i < (int)sizeof(src); i++)
