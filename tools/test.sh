@@ -57,8 +57,16 @@ if $sanitize; then
 		# out: it judges the baselines' (rxd's) timing on an impaired fabric, which a
 		# sanitized provider under them slows (rxd timed out at 0.2 ms of delay once);
 		# braid over the fabric under the sanitizers is the fabric suite's.
-		ASAN_OPTIONS=detect_leaks=1 run_suite build-asan --no-suite mpi --no-suite ab "$@"
-		ASAN_OPTIONS=detect_leaks=0 run_suite build-asan --suite mpi "$@"
+		# intercept_tls_get_addr=0: GCC 12's libasan records the dynamic TLS blocks of
+		# dlopen'ed libraries (braid's provider, liburcu) from __tls_get_addr, and at
+		# exit LeakSanitizer walks them; on this glibc it recorded a bogus block
+		# (start 0x7b) in braid;ofi_rxm's fabtests clients, and its tracer died
+		# ("Tracer caught signal 11", every sub-test passed), 2 of 2 CI runs of one
+		# build and none of another (a layout effect, not a memory error: ASan
+		# reported none). The leak check stays; only dynamic TLS is not a root.
+		ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
+			run_suite build-asan --no-suite mpi --no-suite ab "$@"
+		ASAN_OPTIONS=detect_leaks=0:intercept_tls_get_addr=0 run_suite build-asan --suite mpi "$@"
 	else
 		echo "test: building build-asan failed"
 		total_fail=$((total_fail + 1))
