@@ -82,8 +82,24 @@ sum_fwd() {	# sum_fwd SNAP: data-direction packets forwarded on every path
 	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "r1_r2_fwd_pkts") c = i; next }
 		{ s += $c } END { print s + 0 }' "$tmp/$1.csv"
 }
-stream hole -t 3.5 -w 32
-sleep 0.6
+# the stream's data flowing first (a sanitized build on a loaded machine can take
+# seconds to start; judged from then, not from the launch)
+flowing() {
+	local i base now
+
+	snap w0
+	base=$(sum_fwd w0)
+	for i in $(seq 100); do
+		sleep 0.1
+		snap w1
+		now=$(sum_fwd w1)
+		[ $((now - base)) -ge 200 ] && return 0
+	done
+	return 1
+}
+stream hole -t 4 -w 32
+flowing || fail "black hole: the stream's data did not start crossing the fabric in 10 s"
+sleep 0.3
 "$fabric" set 1 down >/dev/null || fail "set 1 down"
 sleep 1
 snap a
