@@ -149,9 +149,15 @@ bad=
 check stream 10.77.2.2 sizes_out=65536 msgs="$(sent stream)" need=RD_DATA,RD_ACK,RETX
 check rdv 10.77.2.2 sizes_out=300000 msgs="$(sent rdv)" need=RD_DATA,RD_ACK,RD_CTS,RDV
 check rate 10.77.2.2 sizes_out=8 msgs="$(sent rate)" need=RD_DATA,RD_ACK,RD_BUNDLE,BUNDLE_DATA
-check write 10.77.2.2 writes=4096 msgs="$(sent write)" need=RD_RMA,RD_ACK
-# the ping-pong: 2000 iterations and braid_ab's 100 warm-up ones, each way
-check pingpong 10.77.2.2 sizes_out=8 sizes_in=8 msgs=2100 need=RD_DATA,RD_ACK,RD_BUNDLE,BUNDLE_ACK
+# the target's answer to a write and its ACK leave in one bundle: BUNDLE_ACK decoded here
+check write 10.77.2.2 writes=4096 msgs="$(sent write)" need=RD_RMA,RD_ACK,RD_BUNDLE,BUNDLE_ACK
+# the ping-pong: 2000 iterations and braid_ab's 100 warm-up ones, each way; the answer
+# carries the held ACK (RD_BUNDLE with a BUNDLE_ACK) only when it comes within twice
+# the ACK delay (20 us), which a sanitized build (AddressSanitizer, several times
+# slower) on a loaded machine does not promise: there the bundles are checked in write
+pp_need=RD_DATA,RD_ACK,RD_BUNDLE,BUNDLE_ACK
+ldd "$build/providers/libbraid-fi.so" 2>/dev/null | grep -q libasan && pp_need=RD_DATA,RD_ACK
+check pingpong 10.77.2.2 sizes_out=8 sizes_in=8 msgs=2100 need=$pp_need
 [ $dgram = yes ] && check dgram 127.0.0.1 dgram=6 need=DGRAM
 # the fabric's own count of what path 0 (5% loss) dropped, each way
 awk '$1 == "p0" { n = 0; for (i = 1; i <= NF; i++) if ($i == "|") bar[++n] = i
