@@ -4,6 +4,7 @@
 
 #include "rd_direct.h"
 #include "braid_hdr.h"
+#include "braid_rd_int.h"
 
 #define US 1000ULL
 
@@ -48,11 +49,12 @@ static uint32_t psn_of(struct cap *c, int k)
 	return v.psn;
 }
 
-static void open_pair(struct direct *d, int nmsg, uint8_t (*bufs)[100])
+static void open_pair_bundling(struct direct *d, int nmsg, uint8_t (*bufs)[100], bool bundle)
 {
 	struct braid_rd_config c;
 
 	braid_rd_config_default(&c);
+	c.bundle = bundle;
 	c.init_cwnd = 32;	/* all of the messages in the first burst (the CC is not tested here) */
 	c.mtu = 1000;
 	c.paths = 8;
@@ -68,6 +70,11 @@ static void open_pair(struct direct *d, int nmsg, uint8_t (*bufs)[100])
 		cr_assert_eq(braid_rd_post_recv(d->rd[1], &r, d->now), 0);
 		cr_assert_eq(braid_rd_send(d->rd[0], &s, d->now), 0);
 	}
+}
+
+static void open_pair(struct direct *d, int nmsg, uint8_t (*bufs)[100])
+{
+	open_pair_bundling(d, nmsg, bufs, true);
 }
 
 Test(rd_out_ack_input, sack_then_time_based_loss_resends_only_the_hole)
@@ -138,6 +145,73 @@ Test(rd_out_ack_input, reordering_within_window_is_not_loss)
 		deliver(&d, 0, &acks, k);
 	direct_pump(&d);
 	cr_assert_eq(braid_rd_get_stats(d.rd[0])->retx_pkts, 0);
+	direct_close(&d);
+}
+
+/*
+ * A path the chooser no longer uses keeps the statistics of its last samples
+ * (under heavy loss or host jitter, many times the live paths'). Packets it does
+ * not carry must be judged by the paths that carry them: with its stale RTT in
+ * the RTO (and the cross-path RACK window), every timeout of a 50%-loss stream
+ * on the emulated fabric took 20 ms and the stream crawled at a few messages a
+ * second.
+ */
+Test(rd_out_timer, an_idle_path_with_a_stale_rtt_does_not_stretch_the_rto)
+{
+	static uint8_t bufs[4][100];
+	struct direct d;
+	struct cap data, acks, retx;
+	const struct braid_rd_stats *st;
+	struct rd_conn *conn;
+	struct rd_flow *f;
+	uint64_t probed;
+	uint32_t x;
+	int k;
+
+	open_pair_bundling(&d, 4, bufs, false);	/* a datagram each: one path each */
+	st = braid_rd_get_stats(d.rd[0]);
+	conn = rd_conn_get(d.rd[0], d.key[1], false, d.now);
+	cr_assert(conn && conn->flow);
+	f = conn->flow;
+	capture(&d, 0, &data);
+	cr_assert_eq(data.n, 4);
+	/* all but the first packet arrive, and their ACK comes back: RTT samples */
+	d.now += 10 * US;
+	for (k = 1; k < 4; k++)
+		deliver(&d, 1, &data, k);
+	d.now += 20 * US;
+	braid_rd_timer(d.rd[1], d.now);
+	capture(&d, 1, &acks);
+	cr_assert_geq(acks.n, 1);
+	d.now += 10 * US;
+	for (k = 0; k < acks.n; k++)
+		deliver(&d, 0, &acks, k);
+	cr_assert_eq(st->acked_pkts, 3);
+	/* nothing more arrives: the first is found lost by time (RACK or the tail probe) */
+	while (!st->retx_pkts && st->rto_fires == 0) {
+		d.now = braid_rd_next_deadline(d.rd[0]);
+		braid_rd_timer(d.rd[0], d.now);
+		capture(&d, 0, &retx);
+	}
+	cr_assert_eq(st->rto_fires, 0);
+	cr_assert_eq(st->retx_pkts, 1);
+	probed = d.now;
+	/* a path with nothing in flight, last measured at 5 ms +- 2.5 ms */
+	for (x = 0; x < f->paths.n && !braid_dlist_empty(&f->prack[x].inflight); x++)
+		;
+	cr_assert_lt(x, f->paths.n);
+	f->paths.p[x].srtt_ns = 5000 * US;
+	f->paths.p[x].rttvar_ns = 2500 * US;
+	/* the resent packet is lost too: the RTO fires */
+	while (!st->rto_fires && d.now - probed < 100000 * US) {
+		d.now = braid_rd_next_deadline(d.rd[0]);
+		braid_rd_timer(d.rd[0], d.now);
+		capture(&d, 0, &retx);
+	}
+	cr_assert_eq(st->rto_fires, 1);
+	cr_assert_lt(d.now - probed, 1000 * US,
+		     "the RTO follows the RTTs of the paths in use, not the idle one's (fired %lu us on)",
+		     (unsigned long)((d.now - probed) / US));
 	direct_close(&d);
 }
 
