@@ -5,7 +5,9 @@
 # vm.overcommit_memory=2, where the kernel refuses any allocation that would take the
 # machine's committed memory past CommitLimit (swap + overcommit_ratio% of RAM), so
 # reserved-but-untouched memory counts as much as used memory. The open-file limit is
-# raised for the endpoints' sockets (one per path and the home one: 17 each by default).
+# raised for the endpoints' descriptors: with FI_BRAID_PATHS=1 one socket an endpoint;
+# with P > 1 paths, 2P route sockets (the spare ones are for re-drawn routes) and two
+# epoll sets (34 by default). braid_ep_mem prints the count it measured.
 # Prints CommitLimit, the committed memory before and at the run's peak, and what
 # braid_ep_mem says; exits with braid_ep_mem's status.
 #
@@ -18,12 +20,13 @@ n=${2:-10000}
 bin=$build/bench/braid_ep_mem
 [ -x "$bin" ] || { echo "braid_ep_strict.sh: $bin not built"; exit 77; }
 paths=${FI_BRAID_PATHS:-16}
-fds=$((n * (paths + 4) + 1024))
+if [ "$paths" -eq 1 ]; then per=1; else per=$((2 * paths + 2)); fi
+fds=$((n * per + 1024))
 
 hard=$(ulimit -Hn)
 if [ "$hard" != unlimited ] && [ "$hard" -lt "$fds" ] && ! ulimit -Hn "$fds" 2>/dev/null; then
 	echo "braid_ep_strict.sh: $n endpoints with $paths paths need about $fds open files;" \
-		"the hard limit is $hard and cannot be raised here (FI_BRAID_PATHS=1 needs fewer)"
+		"the hard limit is $hard and cannot be raised here (FI_BRAID_PATHS=1: one an endpoint)"
 	exit 77
 fi
 old=$(cat /proc/sys/vm/overcommit_memory)
