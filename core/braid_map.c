@@ -130,6 +130,19 @@ void *braid_map_get(const struct braid_map *map, uint64_t key)
 	return i == SIZE_MAX ? NULL : map->vals[i];
 }
 
+int braid_map_set(struct braid_map *map, uint64_t key, void *val)
+{
+	size_t i;
+
+	if (!val || val == MAP_TOMB)
+		return -FI_EINVAL;
+	i = map_find(map, key);
+	if (i == SIZE_MAX)
+		return -FI_ENOENT;
+	map->vals[i] = val;
+	return 0;
+}
+
 void *braid_map_remove(struct braid_map *map, uint64_t key)
 {
 	size_t i = map_find(map, key);

@@ -78,7 +78,7 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd)
 	       braid_pool_bytes(&rd->stages_small) + braid_pool_bytes(&rd->sends) +
 	       braid_pool_bytes(&rd->resps) + braid_pool_bytes(&rd->recvs) +
 	       braid_pool_bytes(&rd->msgs) + braid_pool_bytes(&rd->injects) +
-	       braid_pool_bytes(&rd->conn_pool);
+	       braid_pool_bytes(&rd->conn_pool) + braid_pool_bytes(&rd->idle_pool);
 }
 
 void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
@@ -222,16 +222,13 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 
 static void conn_free(struct braid_rd *rd, struct rd_conn *c)
 {
-	if (!c->verified)
-		braid_dlist_remove(&c->lru);
-	else
+	if (!c->verified || !c->flow)
+		braid_dlist_remove(&c->lru);	/* rd->unproven, or rd->resting */
+	if (c->verified)
 		rd->stats.peers_verified--;
 	rd->stats.peers--;
 	braid_peer_put_evict(c->peer);
-	if (rd->conn_pool.count)
-		braid_pool_release(&rd->conn_pool, c);
-	else
-		free(c);
+	braid_pool_release(&rd->conn_pool, c);
 }
 
 /*
@@ -283,11 +280,8 @@ static bool conn_evict_one(struct braid_rd *rd, uint64_t now)
 
 static struct rd_conn *conn_alloc(struct braid_rd *rd, uint64_t now)
 {
-	struct rd_conn *c;
+	struct rd_conn *c = braid_pool_alloc(&rd->conn_pool);
 
-	if (!rd->conn_pool.count)
-		return calloc(1, sizeof(*c));
-	c = braid_pool_alloc(&rd->conn_pool);
 	if (!c && conn_evict_one(rd, now))
 		c = braid_pool_alloc(&rd->conn_pool);
 	if (!c)
@@ -295,16 +289,15 @@ static struct rd_conn *conn_alloc(struct braid_rd *rd, uint64_t now)
 	return c;
 }
 
-struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now)
+/*
+ * A conn for @key, numbering from 0, not proven, holding a reference on the
+ * domain's shared entry for the peer (made if none): NULL without room.
+ */
+static struct rd_conn *conn_new(struct braid_rd *rd, uint64_t key, uint64_t now)
 {
-	struct rd_conn *c = braid_map_get(&rd->conns, key);
-	struct braid_peer *peer;
+	struct braid_peer *peer = braid_peer_get(rd->peers, key, 1, NULL);
+	struct rd_conn *c;
 
-	if (c || !create)
-		return c;
-	/* first contact with this peer: from the pool sized at open (or malloc'd
-	 * without a peer limit); never in steady state */
-	peer = braid_peer_get(rd->peers, key, 1, NULL);
 	if (!peer)
 		return NULL;
 	c = conn_alloc(rd, now);
@@ -320,6 +313,97 @@ struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint
 	braid_dlist_init(&c->sendq);
 	braid_dlist_init(&c->paused);
 	braid_dlist_init(&c->rma_ops);
+	return c;
+}
+
+/* rd->conns values: a conn, or an idle record tagged RD_IDLE_TAG (| RD_IDLE_UNPROVEN) */
+static struct rd_idle *idle_of(void *v)
+{
+	return (uintptr_t)v & RD_IDLE_TAG ? (struct rd_idle *)((uintptr_t)v & ~RD_IDLE_BITS) : NULL;
+}
+
+/* Has anything been numbered either way (a fresh conn would not resume it)? */
+static bool conn_numbered(const struct rd_conn *c)
+{
+	return c->snd_nxt || c->next_msg_id || c->rcv_nxt || c->match_next;
+}
+
+/*
+ * §4.9: a peer with nothing going (no traffic state, nothing queued, no message
+ * of its alive, no question about its incarnation out) is remembered in 32 bytes: its numbering and
+ * incarnations (and whether it is proven, in the map's tag). Its conn and its
+ * reference on the domain's shared entry go (the entry too, unless another
+ * endpoint holds it). Without room for the record, the conn stays.
+ * Return: true if the conn went.
+ */
+static bool conn_rest(struct braid_rd *rd, struct rd_conn *c)
+{
+	struct rd_idle *idle;
+	uintptr_t tag = RD_IDLE_TAG | (c->verified ? 0 : RD_IDLE_UNPROVEN);
+
+	/* a proven peer's challenge asks about a claimed restart: it waits for its answer;
+	 * an unproven peer's goes (its next packet is challenged afresh, §4.9 rule 2) */
+	if (c->flow || c->msgs || (c->verified && c->chal_out) || c->waiting ||
+	    !braid_dlist_empty(&c->sendq) || !braid_dlist_empty(&c->paused) ||
+	    !braid_dlist_empty(&c->rma_ops))
+		return false;
+	idle = braid_pool_alloc(&rd->idle_pool);
+	if (!idle)
+		return false;
+	idle->key = c->key;
+#define RD_IDLE_SAVE(field) idle->field = c->field;
+	RD_IDLE_FIELDS(RD_IDLE_SAVE)
+#undef RD_IDLE_SAVE
+	(void)braid_map_set(&rd->conns, c->key, (void *)((uintptr_t)idle | tag));
+	rd->stats.peers_idle++;
+	/* conn_free counts a peer gone: this one stays */
+	rd->stats.peers++;
+	if (c->verified)
+		rd->stats.peers_verified++;
+	conn_free(rd, c);
+	return true;
+}
+
+/* An idle peer (conn_rest) heard from or sent to again: a conn, numbering where it left off. */
+static struct rd_conn *conn_wake(struct braid_rd *rd, void *v, uint64_t now)
+{
+	struct rd_idle *idle = idle_of(v);
+	struct rd_conn *c = conn_new(rd, idle->key, now);
+
+	if (!c)
+		return NULL;
+#define RD_IDLE_LOAD(field) c->field = idle->field;
+	RD_IDLE_FIELDS(RD_IDLE_LOAD)
+#undef RD_IDLE_LOAD
+	if ((uintptr_t)v & RD_IDLE_UNPROVEN) {
+		/* still to prove itself (its next packet is challenged again, §4.9 rule 2) */
+		c->took = c->rcv_nxt != 0;
+		braid_dlist_insert_tail(&c->lru, &rd->unproven);
+	} else {
+		c->verified = true;
+		braid_dlist_insert_tail(&c->lru, &rd->resting);	/* until a flow attaches */
+	}
+	(void)braid_map_set(&rd->conns, idle->key, c);
+	braid_pool_release(&rd->idle_pool, idle);
+	rd->stats.peers_idle--;
+	return c;
+}
+
+struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now)
+{
+	void *v = braid_map_get(&rd->conns, key);
+	struct rd_conn *c;
+
+	/* an idle peer is woken only to carry traffic (a packet of data either way);
+	 * lookups for traffic state find none, as for any peer without a flow */
+	if (idle_of(v))
+		return create ? conn_wake(rd, v, now) : NULL;
+	if (v || !create)
+		return v;
+	/* first contact with this peer: from the conn pool; never in steady state */
+	c = conn_new(rd, key, now);
+	if (!c)
+		return NULL;
 	braid_dlist_insert_tail(&c->lru, &rd->unproven);
 	rd->stats.peers++;
 	if (braid_map_insert(&rd->conns, key, c)) {
@@ -353,6 +437,8 @@ static void flow_detach(struct braid_rd *rd, struct rd_flow *f)
 	if (f->silent)
 		rd->silent_flows--;
 	f->conn->flow = NULL;
+	if (f->conn->verified)
+		braid_dlist_insert_tail(&f->conn->lru, &rd->resting);
 	braid_pool_release(&rd->flows, f);
 	rd->stats.flows_active--;
 }
@@ -447,6 +533,8 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool i
 	f->heap_idx = SIZE_MAX;
 	braid_dlist_init(&f->ready_node);
 	braid_dlist_insert_tail(&f->active_node, &rd->active);
+	if (conn->verified)
+		braid_dlist_remove(&conn->lru);	/* from rd->resting */
 	conn->flow = f;
 	if (rd->cfg.idle_ns && rd->sweep_at == UINT64_MAX)
 		rd->sweep_at = now + rd->cfg.idle_ns / 4;
@@ -532,6 +620,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_dlist_init(&rd->active);
 	braid_dlist_init(&rd->ready);
 	braid_dlist_init(&rd->unproven);
+	braid_dlist_init(&rd->resting);
 	braid_dlist_init(&rd->strangers);
 	rd->sweep_at = UINT64_MAX;
 
@@ -561,8 +650,14 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 					   rd_small_stages(cfg));
 	if (!ret)
 		ret = braid_pool_construct(&rd->flows, rd->flow_size, cfg->max_flows);
-	if (!ret && cfg->max_peers)
-		ret = braid_pool_construct(&rd->conn_pool, sizeof(struct rd_conn), cfg->max_peers);
+	/* without a peer limit, pools all the same (chunks given back whole when idle,
+	 * where malloc'd conns freed among other allocations would pin the heap) */
+	if (!ret)
+		ret = braid_pool_construct(&rd->conn_pool, sizeof(struct rd_conn),
+					   cfg->max_peers ? cfg->max_peers : RD_PEERS_UNBOUNDED);
+	if (!ret)
+		ret = braid_pool_construct(&rd->idle_pool, sizeof(struct rd_idle),
+					   cfg->max_peers ? cfg->max_peers : RD_PEERS_UNBOUNDED);
 	if (!ret)
 		ret = braid_pool_construct(&rd->injects, cfg->inject_size ? cfg->inject_size : 1,
 					   cfg->max_sends / 4 ? cfg->max_sends / 4 : 1);
@@ -583,11 +678,9 @@ void braid_rd_close(struct braid_rd *rd)
 	for (i = 0; i < rd->conns.cap; i++) {
 		struct rd_conn *c = rd->conns.vals ? rd->conns.vals[i] : NULL;
 
-		if (!c || !braid_map_get(&rd->conns, rd->conns.keys[i]))
-			continue;
+		if (!c || !braid_map_get(&rd->conns, rd->conns.keys[i]) || idle_of(c))
+			continue;	/* an idle peer's record goes with its pool */
 		braid_peer_put_evict(c->peer);
-		if (!rd->conn_pool.count)
-			free(c);
 	}
 	braid_map_destruct(&rd->conns);
 	braid_pool_destruct(&rd->sends);
@@ -599,6 +692,7 @@ void braid_rd_close(struct braid_rd *rd)
 	braid_pool_destruct(&rd->flows);
 	braid_pool_destruct(&rd->injects);
 	braid_pool_destruct(&rd->conn_pool);
+	braid_pool_destruct(&rd->idle_pool);
 	free(rd->comps);
 	free(rd->heap);
 	free(rd);
@@ -742,9 +836,14 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 
 	if (ret)
 		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-	/* our incarnation as the asker knows it (its conn's, if we have one) */
-	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, now);
-	mine = conn ? conn->my_epoch : rd->cfg.epoch;
+	/* our incarnation as the asker knows it (its conn's or idle record's, if we have one) */
+	{
+		uint64_t key = braid_peer_key(src_ip, v.src_port);
+		struct rd_idle *idle = idle_of(braid_map_get(&rd->conns, key));
+
+		conn = rd_conn_get(rd, key, false, now);
+		mine = conn ? conn->my_epoch : idle ? idle->my_epoch : rd->cfg.epoch;
+	}
 	if (v.dst_epoch != mine)
 		return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 	if (!(v.flags & BRAID_RD_CHAL_F_RESPONSE)) {
@@ -778,6 +877,11 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 			rd->unproven_flows--;
 		}
 		braid_dlist_remove(&conn->lru);
+		if (!conn->flow) {
+			braid_dlist_insert_tail(&conn->lru, &rd->resting);
+			if (rd->cfg.idle_ns && rd->sweep_at == UINT64_MAX)
+				rd->sweep_at = now + rd->cfg.idle_ns / 4;
+		}
 		rd->stats.peers_verified++;
 		rd_in_verified(rd, conn, now);
 	}
@@ -967,16 +1071,23 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 	return n;
 }
 
+/* resting or unproven peers looked at per sweep, at most (each list) */
+#define RD_SWEEP_UNPROVEN	4096
+
 /*
- * Flows with nothing in flight either way for cfg.idle_ns go, and the pools
- * (flows, staging, messages, operations) give whole free chunks back: an endpoint
- * that heard from ten thousand peers once returns to its size when they go
- * quiet. Every idle_ns / 4 while flows exist.
+ * Flows with nothing in flight either way for cfg.idle_ns go, and with them
+ * their proven peers' conns (conn_rest: 32 bytes stay); unproven peers quiet
+ * for the idle time go too, to a record as well if anything was numbered
+ * either way, else whole. The pools (flows, staging,
+ * messages, operations) give whole free chunks back: an endpoint that heard
+ * from ten thousand peers once returns to about its size when they go quiet.
+ * Every idle_ns / 4 while flows or unproven peers exist.
  */
 static void rd_sweep(struct braid_rd *rd, uint64_t now)
 {
 	struct braid_dlist *it, *tmp;
-	size_t before;
+	size_t before, freed = 0;
+	int scan = 0;
 
 	braid_dlist_foreach_safe(&rd->active, it, tmp) {
 		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
@@ -985,8 +1096,47 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 		if (f->last_progress > since)
 			since = f->last_progress;
 		if (now - since >= rd->cfg.idle_ns && !f->ready && !f->need_ack &&
-		    rd_out_idle(f, f->conn) && rd_in_idle(f))
+		    rd_out_idle(f, f->conn) && rd_in_idle(f)) {
+			struct rd_conn *c = f->conn;
+
 			flow_detach(rd, f);
+			if (c->verified && conn_rest(rd, c))
+				freed += sizeof(*c) + sizeof(struct braid_peer);
+		}
+	}
+	/* proven peers whose flow went another way (reclaimed for room, failed), or that
+	 * were proven after it went: the oldest first */
+	braid_dlist_foreach_safe(&rd->resting, it, tmp) {
+		struct rd_conn *c = braid_container_of(it, struct rd_conn, lru);
+		uint64_t last = __atomic_load_n(&c->peer->last_active, __ATOMIC_RELAXED);
+
+		if (now - last < rd->cfg.idle_ns || ++scan > RD_SWEEP_UNPROVEN)
+			break;
+		if (conn_rest(rd, c))
+			freed += sizeof(*c) + sizeof(struct braid_peer);
+	}
+	scan = 0;
+	/* the least recently heard from first: stop at the first heard from lately */
+	braid_dlist_foreach_safe(&rd->unproven, it, tmp) {
+		struct rd_conn *c = braid_container_of(it, struct rd_conn, lru);
+		uint64_t last = __atomic_load_n(&c->peer->last_active, __ATOMIC_RELAXED);
+
+		if (now - last < rd->cfg.idle_ns || ++scan > RD_SWEEP_UNPROVEN)
+			break;
+		if (c->flow)
+			continue;
+		if (conn_numbered(c)) {
+			/* numbering to resume: a record (forgotten, its next message would
+			 * wait for ones delivered long ago) */
+			if (!conn_rest(rd, c))
+				continue;
+		} else {
+			if (!conn_evictable(rd, c, now))
+				continue;
+			braid_map_remove(&rd->conns, c->key);
+			conn_free(rd, c);
+		}
+		freed += sizeof(*c) + sizeof(struct braid_peer);
 	}
 	before = braid_rd_pool_bytes(rd);
 	braid_pool_trim(&rd->flows);
@@ -996,10 +1146,19 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 	braid_pool_trim(&rd->sends);
 	braid_pool_trim(&rd->resps);
 	braid_pool_trim(&rd->recvs);
-	/* the chunks came from malloc's heap: hand its free pages back too, once it is worth it */
-	if (before - braid_rd_pool_bytes(rd) >= (1u << 20))
+	braid_pool_trim(&rd->conn_pool);
+	/* the chunks and conns came from malloc's heap: hand its free pages back too, once
+	 * it is worth it (peers' shared entries are freed after an RCU grace period: a later
+	 * sweep's trim finds them) */
+	rd->trim_debt += before - braid_rd_pool_bytes(rd) + freed;
+	if (rd->trim_debt >= (1u << 20) || rd->trim_again) {
 		malloc_trim(0);
-	rd->sweep_at = rd->stats.flows_active ? now + rd->cfg.idle_ns / 4 : UINT64_MAX;
+		/* once more at the next sweep, for what the grace period frees meanwhile */
+		rd->trim_again = rd->trim_debt >= (1u << 20);
+		rd->trim_debt = 0;
+	}
+	rd->sweep_at = rd->stats.flows_active || !braid_dlist_empty(&rd->unproven) ||
+		       !braid_dlist_empty(&rd->resting) ? now + rd->cfg.idle_ns / 4 : UINT64_MAX;
 }
 
 void braid_rd_arrived(struct braid_rd *rd, uint64_t when)

@@ -271,6 +271,26 @@ struct rd_flow {
 	struct braid_pathset paths;	/* last: flexible */
 };
 
+/**
+ * struct rd_idle - an idle peer in 32 bytes (§4.9): its conn's numbering and
+ * incarnations, kept in rd->conns (tagged RD_IDLE_TAG, and RD_IDLE_UNPROVEN for a
+ * peer not proven) once the conn has had nothing going for the idle time; the conn, its reference on the domain's
+ * shared peer entry and its traffic state are given back. The next packet to or
+ * from the peer makes a conn of it again, numbering where it left off.
+ */
+struct rd_idle {
+	uint64_t key;
+	uint32_t snd_nxt, next_msg_id, rcv_nxt, match_next;
+	uint32_t epoch, my_epoch;
+};
+/* what an idle record keeps of its conn (field names shared with struct rd_conn) */
+#define RD_IDLE_FIELDS(X) X(snd_nxt) X(next_msg_id) X(rcv_nxt) X(match_next) X(epoch) X(my_epoch)
+/* the conn and idle pools' size without a peer limit (max_peers 0): memory is the bound */
+#define RD_PEERS_UNBOUNDED	(1u << 26)
+#define RD_IDLE_TAG	((uintptr_t)1)
+#define RD_IDLE_UNPROVEN	((uintptr_t)2)	/* with RD_IDLE_TAG: the peer is not proven */
+#define RD_IDLE_BITS	((uintptr_t)15)	/* pool objects are 16-byte aligned */
+
 /** What an engine keeps per peer it has ever exchanged packets with (small, malloc'd on first contact). */
 struct rd_conn {
 	uint64_t key;
@@ -310,7 +330,8 @@ struct rd_conn {
 	bool chal_out;
 	/** @chal_tries: repeats of the challenge about @chal_epoch (each waits twice as long). */
 	uint8_t chal_tries;
-	/** @lru: in rd->unproven, least recently heard from first, while not verified. */
+	/** @lru: in rd->unproven, least recently heard from first, while not verified; once
+	 * verified, in rd->resting while it has no flow. */
 	struct braid_dlist lru;
 	/** @msgs: messages (struct rd_msg) from the peer alive anywhere: the conn stays while any is. */
 	uint32_t msgs;
@@ -383,8 +404,17 @@ struct braid_rd {
 	size_t flow_size;
 	/** @conn_pool: conns, sized at open (cfg.max_peers; none: malloc'd, unbounded). */
 	struct braid_pool conn_pool;
+	/** @idle_pool: struct rd_idle, the idle proven peers (max_peers, or unbounded without). */
+	struct braid_pool idle_pool;
+	/** @trim_debt: heap bytes given back since malloc_trim() last ran (rd_sweep);
+	 * @trim_again: trim at the next sweep too. */
+	size_t trim_debt;
+	bool trim_again;
 	/** @unproven: conns not verified (§4.9), least recently heard from first. */
 	struct braid_dlist unproven;
+	/** @resting: proven conns without traffic state (by their lru), oldest first: rd_sweep
+	 * makes idle records of them (a proven conn is here exactly while it has no flow). */
+	struct braid_dlist resting;
 	/**
 	 * @unproven_flows: flows made for packets of peers not proven yet
 	 * (strangers), at most RD_STRANGER_FLOWS: flows this endpoint makes to

@@ -80,7 +80,8 @@
 	X(ctl_full,	COUNTER, "packets", "challenges or answers not sent for want of room") \
 	X(flows_active,	GAUGE,   "flows",   "peers with traffic state now") \
 	X(peers,	GAUGE,   "peers",   "peers with state now") \
-	X(peers_verified, GAUGE, "peers",   "of them, proven at their address")
+	X(peers_verified, GAUGE, "peers",   "of them, proven at their address") \
+	X(peers_idle,	GAUGE,   "peers",   "of those, idle: remembered in 32 bytes, their conn and shared entry given back")
 
 /* Read from a peer's state when a snapshot is taken. */
 #define BRAID_RD_PEER_GAUGES(X) \

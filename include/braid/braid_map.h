@@ -46,6 +46,12 @@ int braid_map_reserve(struct braid_map *map, size_t n);
 /** braid_map_get() - the value of @key, or NULL. */
 void *braid_map_get(const struct braid_map *map, uint64_t key);
 
+/**
+ * braid_map_set() - give the present @key the value @val, in place (no rehash).
+ * Return: 0, -FI_ENOENT if @key is absent, -FI_EINVAL for a NULL @val.
+ */
+int braid_map_set(struct braid_map *map, uint64_t key, void *val);
+
 /** braid_map_remove() - remove @key; returns its value, or NULL if absent. */
 void *braid_map_remove(struct braid_map *map, uint64_t key);
 

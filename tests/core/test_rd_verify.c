@@ -112,9 +112,10 @@ Test(rd_verify, first_message_is_0rtt_and_then_proven)
 	direct_close(&d);
 }
 
-/* Two engines that proved each other; @n messages from 0 to 1, every one checked. */
-static void exchange(struct direct *d, int n, uint8_t base)
+/* Two engines that proved each other; @n messages from @from to the other, every one checked. */
+static void exchange_from(struct direct *d, int from, int n, uint8_t base)
 {
+	struct braid_rd *tx = d->rd[from], *rx = d->rd[!from];
 	struct braid_rd_comp comp[64];
 	uint8_t src[64][100], dst[64][100];
 	int got0 = 0, got1 = 0, i;
@@ -123,16 +124,16 @@ static void exchange(struct direct *d, int n, uint8_t base)
 	for (i = 0; i < n; i++) {
 		memset(src[i], base + i, sizeof(src[i]));
 		memset(dst[i], 0, sizeof(dst[i]));
-		post(d->rd[1], dst[i], sizeof(dst[i]), 0, (void *)(uintptr_t)(100 + i), d->now);
-		send_msg(d->rd[0], d->key[1], src[i], sizeof(src[i]), (void *)(uintptr_t)(200 + i), d->now);
+		post(rx, dst[i], sizeof(dst[i]), 0, (void *)(uintptr_t)(100 + i), d->now);
+		send_msg(tx, d->key[!from], src[i], sizeof(src[i]), (void *)(uintptr_t)(200 + i), d->now);
 	}
 	direct_pump(d);
-	while ((i = braid_rd_poll(d->rd[0], comp, 64)) > 0) {
+	while ((i = braid_rd_poll(tx, comp, 64)) > 0) {
 		for (int j = 0; j < i; j++)
 			cr_assert_eq(comp[j].err, 0, "a send failed: %d", comp[j].err);
 		got0 += i;
 	}
-	while ((i = braid_rd_poll(d->rd[1], comp, 64)) > 0) {
+	while ((i = braid_rd_poll(rx, comp, 64)) > 0) {
 		for (int j = 0; j < i; j++)
 			cr_assert_eq(comp[j].err, 0, "a receive failed: %d", comp[j].err);
 		got1 += i;
@@ -141,6 +142,12 @@ static void exchange(struct direct *d, int n, uint8_t base)
 	cr_assert_eq(got1, n, "every message arrived");
 	for (i = 0; i < n; i++)
 		cr_assert_eq(memcmp(src[i], dst[i], sizeof(src[i])), 0, "message %d intact", i);
+}
+
+/* Two engines that proved each other; @n messages from 0 to 1, every one checked. */
+static void exchange(struct direct *d, int n, uint8_t base)
+{
+	exchange_from(d, 0, n, base);
 }
 
 /* The attack of issue 15: one datagram from the sender's address with a
@@ -605,6 +612,8 @@ Test(rd_verify, idle_flows_are_freed_and_their_memory_given_back)
 	}
 	idle = braid_rd_pool_bytes(rd);
 	cr_assert_eq(braid_rd_get_stats(rd)->flows_active, 0, "every idle flow freed");
+	cr_assert_eq(braid_rd_get_stats(rd)->peers_idle, 100,
+		     "every peer (none proven: the test does not answer challenges) kept in 32 bytes");
 	cr_assert_eq(braid_rd_next_deadline(rd), UINT64_MAX, "and nothing left to sweep");
 	cr_assert_lt(idle, busy / 4, "pools gave their memory back: %zu -> %zu bytes", busy, idle);
 	/* the peers' sequence state stayed: their second messages are delivered too */
@@ -620,6 +629,85 @@ Test(rd_verify, idle_flows_are_freed_and_their_memory_given_back)
 	while ((n = braid_rd_poll(rd, comp, 64)) > 0)
 		got += n;
 	cr_assert_eq(got, 100, "each peer's second message delivered");
+	cr_assert_eq(braid_rd_get_stats(rd)->peers_idle, 0, "every peer woke");
+	cr_assert_eq(braid_rd_get_stats(rd)->peers_verified, 0, "none proven by waking");
 	braid_rd_close(rd);
 	braid_peer_table_close(t);
+}
+
+/*
+ * Issue 16 items 2 and 4: a proven peer quiet for the idle time is remembered
+ * in 32 bytes (its numbering and incarnations); its conn, its traffic state
+ * and its entry in the domain's shared peer table are given back. Traffic
+ * either way brings it back where it left off: no new proof, no restart, and
+ * its numbering continues (a conn started afresh would take the next
+ * messages as old, or wait for ones that were delivered long ago).
+ */
+Test(rd_verify, an_idle_proven_peer_is_kept_in_32_bytes_and_resumes_where_it_left_off)
+{
+	struct braid_rd_config c = cfg();
+	const struct braid_rd_stats *st[2];
+	uint64_t chal[2], quiet;
+	struct direct d;
+	int i;
+
+	c.idle_ns = 100 * 1000000ULL;
+	cr_assert_eq(direct_open(&d, &c), 0);
+	exchange_from(&d, 0, 8, 1);
+	exchange_from(&d, 1, 8, 50);
+	for (i = 0; i < 2; i++) {
+		st[i] = braid_rd_get_stats(d.rd[i]);
+		cr_assert_eq(st[i]->peers_verified, 1);
+		cr_assert_eq(st[i]->flows_active, 1);
+		cr_assert_eq(st[i]->peers_idle, 0);
+		cr_assert_eq(braid_peer_count(d.t[i]), 1, "the domain's shared entry");
+		chal[i] = st[i]->chal_tx;
+	}
+	/* quiet for three idle times: both sides' sweeps run */
+	quiet = d.now + 3 * c.idle_ns;
+	for (;;) {
+		uint64_t t0 = braid_rd_next_deadline(d.rd[0]), t1 = braid_rd_next_deadline(d.rd[1]);
+		uint64_t t = t0 < t1 ? t0 : t1;
+
+		if (t > quiet)
+			break;
+		d.now = t;
+		direct_pump(&d);
+	}
+	d.now = quiet;
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(st[i]->flows_active, 0, "engine %d: its traffic state gone", i);
+		cr_assert_eq(st[i]->peers, 1, "engine %d: the peer still known", i);
+		cr_assert_eq(st[i]->peers_verified, 1, "engine %d: and proven", i);
+		cr_assert_eq(st[i]->peers_idle, 1, "engine %d: remembered in 32 bytes", i);
+		cr_assert_eq(braid_peer_count(d.t[i]), 0, "engine %d: the shared entry given back", i);
+		cr_assert_eq(braid_rd_next_deadline(d.rd[i]), UINT64_MAX, "engine %d: no timer left", i);
+	}
+	/* an ACK is traffic state's business: it does not wake the peer */
+	{
+		struct braid_rd_ack_view a = { .src_port = PORT, .src_epoch = 101, .dst_epoch = 100 };
+		struct braid_rd_ack_hdr ack;
+
+		braid_rd_ack_write(&ack, &a);
+		cr_assert_eq(braid_rd_input(d.rd[0], &ack, sizeof(ack), IP1, false, d.now),
+			     DROP(BRAID_DROP_NO_STATE));
+		cr_assert_eq(st[0]->peers_idle, 1);
+	}
+	/* traffic again, both ways, more than a window of packets: numbering resumed
+	 * (sender and receiver alike), nothing old, no new proof */
+	cr_assert_leq(c.window, 6 * 64);
+	for (i = 0; i < 6; i++) {
+		exchange_from(&d, 0, 64, (uint8_t)(100 + i));
+		exchange_from(&d, 1, 64, (uint8_t)(150 + i));
+	}
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(st[i]->peers_idle, 0, "engine %d: the peer woke", i);
+		cr_assert_eq(st[i]->peers, 1);
+		cr_assert_eq(st[i]->peers_verified, 1);
+		cr_assert_eq(st[i]->peers_restarted, 0, "engine %d: no restart", i);
+		cr_assert_eq(st[i]->chal_tx, chal[i], "engine %d: no new challenge", i);
+		cr_assert_eq(st[i]->drops[BRAID_DROP_DUPLICATE], 0, "engine %d: nothing taken as old", i);
+		cr_assert_eq(braid_peer_count(d.t[i]), 1);
+	}
+	direct_close(&d);
 }
