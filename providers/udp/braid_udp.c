@@ -45,6 +45,8 @@ struct braid_udp {
 	 * half round trip of a loopback ping-pong (2.6 us against 2.0).
 	 */
 	int epfd, pathfd;
+	/** @looked: the last receive looked at the path sockets. */
+	bool looked;
 };
 
 const struct braid_wire_ops braid_udp_wire_ops;
@@ -374,10 +376,13 @@ static int udp_rx(struct braid_wire *wire, struct braid_pkt *pkts, int n, bool h
 	if (n <= 0)
 		return 0;
 	/* the home socket at once, then one look at which path sockets have
-	 * something and a recvmmsg on each */
+	 * something and a recvmmsg on each; while the home socket has data, the
+	 * look is every other receive (a ping-pong's answer is handed on one
+	 * system call sooner; ACKs on the path sockets wait one receive at most) */
 	if (home)
 		got = udp_rx_sock(udp, 0, pkts, n);
-	if (udp->pathfd >= 0 && got < n) {
+	udp->looked = udp->pathfd >= 0 && got < n && !(got && udp->looked);
+	if (udp->looked) {
 		k = epoll_wait(udp->pathfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
 		for (i = 0; i < k && got < n; i++)
 			got += udp_rx_sock(udp, (int)evs[i].data.u32, pkts + got, n - got);

@@ -1,0 +1,113 @@
+/* test_udp_wire.c: the UDP wire's receive (providers/udp/braid_udp.c): the home socket first, the path sockets (ACKs, CTS) looked at every receive while the home socket is quiet and every other one while it has data. */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "braid/braid_wire.h"
+
+extern const struct braid_wire_ops braid_udp_wire_ops;
+
+static const struct braid_wire_ops *ops = &braid_udp_wire_ops;
+
+/* A plain UDP socket on loopback, its port in *@port. */
+static int plain_socket(uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void send_to(int fd, uint16_t port, char tag)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	cr_assert_eq(sendto(fd, &tag, 1, 0, (struct sockaddr *)&a, sizeof(a)), 1);
+}
+
+/* One receive of up to 8 datagrams; their first bytes into @tags. */
+static int rx(struct braid_wire *w, char *tags)
+{
+	char buf[8][64];
+	struct iovec iov[8];
+	struct braid_pkt pkts[8];
+	int n, i;
+
+	memset(pkts, 0, sizeof(pkts));
+	for (i = 0; i < 8; i++) {
+		iov[i] = (struct iovec){ buf[i], sizeof(buf[i]) };
+		pkts[i].iov = &iov[i];
+		pkts[i].iovcnt = 1;
+	}
+	usleep(2000);	/* loopback delivery is synchronous, but be generous */
+	n = ops->rx_burst(w, pkts, 8);
+	for (i = 0; i < n; i++)
+		tags[i] = buf[i][0];
+	tags[n] = 0;
+	return n;
+}
+
+Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_busy)
+{
+	struct braid_wire_params p = { .paths = 2 };
+	struct braid_wire *w;
+	struct braid_pkt out;
+	struct iovec iov;
+	char tags[9], byte = 'x';
+	uint16_t peer_port, home, route;
+	struct sockaddr_in from;
+	socklen_t len = sizeof(from);
+	int peer, round;
+
+	p.addr.sin_family = AF_INET;
+	p.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(ops->open(&p, &w), 0);
+	home = ntohs(w->name.sin_port);
+	peer = plain_socket(&peer_port);
+	/* learn the port of the wire's path 1: what its datagrams come from */
+	memset(&out, 0, sizeof(out));
+	iov = (struct iovec){ &byte, 1 };
+	out.iov = &iov;
+	out.iovcnt = 1;
+	out.path = 1;
+	out.addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(peer_port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_eq(ops->tx_burst(w, &out, 1), 1);
+	cr_assert_eq(recvfrom(peer, &byte, 1, 0, (struct sockaddr *)&from, &len), 1);
+	route = ntohs(from.sin_port);
+	cr_assert_neq(route, home);
+
+	/* the home socket quiet: a path datagram is read by the next receive, every time */
+	for (round = 0; round < 3; round++) {
+		send_to(peer, route, 'p');
+		cr_assert_eq(rx(w, tags), 1, "round %d", round);
+		cr_assert_str_eq(tags, "p");
+	}
+	/* the home socket never empty at a receive: the home datagram at once, the path one
+	 * by the next receive at the latest */
+	for (round = 0; round < 6; round++) {
+		send_to(peer, route, 'p');
+		send_to(peer, home, 'h');
+		cr_assert_geq(rx(w, tags), 1);
+		cr_assert(strchr(tags, 'h'), "round %d: the home datagram first (%s)", round, tags);
+		if (strchr(tags, 'p'))
+			continue;
+		send_to(peer, home, 'h');
+		cr_assert_eq(rx(w, tags), 2, "round %d: %s", round, tags);
+		cr_assert(strchr(tags, 'p') && strchr(tags, 'h'),
+			  "round %d: the path datagram one receive on (%s)", round, tags);
+	}
+	/* and the skipped look is not forgotten: nothing is left behind */
+	cr_assert_eq(rx(w, tags), 0);
+	close(peer);
+	ops->close(w);
+}
