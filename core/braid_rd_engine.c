@@ -252,6 +252,22 @@ static bool conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, u
 	       now - __atomic_load_n(&c->peer->last_active, __ATOMIC_RELAXED) >= rd->cfg.peer_timeout_ns;
 }
 
+/* Has anything been numbered either way (a fresh conn would not resume it)? */
+static bool conn_numbered(const struct rd_conn *c)
+{
+	return c->snd_nxt || c->next_msg_id || c->rcv_nxt || c->match_next;
+}
+
+/* Our incarnation to peers without state becomes later than @epoch (a forgotten peer's). */
+static void rd_fresh_epoch_after(struct braid_rd *rd, uint32_t epoch)
+{
+	if (!braid_seq_gt(rd->fresh_epoch, epoch)) {
+		rd->fresh_epoch = epoch + 1;
+		if (!rd->fresh_epoch)
+			rd->fresh_epoch = 1;
+	}
+}
+
 /* unproven conns looked at per eviction, at most (the busy ones go to the back) */
 #define RD_EVICT_SCAN	64
 
@@ -268,6 +284,13 @@ static bool conn_evict_one(struct braid_rd *rd, uint64_t now)
 			braid_dlist_insert_tail(&c->lru, &rd->unproven);
 			continue;
 		}
+		/* a peer that numbered anything with us keeps its numbering: were we to
+		 * meet it again at the same incarnation, its next messages would wait
+		 * for ones taken long ago (or ours be taken for old ones), in silence.
+		 * Peers met from now on see a later incarnation of us (§4.9), as after
+		 * giving up on a peer: either side then starts afresh on proof. */
+		if (conn_numbered(c))
+			rd_fresh_epoch_after(rd, c->my_epoch);
 		if (c->flow)
 			rd_flow_fail(rd, c->flow, FI_ECONNABORTED, BRAID_PERR_PEER_UNREACHABLE);
 		braid_map_remove(&rd->conns, c->key);
@@ -309,7 +332,7 @@ static struct rd_conn *conn_new(struct braid_rd *rd, uint64_t key, uint64_t now)
 	c->ip = (uint32_t)(key >> 16);
 	c->port = (uint16_t)key;
 	c->peer = peer;
-	c->my_epoch = rd->cfg.epoch;
+	c->my_epoch = rd->fresh_epoch;
 	braid_dlist_init(&c->sendq);
 	braid_dlist_init(&c->paused);
 	braid_dlist_init(&c->rma_ops);
@@ -320,12 +343,6 @@ static struct rd_conn *conn_new(struct braid_rd *rd, uint64_t key, uint64_t now)
 static struct rd_idle *idle_of(void *v)
 {
 	return (uintptr_t)v & RD_IDLE_TAG ? (struct rd_idle *)((uintptr_t)v & ~RD_IDLE_BITS) : NULL;
-}
-
-/* Has anything been numbered either way (a fresh conn would not resume it)? */
-static bool conn_numbered(const struct rd_conn *c)
-{
-	return c->snd_nxt || c->next_msg_id || c->rcv_nxt || c->match_next;
 }
 
 /*
@@ -604,6 +621,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	if (!rd)
 		return -FI_ENOMEM;
 	rd->cfg = *cfg;
+	rd->fresh_epoch = cfg->epoch;
 	if (!rd->cfg.cc)
 		rd->cfg.cc = &braid_cc_swift;
 	if (!rd->cfg.rto_init_ns)
@@ -842,7 +860,7 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 		struct rd_idle *idle = idle_of(braid_map_get(&rd->conns, key));
 
 		conn = rd_conn_get(rd, key, false, now);
-		mine = conn ? conn->my_epoch : idle ? idle->my_epoch : rd->cfg.epoch;
+		mine = conn ? conn->my_epoch : idle ? idle->my_epoch : rd->fresh_epoch;
 	}
 	if (v.dst_epoch != mine)
 		return rd_drop(rd, BRAID_DROP_STALE_EPOCH);

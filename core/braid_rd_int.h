@@ -406,6 +406,12 @@ struct braid_rd {
 	struct braid_pool conn_pool;
 	/** @idle_pool: struct rd_idle, the idle proven peers (max_peers, or unbounded without). */
 	struct braid_pool idle_pool;
+	/**
+	 * @fresh_epoch: our incarnation to a peer we have no state for: cfg.epoch,
+	 * later than any incarnation a peer we forgot (evicted) after it numbered
+	 * anything with us knows (§4.9).
+	 */
+	uint32_t fresh_epoch;
 	/** @trim_debt: heap bytes given back since malloc_trim() last ran (rd_sweep);
 	 * @trim_again: trim at the next sweep too. */
 	size_t trim_debt;

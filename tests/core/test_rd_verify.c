@@ -471,6 +471,38 @@ Test(rd_verify, delivered_message_pins_its_peer_for_the_peer_timeout)
 	cr_assert_eq(st->peers_evicted, 1);
 	cr_assert_eq(braid_rd_poll(rd, comp, 8), 1);
 	cr_assert_eq(dst[4][0], 9);
+	/*
+	 * The evicted peer (the second: the first was heard from again at 40) comes back with
+	 * its next message, numbered after the one we took (PSN 1, message 1) and
+	 * addressed to the incarnation of us it knows (1, from our ACK). A fresh
+	 * state would take it and wait for message 0 for ever, while its SACK
+	 * completed the send: silent loss. We are a later incarnation to it now:
+	 * the packet is dropped as meant for an earlier one and the peer told
+	 * (an ACK from incarnation 2), so that both start afresh on proof.
+	 */
+	len = mkdata(pkt, 5000, 11, 1, 1, 1, 0, 8, 8, 7);
+	{
+		int r = braid_rd_input(rd, pkt, len, 0x0c000001u, false, 50 + tmo);
+
+		cr_assert_eq(r, DROP(BRAID_DROP_STALE_EPOCH), "dropped as stale (%d; evicted %lu)", r,
+			     (unsigned long)st->peers_evicted);
+	}
+	cr_assert_eq(braid_rd_poll(rd, comp, 8), 0);
+	{
+		struct braid_rd_out out[8];
+		struct braid_rd_ack_view a;
+		int n = braid_rd_output(rd, 50 + tmo, out, 8), k, acks = 0;
+
+		for (k = 0; k < n; k++) {
+			if (out[k].dst_ip != 0x0c000001u ||
+			    braid_rd_ack_decode(out[k].hdr, out[k].hdr_len, &a))
+				continue;
+			acks++;
+			cr_assert_eq(a.src_epoch, 2, "a later incarnation of us (%u)", a.src_epoch);
+			cr_assert_eq(a.dst_epoch, 11);
+		}
+		cr_assert_eq(acks, 1, "the peer is told");
+	}
 	braid_rd_close(rd);
 	braid_peer_table_close(t);
 }
