@@ -481,10 +481,11 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 
 	for (rounds = 0; rounds < 8; rounds++) {
 		bool direct = ep->rx_direct;
+		/* large datagrams: the home route one at a time, then the others as usual
+		 * (every round: a stream into the home route must not starve the replies
+		 * to our own sends) */
+		int took = direct ? rdm_rx_direct(ep, &now) : 0;
 
-		/* large datagrams: the home route one at a time, the others as usual */
-		if (direct && rdm_rx_direct(ep, &now) == RDM_RX_BURST)
-			continue;
 		if (direct && ep->rx_direct) {
 			for (i = 0; i < RDM_RX_BURST; i++) {
 				iovs[i].iov_base = ep->rx_bufs + (size_t)i * ep->wire->mtu;
@@ -528,7 +529,7 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 					    pkts[i].flags & BRAID_PKT_ECN_CE, now);
 		}
 		braid_wire_rx_done(ep->wire, pkts, n);
-		if (n < RDM_RX_BURST) {
+		if (n < RDM_RX_BURST && took < RDM_RX_BURST) {
 			ep->rx_drained_ns = now;	/* read to empty, by about now */
 			break;
 		}

@@ -47,6 +47,10 @@ struct braid_udp {
 	int epfd, pathfd;
 	/** @looked: the last receive looked at the path sockets. */
 	bool looked;
+	/** @owed: the last receive filled its burst from the home socket: the next one
+	 * reads the path sockets first (a stream into the home socket never starves the
+	 * replies to our own sends). */
+	bool owed;
 };
 
 const struct braid_wire_ops braid_udp_wire_ops;
@@ -364,12 +368,23 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 	return got;
 }
 
+/* Receive from the path sockets that have something, up to @n. */
+static int udp_rx_paths(struct braid_udp *udp, struct braid_pkt *pkts, int n)
+{
+	struct epoll_event evs[BRAID_WIRE_SPARE_MAX * 2 + BRAID_WIRE_MAX_PATHS];
+	int got = 0, k, i;
+
+	k = epoll_wait(udp->pathfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
+	for (i = 0; i < k && got < n; i++)
+		got += udp_rx_sock(udp, (int)evs[i].data.u32, pkts + got, n - got);
+	return got;
+}
+
 /* Receive from the home socket (if @home), then from the path sockets with something. */
 static int udp_rx(struct braid_wire *wire, struct braid_pkt *pkts, int n, bool home)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
-	struct epoll_event evs[BRAID_WIRE_SPARE_MAX * 2 + BRAID_WIRE_MAX_PATHS];
-	int got = 0, k, i;
+	int got = 0;
 
 	if (n > UDP_BURST_MAX)
 		n = UDP_BURST_MAX;
@@ -378,15 +393,23 @@ static int udp_rx(struct braid_wire *wire, struct braid_pkt *pkts, int n, bool h
 	/* the home socket at once, then one look at which path sockets have
 	 * something and a recvmmsg on each; while the home socket has data, the
 	 * look is every other receive (a ping-pong's answer is handed on one
-	 * system call sooner; ACKs on the path sockets wait one receive at most) */
+	 * system call sooner; ACKs on the path sockets wait one receive at most);
+	 * after a burst filled from the home socket alone, the path sockets first */
+	if (udp->pathfd >= 0 && (udp->owed || !home)) {
+		got = udp_rx_paths(udp, pkts, n);
+		udp->owed = false;
+		udp->looked = true;
+		if (home && got < n)
+			got += udp_rx_sock(udp, 0, pkts + got, n - got);
+		wire->rx_packets += (uint64_t)got;
+		return got;
+	}
 	if (home)
 		got = udp_rx_sock(udp, 0, pkts, n);
 	udp->looked = udp->pathfd >= 0 && got < n && !(got && udp->looked);
-	if (udp->looked) {
-		k = epoll_wait(udp->pathfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
-		for (i = 0; i < k && got < n; i++)
-			got += udp_rx_sock(udp, (int)evs[i].data.u32, pkts + got, n - got);
-	}
+	if (udp->looked)
+		got += udp_rx_paths(udp, pkts + got, n - got);
+	udp->owed = udp->pathfd >= 0 && got == n;
 	wire->rx_packets += (uint64_t)got;
 	return got;
 }

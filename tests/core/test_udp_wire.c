@@ -1,4 +1,4 @@
-/* test_udp_wire.c: the UDP wire's receive (providers/udp/braid_udp.c): the home socket first, the path sockets (ACKs, CTS) looked at every receive while the home socket is quiet and every other one while it has data. */
+/* test_udp_wire.c: the UDP wire's receive (providers/udp/braid_udp.c): the home socket first, the path sockets (ACKs, CTS) looked at every receive while the home socket is quiet, every other one while it has data, and first after a burst the home socket filled. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -105,6 +105,24 @@ Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_bu
 		cr_assert_eq(rx(w, tags), 2, "round %d: %s", round, tags);
 		cr_assert(strchr(tags, 'p') && strchr(tags, 'h'),
 			  "round %d: the path datagram one receive on (%s)", round, tags);
+	}
+	/* a stream into the home socket deeper than a burst: the path datagram is in
+	 * the second receive, not after the stream (replies to our own sends must not
+	 * wait for the peer to stop sending) */
+	{
+		int i, got, seen = 0;
+
+		send_to(peer, route, 'p');
+		for (i = 0; i < 20; i++)
+			send_to(peer, home, 'h');
+		for (round = 0; round < 2 && !seen; round++) {
+			got = rx(w, tags);
+			cr_assert_eq(got, 8, "a full burst each time (%d)", got);
+			seen = strchr(tags, 'p') != NULL;
+		}
+		cr_assert(seen, "the path datagram within two receives");
+		while (rx(w, tags) > 0)
+			;
 	}
 	/* and the skipped look is not forgotten: nothing is left behind */
 	cr_assert_eq(rx(w, tags), 0);
