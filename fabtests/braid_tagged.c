@@ -675,6 +675,36 @@ static int tg_bw(struct tg *tg)
 	return 0;
 }
 
+/*
+ * The end: the client says goodbye once it has the server's last message, and
+ * the server keeps its endpoint (and so its retransmissions) alive until then,
+ * at most TG_LINGER_NS. A send may complete before the peer has it (an inject,
+ * a provider's buffered send: FI_INJECT_COMPLETE); a server that closed at once
+ * could take its last message's retransmissions with it, and the client would
+ * wait for it in vain. A goodbye that does not come fails nothing.
+ */
+#define TG_LINGER_NS	(5ULL * 1000000000ULL)
+
+static void tg_goodbye(struct tg *tg)
+{
+	struct ft_ctx *ctx = &tg->ctx;
+	struct fi_cq_data_entry comp;
+	uint64_t until = ft_now_ns() + TG_LINGER_NS;
+
+	if (!ft_is_server(&tg->opts)) {
+		(void)ft_ctrl_send(ctx, FT_CTRL_DONE, UINT32_MAX, 0);
+		return;
+	}
+	if (ft_ctrl_post(ctx))
+		return;
+	while (ft_now_ns() < until) {
+		int ret = ft_cq_poll(ctx, &ctx->rxcq, &comp, NULL);
+
+		if (ret != 0)
+			break;	/* the goodbye (or an error: nothing more to wait for) */
+	}
+}
+
 /* ---- driver ---- */
 
 static int tg_start(struct tg *tg)
@@ -780,6 +810,7 @@ static int tg_run(struct tg *tg)
 		ret = tg->mode == TG_BW ? tg_bw(tg) : tg_pingpong(tg);
 	if (ret)
 		return FT_EXIT_FAIL;
+	tg_goodbye(tg);
 	ft_msg(ctx, "%lu received messages checked", tg->checked);
 	return FT_EXIT_PASS;
 }
