@@ -220,15 +220,22 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 
 /* ---- conns and flows ---- */
 
-static void conn_free(struct braid_rd *rd, struct rd_conn *c)
+/* The conn's memory, lists and shared-entry reference go (the peer's counts are the caller's). */
+static void conn_release(struct braid_rd *rd, struct rd_conn *c)
 {
 	if (!c->verified || !c->flow)
 		braid_dlist_remove(&c->lru);	/* rd->unproven, or rd->resting */
+	braid_peer_put_evict(c->peer);
+	braid_pool_release(&rd->conn_pool, c);
+}
+
+/* The peer is forgotten. */
+static void conn_free(struct braid_rd *rd, struct rd_conn *c)
+{
 	if (c->verified)
 		rd->stats.peers_verified--;
 	rd->stats.peers--;
-	braid_peer_put_evict(c->peer);
-	braid_pool_release(&rd->conn_pool, c);
+	conn_release(rd, c);
 }
 
 /*
@@ -360,7 +367,7 @@ static bool conn_rest(struct braid_rd *rd, struct rd_conn *c)
 
 	/* a proven peer's challenge asks about a claimed restart: it waits for its answer;
 	 * an unproven peer's goes (its next packet is challenged afresh, §4.9 rule 2) */
-	if (c->flow || c->msgs || (c->verified && c->chal_out) || c->waiting ||
+	if (c->flow || c->msgs || (c->verified && c->chal_out) ||
 	    !braid_dlist_empty(&c->sendq) || !braid_dlist_empty(&c->paused) ||
 	    !braid_dlist_empty(&c->rma_ops))
 		return false;
@@ -373,11 +380,7 @@ static bool conn_rest(struct braid_rd *rd, struct rd_conn *c)
 #undef RD_IDLE_SAVE
 	(void)braid_map_set(&rd->conns, c->key, (void *)((uintptr_t)idle | tag));
 	rd->stats.peers_idle++;
-	/* conn_free counts a peer gone: this one stays */
-	rd->stats.peers++;
-	if (c->verified)
-		rd->stats.peers_verified++;
-	conn_free(rd, c);
+	conn_release(rd, c);	/* the peer stays, as a record */
 	return true;
 }
 
