@@ -525,11 +525,17 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	/* §4.2 rules 4-5: the PSN window */
 	d = braid_seq_diff(v->psn, conn->rcv_nxt);
 	if (d < 0 || (d < (int32_t)w && bit_test(f->rcv_bits, v->psn % w))) {
-		f->echo_psn = v->psn;
-		f->echo_time = v->tx_time;
-		f->echo_route = rd->in_route;
-		f->echo_ecn = ecn;
-		f->echo_rx = rd->in_arrived;
+		/* the ACK owed for packets taken since the last one keeps echoing
+		 * them: a copy read in the same pass as its original (this host was
+		 * away while both came) must not make the sender's RTO look real
+		 * (§4.5, Eifel) */
+		if (!f->need_ack) {
+			f->echo_psn = v->psn;
+			f->echo_time = v->tx_time;
+			f->echo_route = rd->in_route;
+			f->echo_ecn = ecn;
+			f->echo_rx = rd->in_arrived;
+		}
 		/* a rendezvous keepalive probe (§4.6) is a duplicate by design: not a sign
 		 * of a spurious retransmission, so not counted for the sender's windows */
 		if (!((v->flags & BRAID_RD_F_RDV) && (v->flags & BRAID_RD_F_RETX) && !v->payload_len))
