@@ -195,6 +195,8 @@ struct rd_flow {
 	 * lowered again at @reo_decay_at (16 RTTs with no new duplicate). */
 	uint32_t peer_dups, reo_mult;
 	uint64_t reo_decay_at;
+	/** @reo_raised_at: when @reo_mult was last raised (once a round trip at most). */
+	uint64_t reo_raised_at;
 	/** @last_tx: time of the latest transmission; @tlp_out: a tail probe awaits its ACK. */
 	uint64_t last_tx;
 	bool tlp_out;

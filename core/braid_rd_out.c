@@ -766,8 +766,12 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	 * (RFC 8985 §7.2, DSACK's role); narrow them again after 16 RTTs with no new one.
 	 */
 	if (braid_seq_gt(a->dups, f->peer_dups)) {
-		if (f->reo_mult < 8)
+		/* once a round trip at most (RFC 8985 §7.2): one burst of early
+		 * retransmissions is one piece of evidence, not one per ACK */
+		if (f->reo_mult < 8 && now - f->reo_raised_at >= f->srtt) {
 			f->reo_mult++;
+			f->reo_raised_at = now;
+		}
 		f->reo_decay_at = now + 16 * (f->srtt ? f->srtt : rd->cfg.rto_init_ns);
 	} else if (f->reo_mult && now >= f->reo_decay_at) {
 		f->reo_mult--;
