@@ -147,11 +147,41 @@ static void heap_remove(struct braid_rd *rd, struct rd_flow *f)
 	f->heap_idx = SIZE_MAX;
 }
 
+/* How long our challenge waits for its answer before it may go again (§4.9). */
+static uint64_t chal_wait(const struct braid_rd *rd, const struct rd_conn *conn)
+{
+	uint64_t wait = rd->cfg.rto_init_ns << (conn->chal_tries < 16 ? conn->chal_tries : 16);
+
+	return wait > rd->cfg.rto_max_ns ? rd->cfg.rto_max_ns : wait;
+}
+
+/*
+ * An unproven peer's messages wait here for its proof (§4.9): while they do,
+ * our challenge is repeated on a timer, not only when the peer sends again (a
+ * rendezvous sender whose RTS we acknowledged sends nothing until our CTS,
+ * and a lost challenge or answer would leave both waiting for its keepalive
+ * probe, an eighth of the peer timeout). RD_CHAL_TIMER_TRIES repeats at
+ * most, with the challenge's own back-off: a forged first packet cannot make
+ * us send more than that to the address it named.
+ */
+#define RD_CHAL_TIMER_TRIES 6
+static uint64_t chal_deadline(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	const struct rd_conn *c = f->conn;
+
+	if (c->verified || !c->chal_out || !f->msgs_live || c->chal_tries >= RD_CHAL_TIMER_TRIES)
+		return UINT64_MAX;
+	return c->chal_at + chal_wait(rd, c);
+}
+
 void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
 {
 	uint64_t d = rd_out_deadline(rd, f), c = rd_in_deadline(rd, f);
 	size_t i;
 
+	if (c < d)
+		d = c;
+	c = chal_deadline(rd, f);
 	if (c < d)
 		d = c;
 	if (f->ack_deadline && f->ack_deadline < d)
@@ -791,11 +821,7 @@ static void conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t e
 	struct braid_rd_chal_view v;
 
 	if (conn->chal_out && conn->chal_epoch == epoch) {
-		uint64_t wait = rd->cfg.rto_init_ns << (conn->chal_tries < 16 ? conn->chal_tries : 16);
-
-		if (wait > rd->cfg.rto_max_ns)
-			wait = rd->cfg.rto_max_ns;
-		if (now - conn->chal_at < wait)
+		if (now - conn->chal_at < chal_wait(rd, conn))
 			return;
 		if (conn->chal_tries < 255)
 			conn->chal_tries++;
@@ -1201,6 +1227,8 @@ void braid_rd_timer(struct braid_rd *rd, uint64_t now)
 				f->pingpong = 0;	/* no answer in time: no ping-pong */
 			rd_flow_ready(rd, f);
 		}
+		if (chal_deadline(rd, f) <= now)
+			conn_challenge(rd, f->conn, f->conn->chal_epoch, now);
 		/* CTS to repeat, a silent sender of half-received messages; it may fail the flow */
 		if (rd_in_timer(rd, f, now))
 			rd_out_timer(rd, f, now);

@@ -32,6 +32,27 @@ static inline size_t rd_dgram_copy(const struct braid_rd_out *out, int n, uint8_
 	return at;
 }
 
+/* Answer @out if it is a challenge to @peer_ip: 1 when answered and believed, else 0. */
+static inline int rd_answer_chal_out(struct braid_rd *rd, const struct braid_rd_out *out,
+				     uint32_t peer_ip, uint64_t now)
+{
+	struct braid_rd_chal_view v, r;
+	struct braid_rd_cts_hdr h;
+
+	if (out->dst_ip != peer_ip || braid_rd_chal_decode(out->hdr, out->hdr_len, &v) ||
+	    (v.flags & BRAID_RD_CHAL_F_RESPONSE))
+		return 0;
+	r = (struct braid_rd_chal_view){
+		.src_port = out->dst_port,
+		.flags = BRAID_RD_CHAL_F_RESPONSE,
+		.src_epoch = v.dst_epoch,
+		.dst_epoch = v.src_epoch,
+		.cookie = v.cookie,
+	};
+	braid_rd_chal_write(&h, &r);
+	return braid_rd_input(rd, &h, sizeof(h), peer_ip, false, now) == 0;
+}
+
 /*
  * A test's hand-made peer at @peer_ip answers the engine's challenge (§4.9):
  * the next packet @rd sends must be an RD_CHALLENGE to it, and the answer
@@ -40,21 +61,8 @@ static inline size_t rd_dgram_copy(const struct braid_rd_out *out, int n, uint8_
 static inline int rd_answer_challenge(struct braid_rd *rd, uint32_t peer_ip, uint64_t now)
 {
 	struct braid_rd_out out;
-	struct braid_rd_chal_view v, r;
-	struct braid_rd_cts_hdr h;
 
-	if (braid_rd_output(rd, now, &out, 1) != 1 || out.dst_ip != peer_ip ||
-	    braid_rd_chal_decode(out.hdr, out.hdr_len, &v) || (v.flags & BRAID_RD_CHAL_F_RESPONSE))
-		return 0;
-	r = (struct braid_rd_chal_view){
-		.src_port = out.dst_port,
-		.flags = BRAID_RD_CHAL_F_RESPONSE,
-		.src_epoch = v.dst_epoch,
-		.dst_epoch = v.src_epoch,
-		.cookie = v.cookie,
-	};
-	braid_rd_chal_write(&h, &r);
-	return braid_rd_input(rd, &h, sizeof(h), peer_ip, false, now) == 0;
+	return braid_rd_output(rd, now, &out, 1) == 1 && rd_answer_chal_out(rd, &out, peer_ip, now);
 }
 
 #endif /* RD_DGRAM_H */
