@@ -253,6 +253,8 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 /* The conn's memory, lists and shared-entry reference go (the peer's counts are the caller's). */
 static void conn_release(struct braid_rd *rd, struct rd_conn *c)
 {
+	if (rd->hot == c)
+		rd->hot = NULL;
 	if (!c->verified || !c->flow)
 		braid_dlist_remove(&c->lru);	/* rd->unproven, or rd->resting */
 	braid_peer_put_evict(c->peer);
@@ -441,13 +443,22 @@ static struct rd_conn *conn_wake(struct braid_rd *rd, void *v, uint64_t now)
 
 struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now)
 {
-	void *v = braid_map_get(&rd->conns, key);
+	void *v;
 	struct rd_conn *c;
 
+	/* a stream's packets and ACKs come from one peer: its conn again, no map walk
+	 * (every conn that goes clears this first: conn_release) */
+	if (rd->hot && rd->hot_key == key)
+		return rd->hot;
+	v = braid_map_get(&rd->conns, key);
 	/* an idle peer is woken only to carry traffic (a packet of data either way);
 	 * lookups for traffic state find none, as for any peer without a flow */
 	if (idle_of(v))
 		return create ? conn_wake(rd, v, now) : NULL;
+	if (v) {
+		rd->hot = v;
+		rd->hot_key = key;
+	}
 	if (v || !create)
 		return v;
 	/* first contact with this peer: from the conn pool; never in steady state */

@@ -368,6 +368,9 @@ struct braid_rd {
 	struct braid_peer_table *peers;
 	/** @conns: key -> struct rd_conn. */
 	struct braid_map conns;
+	/** @hot, @hot_key: the conn rd_conn_get found last (NULL: none); cleared when a conn goes. */
+	struct rd_conn *hot;
+	uint64_t hot_key;
 	struct braid_pool sends, recvs, msgs, stages, flows, injects;
 	/** @stages_small: staging for small payloads (an 8-byte message took a 64 KiB
 	 * packet buffer: 257 of them filled loopback's whole staging budget) */
