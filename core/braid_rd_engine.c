@@ -50,7 +50,9 @@ bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
 {
 	if (rd->comp_count == rd->comp_cap)
 		return false;
-	rd->comps[(rd->comp_head + rd->comp_count) % rd->comp_cap] = *c;
+	uint32_t i = rd->comp_head + rd->comp_count;
+
+	rd->comps[i < rd->comp_cap ? i : i - rd->comp_cap] = *c;
 	rd->comp_count++;
 	return true;
 }
@@ -61,7 +63,8 @@ int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
 
 	while (n < max && rd->comp_count) {
 		comps[n++] = rd->comps[rd->comp_head];
-		rd->comp_head = (rd->comp_head + 1) % rd->comp_cap;
+		if (++rd->comp_head == rd->comp_cap)
+			rd->comp_head = 0;
 		rd->comp_count--;
 	}
 	return n;
@@ -550,7 +553,7 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool i
 	bool stranger = inbound && !conn->verified;
 	struct rd_flow *f;
 	uint8_t *tail;
-	uint32_t w = rd->cfg.window;
+	uint32_t w = rd->cfg.window, slots = rd->slot_mask + 1;
 
 	if (conn->flow)
 		return conn->flow;
@@ -574,13 +577,16 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool i
 	tail = (uint8_t *)f + sizeof(*f) + rd->cfg.paths * sizeof(struct braid_path);
 	tail = (uint8_t *)(((uintptr_t)tail + 15) & ~(uintptr_t)15);
 	f->tx = (struct rd_txpkt *)tail;
-	tail += w * sizeof(struct rd_txpkt);
+	tail += slots * sizeof(struct rd_txpkt);
 	f->prack = (struct rd_pathrack *)tail;
 	tail += rd->cfg.paths * sizeof(struct rd_pathrack);
 	for (uint32_t i = 0; i < rd->cfg.paths; i++)
 		braid_dlist_init(&f->prack[i].inflight);
 	f->rcv_bits = (uint64_t *)tail;
-	tail += ((w + 63) / 64) * sizeof(uint64_t);
+	tail += ((slots + 63) / 64) * sizeof(uint64_t);
+	f->msg_done = (uint64_t *)tail;
+	tail += ((slots + 63) / 64) * sizeof(uint64_t);
+	f->msg_una = conn->next_msg_id;	/* a flow attaches with no send of its conn numbered */
 	f->msgs = (struct rd_msg **)tail;
 	f->snd_una = conn->snd_nxt;
 	f->peer_rwnd = w;
@@ -686,11 +692,14 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_dlist_init(&rd->strangers);
 	rd->sweep_at = UINT64_MAX;
 
+	for (rd->slot_mask = 1; rd->slot_mask < cfg->window; rd->slot_mask <<= 1)
+		;
 	rd->flow_size = sizeof(struct rd_flow) + cfg->paths * sizeof(struct braid_path) + 16 +
 			cfg->paths * sizeof(struct rd_pathrack) +
-			cfg->window * sizeof(struct rd_txpkt) +
-			((cfg->window + 63) / 64) * sizeof(uint64_t) +
-			cfg->window * sizeof(struct rd_msg *);
+			rd->slot_mask * sizeof(struct rd_txpkt) +
+			2 * ((rd->slot_mask + 63) / 64) * sizeof(uint64_t) +
+			rd->slot_mask * sizeof(struct rd_msg *);
+	rd->slot_mask--;
 	stage_size = sizeof(struct rd_stage) + RD_SEG(rd);
 	/* twice what the operations can have: the other half is for the events of
 	 * RMA targeting us (§4.7), which wait while it is taken */

@@ -6,9 +6,6 @@
 #include "braid_rd_int.h"
 #include "braid/braid_errno.h"
 
-static inline bool bit_test(const uint64_t *b, uint32_t i) { return b[i / 64] >> (i % 64) & 1; }
-static inline void bit_set(uint64_t *b, uint32_t i) { b[i / 64] |= 1ULL << (i % 64); }
-static inline void bit_clear(uint64_t *b, uint32_t i) { b[i / 64] &= ~(1ULL << (i % 64)); }
 
 /* Copy @len bytes to offset @off of a receive, truncating at its capacity. */
 static void recv_copy(struct rd_recv *r, uint64_t off, const uint8_t *src, size_t len)
@@ -170,7 +167,7 @@ static struct rd_recv *recv_take(struct braid_rd *rd, struct rd_recv *r, const s
 		braid_dlist_remove(&r->node);
 		return r;
 	}
-	part = braid_pool_alloc(&rd->recvs);
+	part = braid_pool_alloc_head(&rd->recvs, RD_RECV_HEAD);
 	if (!part)
 		return NULL;
 	room = r->capacity - r->used;
@@ -235,7 +232,7 @@ static void cts_refill(struct braid_rd *rd, struct rd_flow *f)
 {
 	uint32_t i;
 
-	for (i = 0; i < rd->cfg.window && f->cts_n < RD_CTS_MAX; i++) {
+	for (i = 0; i <= rd->slot_mask && f->cts_n < RD_CTS_MAX; i++) {
 		struct rd_msg *m = f->msgs[i];
 
 		if (m && m->rdv && (m->recv || m->discard) && !msg_complete(m))
@@ -409,7 +406,7 @@ static void msg_match(struct braid_rd *rd, struct rd_msg *m)
 /* Free the window slot of a message that needs it no more. */
 static void slot_release(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m)
 {
-	struct rd_msg **slot = &f->msgs[m->msg_id % rd->cfg.window];
+	struct rd_msg **slot = &f->msgs[rd_slot(rd, m->msg_id)];
 
 	if (*slot == m) {
 		*slot = NULL;
@@ -441,7 +438,7 @@ static void match_in_order(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	struct rd_conn *conn = f->conn;
 
 	for (;;) {
-		struct rd_msg *m = f->msgs[conn->match_next % rd->cfg.window];
+		struct rd_msg *m = f->msgs[rd_slot(rd, conn->match_next)];
 
 		if (!m || m->msg_id != conn->match_next || m->matched)
 			return;
@@ -524,7 +521,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 
 	/* §4.2 rules 4-5: the PSN window */
 	d = braid_seq_diff(v->psn, conn->rcv_nxt);
-	if (d < 0 || (d < (int32_t)w && bit_test(f->rcv_bits, v->psn % w))) {
+	if (d < 0 || (d < (int32_t)w && bit_test(f->rcv_bits, rd_slot(rd, v->psn)))) {
 		/* the ACK owed for packets taken since the last one keeps echoing
 		 * them: a copy read in the same pass as its original (this host was
 		 * away while both came) must not make the sender's RTO look real
@@ -547,7 +544,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		return rd_drop_at(rd, f, BRAID_DROP_OUT_OF_WINDOW);
 	/* the message: its slot in the message window */
 	d = braid_seq_diff(v->msg_id, conn->match_next);
-	slot = &f->msgs[v->msg_id % w];
+	slot = &f->msgs[rd_slot(rd, v->msg_id)];
 	m = *slot;
 	if (m && m->msg_id != v->msg_id)
 		return rd_drop_at(rd, f, BRAID_DROP_OUT_OF_WINDOW);
@@ -618,10 +615,10 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 
 	/* mark the PSN and advance the cumulative point */
 	gap = v->psn != conn->rcv_nxt;
-	bit_set(f->rcv_bits, v->psn % w);
+	bit_set(f->rcv_bits, rd_slot(rd, v->psn));
 	conn->took = true;
-	while (bit_test(f->rcv_bits, conn->rcv_nxt % w)) {
-		bit_clear(f->rcv_bits, conn->rcv_nxt % w);
+	while (bit_test(f->rcv_bits, rd_slot(rd, conn->rcv_nxt))) {
+		bit_clear(f->rcv_bits, rd_slot(rd, conn->rcv_nxt));
 		conn->rcv_nxt++;
 	}
 	f->echo_psn = v->psn;
@@ -686,7 +683,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 		     uint64_t now)
 {
 	struct rd_conn *conn = f->conn;
-	uint32_t w = rd->cfg.window, i;
+	uint32_t w = rd->cfg.window, words = (rd->slot_mask + 64) / 64, i;
 	struct braid_rd_ack_view a = {
 		.src_port = rd->cfg.local_port,
 		.flags = f->echo_ecn ? BRAID_RD_ACK_F_ECN_CE : 0,
@@ -711,10 +708,10 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 
 	memset(a.sack, 0, sizeof(a.sack));
 	/* nothing beyond cum_psn has arrived (the usual case): no bit to look at */
-	for (i = 0; i < (w + 63) / 64 && !f->rcv_bits[i]; i++)
+	for (i = 0; i < words && !f->rcv_bits[i]; i++)
 		;
-	for (i = i < (w + 63) / 64 ? 0 : w; i + 1 < w && i < BRAID_RD_SACK_BITS; i++) {
-		if (bit_test(f->rcv_bits, (conn->rcv_nxt + 1 + i) % w))
+	for (i = i < words ? 0 : w; i + 1 < w && i < BRAID_RD_SACK_BITS; i++) {
+		if (bit_test(f->rcv_bits, rd_slot(rd, conn->rcv_nxt + 1 + i)))
 			a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
 	}
 	braid_rd_ack_write((struct braid_rd_ack_hdr *)out->hdr, &a);
@@ -735,7 +732,7 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 
 	if (!f)
 		return;
-	for (i = 0; i < rd->cfg.window; i++) {
+	for (i = 0; i <= rd->slot_mask; i++) {
 		struct rd_msg *m = f->msgs[i];
 
 		if (!m)
@@ -753,7 +750,7 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 	f->msgs_live = 0;
 	f->cts_n = 0;
 	rd_in_forget(rd, f);
-	memset(f->rcv_bits, 0, ((rd->cfg.window + 63) / 64) * sizeof(uint64_t));
+	memset(f->rcv_bits, 0, ((rd->slot_mask + 64) / 64) * sizeof(uint64_t));
 	f->need_ack = false;
 	f->ack_now = false;
 	f->ack_deadline = 0;
@@ -771,7 +768,7 @@ static struct rd_recv *recv_new(struct braid_rd *rd, const struct braid_rd_recv 
 	    !braid_iov_valid(req->iov, req->iov_count))
 		return NULL;
 	*ret = -FI_EAGAIN;
-	r = braid_pool_alloc(&rd->recvs);
+	r = braid_pool_alloc_head(&rd->recvs, RD_RECV_HEAD);
 	if (!r)
 		return NULL;
 	memcpy(r->iov, req->iov, req->iov_count * sizeof(struct iovec));
@@ -1007,9 +1004,9 @@ int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t 
 	if (!f || v.dst_epoch != conn->my_epoch || v.src_epoch != conn->epoch)
 		return 0;
 	d = braid_seq_diff(v.psn, conn->rcv_nxt);
-	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, v.psn % w))
+	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, rd_slot(rd, v.psn)))
 		return 0;
-	m = f->msgs[v.msg_id % w];
+	m = f->msgs[rd_slot(rd, v.msg_id)];
 	if (!m && v.rma.op == BRAID_RMA_WRITE) {
 		/* a write's first packet: the message it opens (a slot and a record
 		 * free) is checked against the key for all its length, so the region is known */

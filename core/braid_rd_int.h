@@ -28,7 +28,6 @@
 struct rd_send {
 	/** @node: in the conn's send queue while bytes remain to be cut into packets. */
 	struct braid_dlist node;
-	struct iovec iov[BRAID_RD_IOV_MAX];
 	size_t iov_count;
 	uint64_t len;
 	/** @next_off: bytes already cut into packets. */
@@ -60,15 +59,24 @@ struct rd_send {
 	bool resp_bound;
 	/** @waiting: every packet acknowledged, the answer not yet here (counted in conn->waiting). */
 	bool waiting;
-	/** @res: where a READ's data or an atomic's fetched values go; @res_len: their size. */
-	struct iovec res[BRAID_RD_IOV_MAX];
+	/** @res_count: entries of @res; @res_len: their size. */
 	size_t res_count;
 	uint64_t res_len;
 	/** @rlink: in conn->rma_ops from the request's start until its completion. */
 	struct braid_dlist rlink;
 	/** @stage: a RESP's buffer of fetched values (stages pool), or NULL. */
 	struct rd_stage *stage;
+	/*
+	 * The arrays last, not zeroed when the record is taken (rd_send_alloc):
+	 * each is written up to its count before anything reads it.
+	 */
+	struct iovec iov[BRAID_RD_IOV_MAX];
+	/** @res: where a READ's data or an atomic's fetched values go. */
+	struct iovec res[BRAID_RD_IOV_MAX];
 };
+
+/* How much of a send record is zeroed when it is taken: all but its arrays. */
+#define RD_SEND_HEAD	offsetof(struct rd_send, iov)
 
 /* why a packet was declared lost (its resend is counted under the cause) */
 enum rd_loss { RD_LOSS_RACK = 0, RD_LOSS_TLP, RD_LOSS_RTO, RD_LOSS_DEAD, RD_LOSS_REFUSED };
@@ -127,7 +135,6 @@ struct rd_stage {
 /** A posted receive (pool: max_recvs). */
 struct rd_recv {
 	struct braid_dlist node;
-	struct iovec iov[BRAID_RD_IOV_MAX];
 	size_t iov_count;
 	uint64_t capacity;
 	uint64_t peer, tag, ignore;
@@ -139,7 +146,11 @@ struct rd_recv {
 	bool retired;
 	/** @parent: for the part of a multi-receive buffer one message got. */
 	struct rd_recv *parent;
+	/** @iov: last, not zeroed when taken (RD_RECV_HEAD): written up to @iov_count first. */
+	struct iovec iov[BRAID_RD_IOV_MAX];
 };
+
+#define RD_RECV_HEAD	offsetof(struct rd_recv, iov)
 
 /** A message being received (pool: max_msgs). */
 struct rd_msg {
@@ -221,6 +232,14 @@ struct rd_flow {
 	/** @cts_rtt: smoothed time from a CTS to the data it releases (the receiver's RTT view). */
 	uint64_t cts_rtt;
 	uint64_t *rcv_bits;		/* window bits, slot psn % window */
+	/**
+	 * @msg_done: the sender's messages wholly acknowledged beyond @msg_una
+	 * (a bit per message slot); @msg_una: the oldest message of this flow not
+	 * wholly acknowledged (next_msg_id when none). A new message starts only
+	 * within the window of it (§4.2 rule 5, sendq_held()).
+	 */
+	uint64_t *msg_done;
+	uint32_t msg_una;
 	struct rd_msg **msgs;		/* window slots, msg_id % window */
 	uint32_t msgs_live;		/* messages in the msgs slots */
 	uint32_t ack_count;		/* data packets accepted since the last ACK */
@@ -407,6 +426,12 @@ struct braid_rd {
 	/** @in_placed: its payload is in place already (braid_rd_input_placed()). */
 	bool in_placed;
 	size_t flow_size;
+	/**
+	 * @slot_mask: a flow's window rings (tx, rcv_bits, msgs) have
+	 * slot_mask + 1 slots, the power of two at or above cfg.window: a PSN's
+	 * or message's slot is a mask, not a division per packet.
+	 */
+	uint32_t slot_mask;
 	/** @conn_pool: conns, sized at open (cfg.max_peers; none: malloc'd, unbounded). */
 	struct braid_pool conn_pool;
 	/** @idle_pool: struct rd_idle, the idle proven peers (max_peers, or unbounded without). */
@@ -546,5 +571,16 @@ int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
 uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
 bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id);
+
+/* The window ring slot of PSN or message id @x (struct braid_rd's slot_mask). */
+static inline uint32_t rd_slot(const struct braid_rd *rd, uint32_t x)
+{
+	return x & rd->slot_mask;
+}
+
+/* Bits of a flow's window rings (rcv_bits, msg_done). */
+static inline bool bit_test(const uint64_t *b, uint32_t i) { return b[i / 64] >> (i % 64) & 1; }
+static inline void bit_set(uint64_t *b, uint32_t i) { b[i / 64] |= 1ULL << (i % 64); }
+static inline void bit_clear(uint64_t *b, uint32_t i) { b[i / 64] &= ~(1ULL << (i % 64)); }
 
 #endif /* BRAID_RD_INT_H */

@@ -8,7 +8,7 @@
 
 static inline struct rd_txpkt *tx_slot(struct braid_rd *rd, struct rd_flow *f, uint32_t psn)
 {
-	return &f->tx[psn % rd->cfg.window];
+	return &f->tx[rd_slot(rd, psn)];
 }
 
 static bool op_in_sendq(const struct rd_send *op)
@@ -69,7 +69,8 @@ void rd_out_send_done(struct braid_rd *rd, struct rd_send *op)
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
 				void *context)
 {
-	struct rd_send *op = braid_pool_alloc((flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends);
+	struct rd_send *op = braid_pool_alloc_head((flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends,
+						   RD_SEND_HEAD);
 
 	if (!op)
 		return NULL;
@@ -270,11 +271,33 @@ static uint64_t probe_deadline(const struct braid_rd *rd, const struct rd_flow *
 	return from + rd->cfg.peer_timeout_ns / 8;
 }
 
-/* Data in flight or queued to go: the peer must answer within the peer timeout. */
-static bool out_busy(const struct rd_flow *f, const struct rd_conn *conn)
+/*
+ * The next send waits for the message window (§4.2 rule 5): it starts a
+ * message @window or more past the oldest one not wholly acknowledged. The
+ * receiver could hold no slot for it (the oldest may be a rendezvous message
+ * waiting for its receive, §4.6) and would drop its packets, whose PSNs would
+ * then hold the PSN window shut for the oldest's own remaining packets.
+ */
+static inline bool sendq_held(const struct braid_rd *rd, const struct rd_conn *conn)
+{
+	const struct rd_send *op;
+
+	if (braid_dlist_empty(&conn->sendq))
+		return false;
+	op = braid_container_of(conn->sendq.next, struct rd_send, node);
+	/* (a message that has started, a rendezvous one back after its CTS, goes on) */
+	return op->msg_id - conn->flow->msg_una >= rd->cfg.window && !op->next_off &&
+	       !op->pkts_out && !op->cut_done;
+}
+
+/* Data in flight or queued to go: the peer must answer within the peer timeout.
+ * (Sends held by the message window wait for the oldest message, which is in
+ * flight or waits for the peer itself: a rendezvous CTS, probed, §4.6.) */
+static inline bool out_busy(const struct braid_rd *rd, const struct rd_flow *f,
+		     const struct rd_conn *conn)
 {
 	return !braid_dlist_empty(&f->txorder) || !braid_dlist_empty(&f->retxq) ||
-	       !braid_dlist_empty(&conn->sendq);
+	       (!braid_dlist_empty(&conn->sendq) && !sendq_held(rd, conn));
 }
 
 /* The oldest RMA request whose packets were all acknowledged and that waits for its answer. */
@@ -301,7 +324,8 @@ bool rd_out_waiting(const struct rd_conn *conn)
 bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
 {
 	/* sends waiting for the peer keep the flow (not the peer timeout) */
-	return !out_busy(f, conn) && !rd_out_waiting(conn);
+	return braid_dlist_empty(&f->txorder) && braid_dlist_empty(&f->retxq) &&
+	       braid_dlist_empty(&conn->sendq) && !rd_out_waiting(conn);
 }
 
 void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id)
@@ -460,7 +484,7 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 	}
 	if (zero_window_waits(f) && !f->zwp_due && f->zwp_at < d)
 		d = f->zwp_at;
-	if (!out_busy(f, f->conn) && rd_out_waiting(f->conn) && !f->probe_due &&
+	if (!out_busy(rd, f, f->conn) && rd_out_waiting(f->conn) && !f->probe_due &&
 	    probe_deadline(rd, f) < d)
 		d = probe_deadline(rd, f);
 	return d;
@@ -601,7 +625,7 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	}
 	/* rendezvous sends waiting for a CTS and nothing else going: ask the peer for a
 	 * sign of life now and then (§4.6), so a dead receiver fails them in bounded time */
-	if (!out_busy(f, conn) && rd_out_waiting(conn) && !f->probe_due &&
+	if (!out_busy(rd, f, conn) && rd_out_waiting(conn) && !f->probe_due &&
 	    now >= probe_deadline(rd, f)) {
 		f->probe_due = true;
 		rd_flow_ready(rd, f);
@@ -679,8 +703,17 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 	}
 	p->state = RD_PKT_FREE;
 	p->op = NULL;
-	if (--op->pkts_out == 0 && op->cut_done)
+	if (--op->pkts_out == 0 && op->cut_done) {
+		/* wholly at the receiver: the message window moves past it */
+		if (op->msg_id != f->msg_una) {
+			bit_set(f->msg_done, rd_slot(rd, op->msg_id));
+		} else {
+			f->msg_una++;
+			while (bit_test(f->msg_done, rd_slot(rd, f->msg_una)))
+				bit_clear(f->msg_done, rd_slot(rd, f->msg_una++));
+		}
 		rd_out_send_done(rd, op);
+	}
 }
 
 static void advance_una(struct braid_rd *rd, struct rd_flow *f)
@@ -1101,7 +1134,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 	n += rd_in_write_cts(rd, f, now, out + n, max - n);
 	if (f->probe_due && n < max) {
 		/* the wait may have ended since the timer asked (a CTS came) */
-		if (!out_busy(f, conn) && rd_out_waiting(conn)) {
+		if (!out_busy(rd, f, conn) && rd_out_waiting(conn)) {
 			probe_write(rd, f, now, &out[n++]);
 			f->probe_at = now;
 		}
@@ -1165,6 +1198,9 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		uint64_t left = op->len - op->next_off, max = op->rma.op ? RD_RMA_SEG(rd) : RD_SEG(rd);
 		uint32_t seg = (uint32_t)(left < max ? left : max);
 
+		if (!op->next_off && op->msg_id - f->msg_una >= rd->cfg.window && !op->pkts_out &&
+		    !op->cut_done)
+			break;	/* held by the message window (sendq_held()) */
 		if (!op->next_off)
 			op->first_psn = conn->snd_nxt;
 		p->op = op;
@@ -1219,7 +1255,7 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 	uint32_t i;
 
 	if (f) {
-		for (i = 0; i < rd->cfg.window; i++) {
+		for (i = 0; i <= rd->slot_mask; i++) {
 			struct rd_txpkt *p = &f->tx[i];
 			struct rd_send *op = p->op;
 

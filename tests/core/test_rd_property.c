@@ -14,6 +14,11 @@ struct scenario {
 	bool kill_path;
 	/** @rdv: rendezvous threshold (0: the default, above every message here). */
 	uint64_t rdv;
+	/**
+	 * @window: the flow window (0: the default, 256); one that is not a power
+	 * of two leaves ring slots no PSN in the window uses at the moment.
+	 */
+	uint32_t window;
 };
 
 static uint8_t pattern(uint64_t seed, int msg, size_t off)
@@ -68,6 +73,11 @@ static void run_scenario(uint64_t seed, const struct scenario *sc)
 	c.peer_timeout_ns = 10000 * MS;	/* no peer is dead here */
 	if (sc->rdv)
 		c.rdv_threshold = sc->rdv;
+	if (sc->window) {
+		c.window = sc->window;
+		if (c.init_cwnd > c.window)
+			c.init_cwnd = c.window;
+	}
 	cr_assert_eq(h_init(&h, 2, 4, &p, &c, seed), 0);
 	if (sc->kill_path)
 		braid_sim_schedule(h.sim, 200 * 1000, BRAID_SIM_PATH_DOWN, 1);
@@ -98,9 +108,9 @@ static void run_scenario(uint64_t seed, const struct scenario *sc)
 	}
 	struct ctx want = { 1, NMSG, NMSG };
 	cr_assert(h_run(&h, 60000 * MS, all_done, &want),
-		  "seed %lu loss %.2f dup %.2f reorder %.2f kill %d rdv %lu: not all completed "
-		  "(recv comps %zu send comps %zu)", (unsigned long)seed, sc->loss, sc->dup,
-		  sc->reorder, sc->kill_path, (unsigned long)sc->rdv, h.nodes[1].ncomps,
+		  "seed %lu loss %.2f dup %.2f reorder %.2f kill %d rdv %lu window %u: not all "
+		  "completed (recv comps %zu send comps %zu)", (unsigned long)seed, sc->loss, sc->dup,
+		  sc->reorder, sc->kill_path, (unsigned long)sc->rdv, sc->window, h.nodes[1].ncomps,
 		  h.nodes[0].ncomps);
 
 	/* exactly once, byte-identical, in send order (receive i holds message i) */
@@ -150,6 +160,9 @@ static const struct scenario scenarios[] = {
 	{ 0, 0, 0, false, 3000 },
 	{ 0.05, 0.05, 0.10, false, 3000 },
 	{ 0.20, 0.10, 0.20, true, 3000 },
+	/* windows that are not powers of two (the rings are: slots a window leaves unused) */
+	{ 0.05, 0.05, 0.20, false, 0, 100 },
+	{ 0.20, 0.10, 0.20, true, 3000, 37 },
 };
 
 Test(braid_rd_property, exactly_once_under_faults, .timeout = 240)
@@ -160,6 +173,72 @@ Test(braid_rd_property, exactly_once_under_faults, .timeout = 240)
 	for (seed = 1; seed <= 6; seed++)
 		for (s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
 			run_scenario(seed, &scenarios[s]);
+}
+
+/*
+ * A rendezvous message no receive has been posted for yet, then more small
+ * messages than the window: the ones a window or more past it wait at the
+ * sender (they would find no slot at the receiver, and their dropped packets
+ * would hold the PSN window shut for the rendezvous message's rest, until the
+ * peer timeout failed everything). Once the receives come, all complete.
+ */
+Test(braid_rd_property, a_waiting_rendezvous_message_holds_the_message_window_not_the_peer)
+{
+	enum { NSMALL = 300, BIG = 10000 };
+	static uint8_t big[BIG], bigdst[BIG], small[NSMALL][8], smalldst[NSMALL][8];
+	struct braid_sim_path_cfg p = { .delay_ns = 5000 };
+	struct braid_rd_config c;
+	struct harness h;
+	size_t i;
+
+	braid_rd_config_default(&c);
+	c.paths = 4;
+	c.epoch = 1;
+	c.rdv_threshold = 3000;
+	c.peer_timeout_ns = 200 * MS;
+	cr_assert_eq(h_init(&h, 2, 4, &p, &c, 7), 0);
+	for (i = 0; i < BIG; i++)
+		big[i] = (uint8_t)(i * 7 + 1);
+	for (i = 0; i <= NSMALL; i++) {
+		struct iovec iov = { i ? small[i - 1] : big, i ? 8 : BIG };
+		struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = h_key(1),
+					   .context = (void *)(uintptr_t)(i + 1) };
+
+		if (i)
+			memset(small[i - 1], (int)i, 8);
+		cr_assert_eq(braid_rd_send(h.nodes[0].rd, &s, h.now), 0);
+	}
+	/* five peer timeouts with no receive posted: the sender waits, alive */
+	h_run(&h, h.now + 1000 * MS, NULL, NULL);
+	cr_assert_eq(h.nodes[0].ncomps, c.window - 1,
+		     "the small messages within the window completed, no more (%zu)",
+		     h.nodes[0].ncomps);
+	for (i = 0; i < h.nodes[0].ncomps; i++)
+		cr_assert_eq(h.nodes[0].comps[i].err, 0, "send %zu: no peer death", i);
+	cr_assert_eq(braid_rd_get_stats(h.nodes[1].rd)->drops[BRAID_DROP_OUT_OF_WINDOW], 0,
+		     "no packet beyond the receiver's message window was sent");
+	for (i = 0; i <= NSMALL; i++) {
+		struct iovec iov = { i ? smalldst[i - 1] : bigdst, i ? 8 : BIG };
+		struct braid_rd_recv r = { .iov = &iov, .iov_count = 1,
+					   .context = (void *)(uintptr_t)(i + 1) };
+
+		cr_assert_eq(braid_rd_post_recv(h.nodes[1].rd, &r, h.now), 0);
+	}
+	h_run(&h, h.now + 100 * MS, NULL, NULL);
+	cr_assert_eq(h.nodes[0].ncomps, NSMALL + 1, "every send completed (%zu)", h.nodes[0].ncomps);
+	cr_assert_eq(h.nodes[1].ncomps, NSMALL + 1, "every receive completed (%zu)", h.nodes[1].ncomps);
+	for (i = 0; i <= NSMALL; i++) {
+		size_t k = (size_t)(uintptr_t)h.nodes[1].comps[i].context - 1;
+
+		cr_assert_eq(h.nodes[0].comps[i].err, 0, "send %zu succeeded", i);
+		cr_assert_eq(h.nodes[1].comps[i].err, 0, "receive %zu succeeded", i);
+		cr_assert(k <= NSMALL);
+		cr_assert_eq(h.nodes[1].comps[i].len, k ? 8 : BIG, "receive %zu's length", k);
+	}
+	cr_assert_eq(memcmp(big, bigdst, BIG), 0, "the rendezvous message's bytes");
+	for (i = 0; i < NSMALL; i++)
+		cr_assert_eq(memcmp(small[i], smalldst[i], 8), 0, "message %zu's bytes", i + 1);
+	h_fini(&h);
 }
 
 /* A receiver that goes away: every send fails with FI_EHOSTUNREACH within the peer timeout. */

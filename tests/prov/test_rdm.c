@@ -818,3 +818,93 @@ Test(fi_av_remove, source_follows_the_live_entries)
 	}
 	rdm_close(&r);
 }
+
+/* Progress both endpoints once; count a's send completions and b's receive completions. */
+static void rdm_count(struct rdm *r, size_t *sent, size_t *send_errs, size_t *recvd, size_t *recv_errs)
+{
+	struct fi_cq_tagged_entry e[16];
+	struct fi_cq_err_entry err;
+	ssize_t n;
+
+	(void)fi_cq_read(r->a.rx_cq, NULL, 0);
+	(void)fi_cq_read(r->b.tx_cq, NULL, 0);
+	while ((n = fi_cq_read(r->a.tx_cq, e, 16)) > 0 || n == -FI_EAVAIL) {
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			cr_assert_eq(fi_cq_readerr(r->a.tx_cq, &err, 0), 1);
+			(*send_errs)++;
+		} else {
+			*sent += (size_t)n;
+		}
+	}
+	while ((n = fi_cq_read(r->b.rx_cq, e, 16)) > 0 || n == -FI_EAVAIL) {
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			cr_assert_eq(fi_cq_readerr(r->b.rx_cq, &err, 0), 1);
+			(*recv_errs)++;
+		} else {
+			*recvd += (size_t)n;
+		}
+	}
+}
+
+/*
+ * A large message (rendezvous: its data waits for the receiver's buffer)
+ * sent before its receive is posted, then more small messages than braid's
+ * flow window (256). Those a window past the large one wait at the sender;
+ * the peer stays alive however long the receiver takes (well past the peer
+ * timeout), and once the receives come every message arrives. (Before the
+ * sender kept to the message window, the one 256 past the large message
+ * was dropped and resent, held the PSN window shut, and after the peer
+ * timeout every send failed with FI_EHOSTUNREACH.)
+ */
+Test(fi_tsend, a_message_waiting_for_its_receive_holds_back_later_ones_not_the_peer, .timeout = 60)
+{
+	enum { NSMALL = 400, BIG = 1 << 20 };
+	static uint8_t big[BIG], bigdst[BIG], small[NSMALL][8], smalldst[NSMALL][8];
+	size_t sent = 0, send_errs = 0, recvd = 0, recv_errs = 0, i;
+	long deadline;
+	struct rdm r;
+
+	setenv("FI_BRAID_PEER_TIMEOUT_MS", "400", 1);
+	rdm_open(&r, false);
+	fill(big, BIG, 5);
+	for (i = 0; i <= NSMALL; i++) {
+		const void *buf = i ? small[i - 1] : big;
+		ssize_t ret;
+
+		if (i)
+			memset(small[i - 1], (int)i, 8);
+		deadline = pt_now_ms() + 5000;
+		while ((ret = fi_tsend(r.a.ep, buf, i ? 8 : BIG, NULL, r.a.peer, i ? 2 : 1,
+				       (void *)(uintptr_t)(i + 1))) == -FI_EAGAIN && pt_now_ms() < deadline)
+			rdm_count(&r, &sent, &send_errs, &recvd, &recv_errs);
+		cr_assert_eq(ret, 0, "send %zu posted (%zd)", i, ret);
+	}
+	/* no receive for four peer timeouts */
+	deadline = pt_now_ms() + 1600;
+	while (pt_now_ms() < deadline)
+		rdm_count(&r, &sent, &send_errs, &recvd, &recv_errs);
+	cr_assert_eq(send_errs, 0, "no send failed while the receiver waited (%zu did)", send_errs);
+	cr_assert_lt(sent, NSMALL, "the sends a window past the waiting message wait too (%zu done)", sent);
+	cr_assert_eq(fi_trecv(r.b.ep, bigdst, BIG, NULL, FI_ADDR_UNSPEC, 1, 0, (void *)1), 0);
+	for (i = 0; i < NSMALL; i++) {
+		ssize_t ret;
+
+		deadline = pt_now_ms() + 5000;
+		while ((ret = fi_trecv(r.b.ep, smalldst[i], 8, NULL, FI_ADDR_UNSPEC, 2, 0,
+				       (void *)(uintptr_t)(i + 2))) == -FI_EAGAIN && pt_now_ms() < deadline)
+			rdm_count(&r, &sent, &send_errs, &recvd, &recv_errs);
+		cr_assert_eq(ret, 0, "receive %zu posted (%zd)", i, ret);
+	}
+	deadline = pt_now_ms() + 10000;
+	while ((sent + send_errs < NSMALL + 1 || recvd + recv_errs < NSMALL + 1) && pt_now_ms() < deadline)
+		rdm_count(&r, &sent, &send_errs, &recvd, &recv_errs);
+	cr_assert_eq(send_errs + recv_errs, 0, "no errors (%zu sends, %zu receives)", send_errs, recv_errs);
+	cr_assert_eq(sent, NSMALL + 1, "every send completed (%zu)", sent);
+	cr_assert_eq(recvd, NSMALL + 1, "every receive completed (%zu)", recvd);
+	cr_assert_eq(memcmp(big, bigdst, BIG), 0, "the large message intact");
+	for (i = 0; i < NSMALL; i++)
+		cr_assert_eq(memcmp(small[i], smalldst[i], 8), 0, "message %zu intact, in order", i + 1);
+	rdm_close(&r);
+}
