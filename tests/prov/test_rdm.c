@@ -819,33 +819,31 @@ Test(fi_av_remove, source_follows_the_live_entries)
 	rdm_close(&r);
 }
 
-/* Progress both endpoints once; count a's send completions and b's receive completions. */
-static void rdm_count(struct rdm *r, size_t *sent, size_t *send_errs, size_t *recvd, size_t *recv_errs)
+/* Read every entry @cq has now: successes into @ok, errors into @errs. */
+static void cq_count(struct fid_cq *cq, size_t *ok, size_t *errs)
 {
 	struct fi_cq_tagged_entry e[16];
 	struct fi_cq_err_entry err;
 	ssize_t n;
 
+	while ((n = fi_cq_read(cq, e, 16)) > 0 || n == -FI_EAVAIL) {
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			cr_assert_eq(fi_cq_readerr(cq, &err, 0), 1);
+			(*errs)++;
+		} else {
+			*ok += (size_t)n;
+		}
+	}
+}
+
+/* Progress both endpoints once; count a's send completions and b's receive completions. */
+static void rdm_count(struct rdm *r, size_t *sent, size_t *send_errs, size_t *recvd, size_t *recv_errs)
+{
 	(void)fi_cq_read(r->a.rx_cq, NULL, 0);
 	(void)fi_cq_read(r->b.tx_cq, NULL, 0);
-	while ((n = fi_cq_read(r->a.tx_cq, e, 16)) > 0 || n == -FI_EAVAIL) {
-		if (n == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			cr_assert_eq(fi_cq_readerr(r->a.tx_cq, &err, 0), 1);
-			(*send_errs)++;
-		} else {
-			*sent += (size_t)n;
-		}
-	}
-	while ((n = fi_cq_read(r->b.rx_cq, e, 16)) > 0 || n == -FI_EAVAIL) {
-		if (n == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			cr_assert_eq(fi_cq_readerr(r->b.rx_cq, &err, 0), 1);
-			(*recv_errs)++;
-		} else {
-			*recvd += (size_t)n;
-		}
-	}
+	cq_count(r->a.tx_cq, sent, send_errs);
+	cq_count(r->b.rx_cq, recvd, recv_errs);
 }
 
 /*
