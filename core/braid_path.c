@@ -69,6 +69,15 @@ bool braid_path_is_sick(const struct braid_pathset *ps, uint32_t idx)
 	return idx < ps->n && path_sick(&ps->p[idx], ps->mean_loss, ps->best_srtt);
 }
 
+/* The next path in round robin (a wrap, not a division per packet). */
+static inline uint32_t rr_next(struct braid_pathset *ps)
+{
+	uint32_t a = ps->rr;
+
+	ps->rr = a + 1 < ps->n ? a + 1 : 0;
+	return a;
+}
+
 uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid)
 {
 	uint32_t best, i, a;
@@ -91,9 +100,9 @@ uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid)
 	best = ps->best_srtt;
 	mean = ps->mean_loss;
 	/* round robin (even load on equal paths) */
-	a = ps->rr++ % ps->n;
+	a = rr_next(ps);
 	if ((int)a == avoid)
-		a = ps->rr++ % ps->n;
+		a = rr_next(ps);
 	if (!health)
 		return a;
 	if (!path_sick(&ps->p[a], mean, best)) {
@@ -126,9 +135,9 @@ uint32_t braid_pathset_pick(struct braid_pathset *ps, bool health, int avoid)
 			return a;
 	}
 	/* every path is sick: take the next one anyway (still not @avoid) */
-	a = ps->rr++ % ps->n;
+	a = rr_next(ps);
 	if ((int)a == avoid)
-		a = ps->rr++ % ps->n;
+		a = rr_next(ps);
 	return a;
 }
 
