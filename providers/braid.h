@@ -73,6 +73,8 @@ struct braid_config {
 	int sockbuf;
 	/** @gso: send runs of full-size RDM packets with UDP GSO where the kernel has it. */
 	int gso;
+	/** @gro: RDM takes runs of datagrams the host coalesced (UDP GRO) where the kernel has it. */
+	int gro;
 	/** @bundle: RDM: pack packets for one peer into shared datagrams (protocol.md §4.8). */
 	int bundle;
 	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */

@@ -40,6 +40,8 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 		.addr = *addr,
 		.paths = ep->type == FI_EP_MSG ? 1 : braid_cfg.paths,	/* RC: one path per QP */
 		.sockbuf = braid_cfg.sockbuf,
+		/* RDM splits coalesced runs (UDP GRO) into their datagrams */
+		.gro = ep->type == FI_EP_RDM && braid_cfg.gro,
 	};
 	struct braid_wire *wire;
 	int ret;
@@ -201,14 +203,16 @@ static int ep_close(struct fid *fid)
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u closed: %lu data packets "
 			   "(%lu bytes) sent, %lu received (%lu bytes), %lu retransmitted, "
 			   "%lu messages sent, %lu received, %lu packets put back (socket full); "
-			   "%lu bundles sent, %lu received; %lu datagrams received into place\n",
+			   "%lu bundles sent, %lu received; %lu datagrams received into place, "
+			   "%lu in %lu coalesced runs (UDP GRO)\n",
 			   ntohs(ep->wire->name.sin_port),
 			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
 			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
 			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
 			   (unsigned long)st->msgs_received, (unsigned long)ep->stats.tx_refused,
 			   (unsigned long)st->tx_bundles, (unsigned long)st->rx_bundles,
-			   (unsigned long)ep->stats.rx_placed);
+			   (unsigned long)ep->stats.rx_placed, (unsigned long)ep->stats.rx_gro_dgrams,
+			   (unsigned long)ep->stats.rx_gro_runs);
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
 			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
 			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
@@ -474,9 +478,10 @@ static int ep_enable(struct braid_ep *ep)
 	braid_ep_unlock(ep);
 	braid_domain_unlock(ep->domain);
 	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu, "
-		   "mtu %zu, UDP GSO runs of up to %u datagrams\n",
+		   "mtu %zu, UDP GSO runs of up to %u datagrams, UDP GRO %s\n",
 		   ntohs(ep->wire->name.sin_port), ep->wire->paths, ep->max_msg_size,
-		   ep->wire->mtu, ep->type == FI_EP_RDM && braid_cfg.gso ? ep->wire->gso_segs : 0);
+		   ep->wire->mtu, ep->type == FI_EP_RDM && braid_cfg.gso ? ep->wire->gso_segs : 0,
+		   ep->wire->gro ? "on" : "off");
 	return 0;
 }
 

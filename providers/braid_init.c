@@ -16,6 +16,7 @@ struct braid_config braid_cfg = {
 	.eq_size = 256,
 	.sockbuf = 4 << 20,
 	.gso = 1,
+	.gro = 1,
 	.bundle = 1,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
@@ -199,6 +200,12 @@ static void braid_init_env(void)
 			"RDM: send runs of full-size packets to a peer by one path in one "
 			"UDP GSO write where the kernel has it (UDP_SEGMENT). (default: %d)",
 			braid_cfg.gso);
+	fi_param_define(&braid_prov, "gro", FI_PARAM_BOOL,
+			"RDM: take runs of datagrams the host coalesced (UDP GRO: the "
+			"NIC's GRO joins one sender's datagrams) in one receive where "
+			"the kernel has it; each datagram is then handled as if it came "
+			"alone. (default: %d)",
+			braid_cfg.gro);
 
 	fi_param_define(&braid_prov, "unexp_bytes", FI_PARAM_SIZE_T,
 			"RDM: bytes per endpoint for data that arrives before a receive "
@@ -347,6 +354,8 @@ static void braid_init_env(void)
 		braid_cfg.bundle = !!val;
 	if (!fi_param_get_bool(&braid_prov, "gso", &val))
 		braid_cfg.gso = !!val;
+	if (!fi_param_get_bool(&braid_prov, "gro", &val))
+		braid_cfg.gro = !!val;
 	if (!fi_param_get_size_t(&braid_prov, "unexp_bytes", &sz) && sz)
 		braid_cfg.unexp_bytes = sz;
 	if (!fi_param_get_int(&braid_prov, "peer_timeout_ms", &val) && val > 0)

@@ -355,9 +355,10 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 		uint32_t ip = ntohl(from.sin_addr.s_addr);
 		int k = 0;
 
-		if (len < RDM_DIRECT_MIN) {
+		if (len < RDM_DIRECT_MIN || len > ep->wire->mtu) {
+			/* small ones again, or a coalesced run (UDP GRO): the usual way */
 			if (len)
-				ep->rx_direct = false;	/* small ones again: the usual way */
+				ep->rx_direct = false;
 			break;
 		}
 		hlen = (size_t)hdr[6] << 8 | hdr[7];	/* a keyed one's counts its tag */
@@ -419,7 +420,7 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
  */
 static struct braid_rxbuf *rdm_rxbuf_take(struct braid_ep *ep)
 {
-	size_t need = (size_t)RDM_RX_BURST * ep->wire->mtu;
+	size_t need = (size_t)RDM_RX_BURST * braid_wire_rx_max(ep->wire);
 	struct braid_rxbuf *rb = NULL;
 	int i;
 
@@ -488,11 +489,12 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 
 		if (direct && ep->rx_direct) {
 			for (i = 0; i < RDM_RX_BURST; i++) {
-				iovs[i].iov_base = ep->rx_bufs + (size_t)i * ep->wire->mtu;
-				iovs[i].iov_len = ep->wire->mtu;
+				iovs[i].iov_base = ep->rx_bufs + (size_t)i * braid_wire_rx_max(ep->wire);
+				iovs[i].iov_len = braid_wire_rx_max(ep->wire);
 				pkts[i].iov = &iovs[i];
 				pkts[i].iovcnt = 1;
 				pkts[i].rx_ns = 0;
+				pkts[i].gso_size = 0;
 			}
 			n = ep->wire->ops->rx_routes(ep->wire, pkts, RDM_RX_BURST);
 		} else {
@@ -507,26 +509,41 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 			ep->rx_last_ns = now;
 		}
 		for (i = 0; i < n; i++) {
-			uint8_t *buf = iovs[i].iov_base;
-			size_t len = pkts[i].len;
+			uint8_t *run = iovs[i].iov_base;
+			size_t left = pkts[i].len, seg = left;
 
-			ep->stats.rx_dgrams++;
 			if (pkts[i].flags & BRAID_PKT_TRUNC) {
+				ep->stats.rx_dgrams++;
 				ep->stats.drops[BRAID_DROP_BAD_LEN]++;
 				continue;
 			}
-			if (ep->auth.mode && !rdm_rx_open(ep, &buf, &len))
-				continue;
-			/* large datagrams on the home route: look before taking the next (not
-			 * where the tag covers the payload: it must be checked before it lands) */
-			if (pkts[i].path == 0 && len >= RDM_DIRECT_MIN && ep->wire->ops->rx_peek &&
-			    ep->auth.mode != BRAID_AUTH_MAC)
-				ep->rx_direct = true;
+			if (ep->wire->gro && pkts[i].gso_size) {
+				seg = pkts[i].gso_size;	/* a run the host coalesced (UDP GRO) */
+				ep->stats.rx_gro_runs++;
+				ep->stats.rx_gro_dgrams += (left + seg - 1) / seg;
+			}
 			braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkts[i]));
-			braid_rd_input_from(ep->rd, buf, len,
-					    ntohl(pkts[i].addr.sin_addr.s_addr),
-					    ntohs(pkts[i].addr.sin_port),
-					    pkts[i].flags & BRAID_PKT_ECN_CE, now);
+			/* each datagram of the run on its own, as if it came alone */
+			do {
+				uint8_t *buf = run;
+				size_t len = seg < left ? seg : left;
+
+				run += len;
+				left -= len;
+				ep->stats.rx_dgrams++;
+				if (ep->auth.mode && !rdm_rx_open(ep, &buf, &len))
+					continue;
+				/* large datagrams on the home route: look before taking the next
+				 * (not where the tag covers the payload: it must be checked
+				 * before it lands) */
+				if (pkts[i].path == 0 && len >= RDM_DIRECT_MIN && ep->wire->ops->rx_peek &&
+				    ep->auth.mode != BRAID_AUTH_MAC)
+					ep->rx_direct = true;
+				braid_rd_input_from(ep->rd, buf, len,
+						    ntohl(pkts[i].addr.sin_addr.s_addr),
+						    ntohs(pkts[i].addr.sin_port),
+						    pkts[i].flags & BRAID_PKT_ECN_CE, now);
+			} while (left);
 		}
 		braid_wire_rx_done(ep->wire, pkts, n);
 		if (n < RDM_RX_BURST && took < RDM_RX_BURST) {

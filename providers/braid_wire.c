@@ -93,12 +93,13 @@ int braid_wire_rx(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec 
 		pkts[i].iov = &iovs[i];
 		pkts[i].iovcnt = 1;
 		pkts[i].rx_ns = 0;	/* the wires that time arrivals set it */
+		pkts[i].gso_size = 0;	/* a coalesced run: the wire sets it */
 	}
 	if (wire->ops->rx_lend)
 		return wire->ops->rx_lend(wire, pkts, n);
 	for (i = 0; i < n; i++) {
-		iovs[i].iov_base = bufs + (size_t)i * wire->mtu;
-		iovs[i].iov_len = wire->mtu;
+		iovs[i].iov_base = bufs + (size_t)i * braid_wire_rx_max(wire);
+		iovs[i].iov_len = braid_wire_rx_max(wire);
 	}
 	return wire->ops->rx_burst(wire, pkts, n);
 }

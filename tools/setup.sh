@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="gcc meson ninja-build pkg-config libfabric-dev libfabric-bin liburcu-dev
-      libcriterion-dev zlib1g-dev libsodium-dev iproute2 tshark python3 nftables iptables
+      libcriterion-dev zlib1g-dev libsodium-dev iproute2 tshark python3 nftables iptables ethtool
       libnetfilter-queue-dev gnuplot-nox openmpi-bin libopenmpi-dev libdpdk-dev
       go-md2man man-db"
 # CI also fuzzes (tools/test.sh --sanitize: tools/fuzz.sh --smoke): clang and its libFuzzer runtime

@@ -55,7 +55,10 @@ struct braid_pkt {
 	/**
 	 * @gso_size: tx: 0, or the bytes are a run of datagrams of this length
 	 * (the last may be shorter) for the wire to cut (UDP GSO); at most
-	 * wire.gso_segs of them.
+	 * wire.gso_segs of them. rx (a wire opened with @gro): 0, or the @len
+	 * bytes received are a run of datagrams of this length, the last
+	 * perhaps shorter, that the receiving host coalesced (UDP GRO): each is
+	 * one datagram to the caller, all from @addr.
 	 */
 	uint16_t gso_size;
 	/** @lent: rx_lend: the wire's own buffer behind @iov, for rx_return. */
@@ -80,6 +83,13 @@ struct braid_wire_params {
 	int paths;
 	/** @sockbuf: socket buffer bytes to ask for (0: system default). */
 	int sockbuf;
+	/**
+	 * @gro: the caller takes coalesced runs of datagrams (pkt.gso_size on
+	 * receive) into receive buffers of wire.rx_max bytes. The UDP wire then
+	 * asks for UDP GRO where the kernel has it and the link's MTU is small
+	 * enough for runs (wire.gro says whether it got it).
+	 */
+	bool gro;
 };
 
 /**
@@ -168,6 +178,13 @@ struct braid_wire {
 	struct sockaddr_in name;
 	/** @mtu: the largest datagram payload the wire carries (bytes, after IP/UDP headers). */
 	size_t mtu;
+	/**
+	 * @rx_max: the most bytes one received packet may carry: @mtu, or with
+	 * @gro a coalesced run's 64 KiB (0 from a wire that does not set it: @mtu).
+	 * @gro: receives may come as coalesced runs (UDP GRO is on).
+	 */
+	size_t rx_max;
+	bool gro;
 	/** @paths: number of transmit paths (default route selectors 0 .. paths-1). */
 	int paths;
 	/**
@@ -241,10 +258,16 @@ void braid_wire_cleanup_all(void);
  */
 size_t braid_wire_if_mtu(struct in_addr addr);
 
+/** braid_wire_rx_max() - the most bytes one received packet may carry (wire->rx_max). */
+static inline size_t braid_wire_rx_max(const struct braid_wire *wire)
+{
+	return wire->rx_max > wire->mtu ? wire->rx_max : wire->mtu;
+}
+
 /**
- * braid_wire_rx() - receive up to @n datagrams of at most wire->mtu bytes:
+ * braid_wire_rx() - receive up to @n packets of at most braid_wire_rx_max() bytes:
  * lent by the wire where it can (@rx_lend), else copied into @bufs (@n
- * buffers of wire->mtu bytes). @iovs: one iovec per packet, which the
+ * buffers of braid_wire_rx_max() bytes). @iovs: one iovec per packet, which the
  * packets point to. Give the packets back with braid_wire_rx_done() once
  * their bytes are used. Return: how many arrived.
  */

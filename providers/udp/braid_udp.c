@@ -224,6 +224,28 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 			udp->wire.gso_segs = segs > 64 ? 64 : segs > 1 ? (uint32_t)segs : 0;
 		}
 	}
+	udp->wire.rx_max = udp->wire.mtu;
+	if (params->gro) {
+		/*
+		 * UDP GRO (Linux 5.0): the host may hand a run of datagrams of one
+		 * sender in one receive (the NIC's GRO coalesced them), told by
+		 * a UDP_GRO cmsg with their length; a receive buffer then takes
+		 * up to 64 KiB. Every socket or none: a run must never be cut.
+		 */
+		int one = 1;
+
+		for (i = 0; i < nfds; i++)
+			if (setsockopt(udp->fds[i], SOL_UDP, UDP_GRO, &one, sizeof(one)))
+				break;
+		if (i == nfds) {
+			udp->wire.gro = true;
+			udp->wire.rx_max = 65535;	/* a run: 64 KiB at most, whatever the MTU */
+		} else {
+			one = 0;
+			while (i-- > 0)
+				(void)setsockopt(udp->fds[i], SOL_UDP, UDP_GRO, &one, sizeof(one));
+		}
+	}
 	*wire = &udp->wire;
 	return 0;
 }
@@ -311,7 +333,7 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, int n)
 {
 	struct mmsghdr msgs[UDP_BURST_MAX];
-	char ctrl[UDP_BURST_MAX][CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
+	char ctrl[UDP_BURST_MAX][2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
 	struct timespec mono, real;
 	int64_t off;
 	int got, i;
@@ -343,7 +365,18 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 		pkts[i].path = (uint32_t)idx;
 		pkts[i].flags = (mh->msg_flags & MSG_TRUNC) ? BRAID_PKT_TRUNC : 0;
 		pkts[i].rx_ns = 0;
+		pkts[i].gso_size = 0;
 		for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+			if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO &&
+			    cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+				int seg;
+
+				memcpy(&seg, CMSG_DATA(cm), sizeof(seg));
+				/* a run of datagrams of seg bytes (one alone: no run) */
+				if (seg > 0 && (size_t)seg < pkts[i].len && seg <= UINT16_MAX)
+					pkts[i].gso_size = (uint16_t)seg;
+				continue;
+			}
 			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
 			    cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
 				struct timespec ts;

@@ -129,3 +129,86 @@ Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_bu
 	close(peer);
 	ops->close(w);
 }
+
+/*
+ * UDP GRO: a wire opened with .gro takes a run of datagrams coalesced by the
+ * host in one receive, told by pkt.gso_size (on loopback a run sent with UDP
+ * GSO arrives whole at a GRO socket, as a NIC's GRO would hand it over); a
+ * wire without it gets the datagrams one by one, as before.
+ */
+Test(udp_wire, a_gro_wire_takes_a_coalesced_run_in_one_receive_and_a_plain_one_datagram_by_datagram)
+{
+	static uint8_t run[3000], got[8][65536];
+	struct braid_wire_params p = { .paths = 2 };
+	struct braid_wire *tx, *gro, *plain;
+	struct braid_pkt out, in[8];
+	struct iovec iov, iovs[8];
+	size_t i;
+	int k, n;
+
+	p.addr.sin_family = AF_INET;
+	p.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(ops->open(&p, &tx), 0);
+	cr_assert_eq(ops->open(&p, &plain), 0);
+	cr_assert(!plain->gro && plain->rx_max == plain->mtu, "no GRO unless asked");
+	p.gro = true;
+	cr_assert_eq(ops->open(&p, &gro), 0);
+	if (!gro->gro) {
+		ops->close(tx);
+		ops->close(plain);
+		ops->close(gro);
+		cr_skip_test("this kernel has no UDP_GRO");
+	}
+	cr_assert_geq(gro->rx_max, 65535, "a run's 64 KiB fit one receive buffer");
+	for (i = 0; i < sizeof(run); i++)
+		run[i] = (uint8_t)(i / 1000 + 1);
+	for (k = 0; k < 2; k++) {
+		struct braid_wire *to = k ? plain : gro;
+
+		memset(&out, 0, sizeof(out));
+		iov = (struct iovec){ run, sizeof(run) };
+		out.iov = &iov;
+		out.iovcnt = 1;
+		out.gso_size = 1000;	/* three datagrams of 1000 bytes */
+		out.addr = to->name;
+		cr_assert_eq(ops->tx_burst(tx, &out, 1), 1);
+		cr_assert_eq(out.status, 0);
+		usleep(2000);
+		memset(in, 0, sizeof(in));
+		for (i = 0; i < 8; i++) {
+			iovs[i] = (struct iovec){ got[i], braid_wire_rx_max(to) };
+			in[i].iov = &iovs[i];
+			in[i].iovcnt = 1;
+			in[i].gso_size = 0xbeef;	/* the wire sets it on every receive */
+		}
+		n = ops->rx_burst(to, in, 8);
+		if (!k) {
+			cr_assert_eq(n, 1, "the GRO wire: one receive for the run (%d)", n);
+			cr_assert_eq(in[0].len, sizeof(run));
+			cr_assert_eq(in[0].gso_size, 1000, "the run's datagram length (%u)", in[0].gso_size);
+			cr_assert_eq(memcmp(got[0], run, sizeof(run)), 0);
+		} else {
+			cr_assert_eq(n, 3, "the plain wire: the datagrams one by one (%d)", n);
+			for (i = 0; i < 3; i++) {
+				cr_assert_eq(in[i].len, 1000);
+				cr_assert_eq(in[i].gso_size, 0, "no run");
+				cr_assert_eq(memcmp(got[i], run + 1000 * i, 1000), 0);
+			}
+		}
+	}
+	/* a datagram alone at a GRO wire is no run */
+	memset(&out, 0, sizeof(out));
+	iov = (struct iovec){ run, 500 };
+	out.iov = &iov;
+	out.iovcnt = 1;
+	out.addr = gro->name;
+	cr_assert_eq(ops->tx_burst(tx, &out, 1), 1);
+	usleep(2000);
+	in[0].gso_size = 0xbeef;
+	cr_assert_eq(ops->rx_burst(gro, in, 1), 1);
+	cr_assert_eq(in[0].len, 500);
+	cr_assert_eq(in[0].gso_size, 0);
+	ops->close(tx);
+	ops->close(plain);
+	ops->close(gro);
+}
