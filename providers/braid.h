@@ -56,6 +56,9 @@ extern struct fi_provider braid_prov;
  * struct braid_config - every FI_BRAID_* setting, read once at fi_prov_ini
  * (braid_init.c defines them with their defaults).
  */
+/* FI_BRAID_YIELD_US=-1 (auto): the quiet time before a yield on an oversubscribed host */
+#define BRAID_YIELD_AUTO_US	50
+
 struct braid_config {
 	/** @wire: wire implementation name ("udp"). */
 	char *wire;
@@ -108,7 +111,8 @@ struct braid_config {
 	int progress_us;
 	/**
 	 * @yield_us: a thread polling endpoints that have received nothing for this
-	 * long yields its core after each poll (0: never), braid_wait.c.
+	 * long yields its core after each poll (0: never; -1: BRAID_YIELD_AUTO_US
+	 * while the host has more runnable threads than cores), braid_wait.c.
 	 */
 	int yield_us;
 	/**

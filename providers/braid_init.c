@@ -27,7 +27,7 @@ struct braid_config braid_cfg = {
 	.rc_rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY,
 	.rc_min_rnr_timer = BRAID_RC_DEFAULT_MIN_RNR_TIMER,
 	.progress_us = 1000,
-	.yield_us = 0,
+	.yield_us = -1,
 	.dpdk_mtu = 1500,
 	.auth_mode = BRAID_AUTH_JOB,
 	.stat = 1,
@@ -287,9 +287,10 @@ static void braid_init_env(void)
 			"waits for acknowledgements lets a receiver sharing its core "
 			"run, instead of spinning out the scheduler's slice (a few ms "
 			"per round trip); alone on its core the call returns at once. "
-			"For hosts with more busy-polling threads than cores (50 is "
-			"a good start); it costs throughput where cores are not "
-			"shared. 0: never. 0 to 1000000. (default: %d)", braid_cfg.yield_us);
+			"-1 (auto): 50 while the host has more runnable threads "
+			"than cores (/proc/loadavg, looked at every 10 ms), else "
+			"never: yielding costs throughput where cores are not "
+			"shared. 0: never. -1 to 1000000. (default: %d)", braid_cfg.yield_us);
 	fi_param_define(&braid_prov, "auth", FI_PARAM_STRING,
 			"Endpoints with an authorization key (fi_domain(3) and "
 			"fi_endpoint(3) auth_key, 1 to %d bytes) send every datagram "
@@ -373,7 +374,7 @@ static void braid_init_env(void)
 		braid_cfg.progress_us = 0;
 	else
 		braid_param_int("progress_us", 50, 1000000, &braid_cfg.progress_us);
-	braid_param_int("yield_us", 0, 1000000, &braid_cfg.yield_us);
+	braid_param_int("yield_us", -1, 1000000, &braid_cfg.yield_us);
 	if (!fi_param_get_bool(&braid_prov, "layering", &val))
 		braid_cfg.layering = !!val;
 	if (!fi_param_get_bool(&braid_prov, "stat", &val))

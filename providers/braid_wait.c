@@ -1,5 +1,7 @@
 /* braid_wait.c: wait objects (epoll over the bound endpoints' wires + an eventfd) and endpoint sets. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,14 +244,65 @@ void braid_epset_destruct(struct braid_epset *set)
 	pthread_mutex_destroy(&set->lock);
 }
 
+/*
+ * Is this host oversubscribed: more runnable threads than online CPUs
+ * (/proc/loadavg's fourth field counts them now, this one included)? Looked
+ * at most once every 10 ms per process; false where it cannot be read.
+ */
+static bool host_oversubscribed(uint64_t now)
+{
+	static _Atomic uint64_t looked_at;
+	static _Atomic bool over;
+	static int ncpu;
+	uint64_t last = atomic_load_explicit(&looked_at, memory_order_relaxed);
+
+	if (now - last >= 10 * 1000 * 1000ULL &&
+	    atomic_compare_exchange_strong(&looked_at, &last, now)) {
+		char buf[128];
+		unsigned long running = 0;
+		int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		const char *p;
+
+		if (fd >= 0)
+			close(fd);
+		if (!ncpu) {
+			long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+			ncpu = c > 0 ? (int)c : 1;
+		}
+		if (n > 0) {
+			buf[n] = 0;
+			/* "0.52 0.58 0.59 3/245 4242": runnable/total is the fourth field */
+			p = strchr(buf, '/');
+			while (p && p > buf && p[-1] != ' ')
+				p--;
+			if (p)
+				running = strtoul(p, NULL, 10);
+		}
+		atomic_store_explicit(&over, running > (unsigned long)ncpu, memory_order_relaxed);
+	}
+	return atomic_load_explicit(&over, memory_order_relaxed);
+}
+
+/* The quiet time after which a polling thread yields (µs; 0: never): FI_BRAID_YIELD_US, or
+ * with -1 (the default) 50 while the host has more runnable threads than cores, else never. */
+static uint64_t yield_ns(uint64_t now)
+{
+	if (braid_cfg.yield_us >= 0)
+		return (uint64_t)braid_cfg.yield_us * 1000;
+	return host_oversubscribed(now) ? BRAID_YIELD_AUTO_US * 1000ULL : 0;
+}
+
 void braid_epset_progress(struct braid_epset *set)
 {
-	uint64_t now;
+	uint64_t now, yield;
 	bool quiet = true;
 	int i;
 
 	pthread_mutex_lock(&set->lock);
 	now = set->n ? braid_now_ns() : 0;
+	yield = now ? yield_ns(now) : 0;
 	for (i = 0; i < set->n; i++) {
 		struct braid_ep *ep = set->eps[i];
 
@@ -258,8 +311,7 @@ void braid_epset_progress(struct braid_epset *set)
 		ep->app_ns = now;	/* the progress thread stays away (braid_progress.c) */
 		braid_ep_progress(ep);
 		/* (RDM's wire notes its arrivals; the others never yield) */
-		if (ep->type != FI_EP_RDM ||
-		    ep->rx_last_ns + (uint64_t)braid_cfg.yield_us * 1000 > now)
+		if (ep->type != FI_EP_RDM || ep->rx_last_ns + yield > now)
 			quiet = false;	/* (its progress may have just received: later than @now) */
 		braid_ep_unlock(ep);
 	}
@@ -272,7 +324,7 @@ void braid_epset_progress(struct braid_epset *set)
 	 * ms a round trip, 0.01-0.04 M msg/s instead of 0.2-0.5). Alone on its
 	 * core, sched_yield() returns at once.
 	 */
-	if (quiet && now && braid_cfg.yield_us)
+	if (quiet && now && yield)
 		sched_yield();
 }
 
