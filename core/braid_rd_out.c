@@ -134,7 +134,7 @@ void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
 		f->last_progress = now;	/* the peer timeout counts from the first packet */
 	/* the application answers the peer's messages at once: a ping-pong (§4.3) */
 	if (!(op->flags & BRAID_RD_INTERNAL) && f->done_at &&
-	    now - f->done_at <= 2 * rd_ack_delay(rd, f) && f->pingpong < 8)
+	    now - f->done_at <= 2 * rd->cfg.ack_delay_ns && f->pingpong < 8)
 		f->pingpong++;
 	braid_dlist_insert_tail(&op->node, &conn->sendq);
 	rd_flow_ready(rd, f);
@@ -209,7 +209,9 @@ uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *f)
 	uint64_t rtt = f->min_rtt ? f->min_rtt : f->cts_rtt;
 	uint64_t d = rd->cfg.ack_delay_ns;
 
-	if (rtt && rtt / 4 < d)
+	/* (a ping-pong's held ACK waits for the answer: the echoed hold time
+	 * keeps the sender's RTT true, so it may wait the whole delay) */
+	if (rtt && rtt / 4 < d && !f->pingpong)
 		d = rtt / 4;
 	return d;
 }

@@ -647,13 +647,13 @@ static void send8(struct harness *h, int from, int seq)
 #define PP_ROUNDS	100
 
 /*
- * A ping-pong of 8-byte messages: A (node 0) sends, B answers in the same
- * virtual nanosecond its receive completes, A answers B's answer the same
- * way. Returns the datagrams that were an ACK alone during the PP_ROUNDS
- * round trips after PP_WARM warm-up rounds, and checks that each round trip
- * took one RTT and completed A's send.
+ * A ping-pong of 8-byte messages: A (node 0) sends, B answers @answer_ns
+ * after its receive completes, A answers B's answer the same way. Returns
+ * the datagrams that were an ACK alone during the PP_ROUNDS round trips
+ * after PP_WARM warm-up rounds, and checks that each round trip took one
+ * RTT (and B's turnaround) and completed A's send.
  */
-static uint64_t pingpong(struct harness *h, struct wire *w, int *seq)
+static uint64_t pingpong_after(struct harness *h, struct wire *w, int *seq, uint64_t answer_ns)
 {
 	uint64_t lone = 0;
 	int r;
@@ -664,17 +664,28 @@ static uint64_t pingpong(struct harness *h, struct wire *w, int *seq)
 
 		send8(h, 0, s);
 		cr_assert(run_until(h, 1, BRAID_RD_COMP_RECV, (size_t)s + 1), "round %d: B got it", r);
-		send8(h, 1, s);	/* B answers at once */
+		if (answer_ns)
+			h_run(h, h->now + answer_ns, NULL, NULL);	/* the application's turnaround */
+		send8(h, 1, s);
 		cr_assert(run_until(h, 0, BRAID_RD_COMP_RECV, (size_t)s + 1), "round %d: A got the answer", r);
-		cr_assert_leq(h->now - t0, PP_RTT + US, "round %d took %lu ns: nothing waited for an ACK delay",
-			      r, (unsigned long)(h->now - t0));
+		cr_assert_leq(h->now - t0, PP_RTT + answer_ns + US,
+			      "round %d took %lu ns: nothing waited for an ACK delay", r,
+			      (unsigned long)(h->now - t0));
 		cr_assert_eq(ncomp(h, 0, BRAID_RD_COMP_SEND), (size_t)s + 1,
 			     "round %d: A's send completed by the time the answer came", r);
 		cr_assert_geq(ncomp(h, 1, BRAID_RD_COMP_SEND), (size_t)s, "round %d: B's sends complete", r);
 		if (r >= PP_WARM)
 			lone += w->lone_acks[0] + w->lone_acks[1] - before;
+		if (answer_ns)
+			h_run(h, h->now + answer_ns, NULL, NULL);	/* A's turnaround */
 	}
 	return lone;
+}
+
+/* B and A answer in the same virtual nanosecond their receive completes. */
+static uint64_t pingpong(struct harness *h, struct wire *w, int *seq)
+{
+	return pingpong_after(h, w, seq, 0);
 }
 
 #define PP_MSGS		(PP_WARM + PP_ROUNDS + 8)
@@ -778,6 +789,36 @@ Test(rd_bundle_pingpong, acks_ride_on_answers)
 		pp_check_received(&h, i);
 	}
 	cr_assert_eq(ncomp(&h, 1, BRAID_RD_COMP_RECV), (size_t)seq);
+	h_fini(&h);
+}
+
+/*
+ * An application that takes a while to answer (6 us here: more than a
+ * quarter of this 10 us RTT, less than the 10 us ACK delay; a loopback
+ * ping-pong's turnaround on a slow host): the held ACK waits for the answer
+ * the whole ACK delay and rides on it, rather than going alone at a quarter
+ * of the RTT (2 datagrams each way instead of 1: 15% of a loopback 8-byte
+ * round trip, docs/benchmarks.md §2).
+ */
+Test(rd_bundle_pingpong, acks_wait_for_a_slower_answer_within_the_ack_delay)
+{
+	struct harness h;
+	struct wire w;
+	uint64_t lone;
+	int seq = 0;
+
+	pp_open(&h, &w, true);
+	cr_assert_gt(6 * US, PP_RTT / 4);
+	cr_assert_lt(6 * US, h.nodes[0].cfg.ack_delay_ns);
+	lone = pingpong_after(&h, &w, &seq, 6 * US);
+	cr_assert_lt(lone * 10, PP_ROUNDS, "%lu ACKs alone in %d round trips", (unsigned long)lone,
+		     PP_ROUNDS);
+	h_run(&h, h.now + MS, NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		for (size_t k = 0; k < h.nodes[i].ncomps; k++)
+			cr_assert_eq(h.nodes[i].comps[k].err, 0);
+		pp_check_received(&h, i);
+	}
 	h_fini(&h);
 }
 
