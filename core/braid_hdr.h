@@ -62,7 +62,8 @@ enum braid_rma_status {
 
 /* RD_CHALLENGE flags (§4.9) */
 #define BRAID_RD_CHAL_F_RESPONSE	0x01	/* the answer to a challenge (it echoes the cookie) */
-#define BRAID_RD_CHAL_FLAGS	0x01
+#define BRAID_RD_CHAL_F_FORGET	0x02	/* an idle pair restarts its numbering by agreement */
+#define BRAID_RD_CHAL_FLAGS	0x03
 
 #define BRAID_RD_SACK_BITS	256
 

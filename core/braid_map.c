@@ -143,6 +143,34 @@ int braid_map_set(struct braid_map *map, uint64_t key, void *val)
 	return 0;
 }
 
+void *braid_map_at(const struct braid_map *map, size_t i, uint64_t *key)
+{
+	if (i >= map->cap || !map->vals[i] || map->vals[i] == MAP_TOMB)
+		return NULL;
+	*key = map->keys[i];
+	return map->vals[i];
+}
+
+int braid_map_shrink(struct braid_map *map)
+{
+	size_t cap = 16;
+	int ret;
+
+	if (!map->used) {
+		braid_map_destruct(map);
+		return 0;
+	}
+	if (map->used * 8 >= map->cap || map->cap <= 16)
+		return 0;
+	/* a quarter full at most: room to grow before the next rehash */
+	while (cap < 4 * map->used)
+		cap *= 2;
+	ret = map_resize(map, cap);
+	if (!ret)
+		map->tombs = 0;
+	return ret;
+}
+
 void *braid_map_remove(struct braid_map *map, uint64_t key)
 {
 	size_t i = map_find(map, key);

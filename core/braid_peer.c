@@ -477,6 +477,17 @@ size_t braid_peer_evict_idle(struct braid_peer_table *table, uint64_t now, uint6
 	return removed;
 }
 
+void braid_peer_table_shrink(struct braid_peer_table *table)
+{
+	bool temporary;
+
+	if (!table)
+		return;
+	temporary = peer_rcu_enter();
+	peer_table_resize(table, true);
+	peer_rcu_leave(temporary);
+}
+
 size_t braid_peer_count(struct braid_peer_table *table)
 {
 	long count;

@@ -138,6 +138,15 @@ void braid_peer_put_evict(struct braid_peer *peer);
  */
 size_t braid_peer_evict_idle(struct braid_peer_table *table, uint64_t now, uint64_t idle_ns);
 
+/**
+ * braid_peer_table_shrink() - give back buckets once the load has fallen
+ * under 1 / PEER_LOAD_SHRINK (entries that went by braid_peer_put_evict()
+ * leave the table as large as it grew). Waits for a grace period when it
+ * shrinks; does nothing inside a read-side section or while another thread
+ * resizes. Harmless on a NULL @table.
+ */
+void braid_peer_table_shrink(struct braid_peer_table *table);
+
 /** braid_peer_count() - entries in the table (approximate under concurrency). */
 size_t braid_peer_count(struct braid_peer_table *table);
 

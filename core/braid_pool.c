@@ -133,7 +133,21 @@ size_t braid_pool_trim(struct braid_pool *pool)
 	struct chunk_ref *refs;
 	void *obj, *keep = NULL;
 
-	if (!pool->chunks || !pool->free_list || !whole)
+	if (!pool->chunks || !pool->nchunks)
+		return 0;
+	if (!pool->in_use) {
+		/* nothing handed out: every chunk goes, the one being carved too */
+		for (c = 0; c < pool->nchunks; c++) {
+			given += pool->chunks[c] != NULL;
+			chunk_free(pool, c);
+		}
+		pool->nchunks = 0;
+		pool->holes = 0;
+		pool->fresh = 0;
+		pool->free_list = NULL;
+		return given;
+	}
+	if (!pool->free_list || !whole)
 		return 0;
 	nfree = calloc(pool->nchunks, sizeof(*nfree));
 	refs = malloc(pool->nchunks * sizeof(*refs));

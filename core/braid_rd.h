@@ -112,6 +112,14 @@ struct braid_rd_config {
 	 * peer). What the peer's sequence numbers need (its conn) stays.
 	 */
 	uint64_t idle_ns;
+	/**
+	 * @forget_ns: an idle peer's record (idle_ns above) is looked at every
+	 * forget_ns: once it has rested a whole forget_ns the peer is asked to
+	 * forget the pair's numbering with us (§4.9 RD_CHALLENGE FORGET), and both
+	 * sides give it up when it agrees; one that does not answer twice is
+	 * forgotten alone. 0: records are kept while the engine lives.
+	 */
+	uint64_t forget_ns;
 	/** @ack_delay_ns: longest an ACK is held back for coalescing. */
 	uint64_t ack_delay_ns;
 	/**
@@ -500,7 +508,7 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs);
 /** braid_rd_stats() - the engine's counters. */
 const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd);
 
-/** braid_rd_pool_bytes() - the memory the engine's pools hold now (flows, staging, operations, conns). */
+/** braid_rd_pool_bytes() - the memory the engine's pools hold now (flows, staging, operations, conns, idle records) and its peer map's slots. */
 size_t braid_rd_pool_bytes(const struct braid_rd *rd);
 
 /**

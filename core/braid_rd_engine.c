@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_errno.h>
+#include <sodium.h>
 
 #include "braid_rd_int.h"
 #include "braid/braid_errno.h"
@@ -67,6 +68,10 @@ int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
 			rd->comp_head = 0;
 		rd->comp_count--;
 	}
+	/* emptied: start again at the front, so that a ring read as fast as it fills
+	 * keeps touching its first pages only (not all of it, a page at a time) */
+	if (!rd->comp_count)
+		rd->comp_head = 0;
 	return n;
 }
 
@@ -81,7 +86,8 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd)
 	       braid_pool_bytes(&rd->stages_small) + braid_pool_bytes(&rd->sends) +
 	       braid_pool_bytes(&rd->resps) + braid_pool_bytes(&rd->recvs) +
 	       braid_pool_bytes(&rd->msgs) + braid_pool_bytes(&rd->injects) +
-	       braid_pool_bytes(&rd->conn_pool) + braid_pool_bytes(&rd->idle_pool);
+	       braid_pool_bytes(&rd->conn_pool) + braid_pool_bytes(&rd->idle_pool) +
+	       rd->conns.cap * (sizeof(*rd->conns.keys) + sizeof(*rd->conns.vals));
 }
 
 void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
@@ -209,6 +215,8 @@ uint64_t braid_rd_next_deadline(const struct braid_rd *rd)
 {
 	uint64_t d = rd->heap_n ? rd->heap[0].deadline : UINT64_MAX;
 
+	if (rd->forget_at < d)
+		d = rd->forget_at;
 	return rd->sweep_at < d ? rd->sweep_at : d;
 }
 
@@ -653,6 +661,8 @@ static uint32_t rd_small_stages(const struct braid_rd_config *cfg)
 	return n < 256 ? 256 : n > 8192 ? 8192 : (uint32_t)n;
 }
 
+static uint32_t rd_random(struct braid_rd *rd);
+
 int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *peers,
 		  struct braid_rd **out)
 {
@@ -691,6 +701,13 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_dlist_init(&rd->resting);
 	braid_dlist_init(&rd->strangers);
 	rd->sweep_at = UINT64_MAX;
+	rd->forget_at = UINT64_MAX;
+	rd->forget_pos = SIZE_MAX;
+	for (size_t k = 0; k < sizeof(rd->forget_key); k += 4) {
+		uint32_t r = rd_random(rd);
+
+		memcpy(rd->forget_key + k, &r, 4);
+	}
 
 	for (rd->slot_mask = 1; rd->slot_mask < cfg->window; rd->slot_mask <<= 1)
 		;
@@ -892,6 +909,194 @@ static int conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t 
 	return rd_drop_at(rd, conn->flow, BRAID_DROP_UNVERIFIED);
 }
 
+/*
+ * §4.9, forgetting: a pair of endpoints that has been quiet long enough gives
+ * up its numbering by agreement. The cookie that asks is stateless (a keyed
+ * hash of the record, which nothing changes while it rests): the record has
+ * no room for one, and an answer must match the record it was asked about.
+ */
+static uint32_t forget_cookie(const struct braid_rd *rd, const struct rd_idle *idle)
+{
+	unsigned char h[crypto_shorthash_BYTES];
+	uint32_t c;
+
+	crypto_shorthash(h, (const unsigned char *)idle, sizeof(*idle), rd->forget_key);
+	memcpy(&c, h, sizeof(c));
+	return c;
+}
+
+/* The peer of an idle record is forgotten: met again, either side starts afresh. */
+static void idle_forget(struct braid_rd *rd, struct rd_idle *idle, uintptr_t tag)
+{
+	braid_map_remove(&rd->conns, idle->key);
+	/* were it to come back still numbering, its packets are for an earlier
+	 * incarnation of us: refused and told, never taken for old ones */
+	rd_fresh_epoch_after(rd, idle->my_epoch);
+	if (!(tag & RD_IDLE_UNPROVEN))
+		rd->stats.peers_verified--;
+	rd->stats.peers--;
+	rd->stats.peers_idle--;
+	rd->stats.peers_forgotten++;
+	braid_pool_release(&rd->idle_pool, idle);
+	rd->forgot = true;
+}
+
+/*
+ * Asked to forget: a conn goes if nothing is under way with its peer (no
+ * message, send, RMA operation or claimed restart; a flow with nothing in
+ * flight either way). Return: whether it went.
+ */
+static bool conn_forget(struct braid_rd *rd, struct rd_conn *c)
+{
+	if (c->msgs || (c->verified && c->chal_out) || !braid_dlist_empty(&c->sendq) ||
+	    !braid_dlist_empty(&c->paused) || !braid_dlist_empty(&c->rma_ops))
+		return false;
+	if (c->flow) {
+		if (c->flow->ready || c->flow->need_ack || !rd_out_idle(c->flow, c) ||
+		    !rd_in_idle(c->flow))
+			return false;
+		flow_detach(rd, c->flow);
+	}
+	rd_fresh_epoch_after(rd, c->my_epoch);
+	braid_map_remove(&rd->conns, c->key);
+	conn_free(rd, c);
+	rd->stats.peers_forgotten++;
+	rd->forgot = true;
+	return true;
+}
+
+/* Ask an idle record's peer to forget the pair's numbering with us (§4.9). */
+static void forget_ask(struct braid_rd *rd, const struct rd_idle *idle)
+{
+	struct braid_rd_chal_view v = {
+		.src_port = rd->cfg.local_port,
+		.flags = BRAID_RD_CHAL_F_FORGET,
+		.src_epoch = idle->my_epoch,
+		.dst_epoch = idle->epoch,
+		.cookie = forget_cookie(rd, idle),
+	};
+
+	ctl_push(rd, (uint32_t)(idle->key >> 16), (uint16_t)idle->key, &v);
+	rd->stats.forget_tx++;
+}
+
+/* heap memory given back since the last malloc_trim() that makes another worth it */
+#define RD_TRIM_BYTES	(256u << 10)
+
+/* slots of the peer map looked at per timer call, at most */
+#define RD_FORGET_SCAN	65536
+
+/*
+ * The walk over the idle records, a round every cfg.forget_ns: a record one
+ * round old has rested for a whole forget_ns and its peer is asked to forget;
+ * asked again a round later; forgotten alone the round after that (its peer
+ * is gone, or cut off for three rounds: met again, it starts afresh, §4.9).
+ * The asks go through the control ring: a walk that fills it goes on when
+ * the ring has drained (an initial RTO later). At a round's end the map
+ * and the record pool give back what the forgotten peers held.
+ */
+static void rd_forget_walk(struct braid_rd *rd, uint64_t now)
+{
+	size_t i, scan = 0;
+	uint64_t key;
+
+	if (rd->forget_pos == SIZE_MAX) {
+		rd->forget_pos = 0;
+		rd->forget_cap = rd->conns.cap;
+	}
+	/* a rehash moved the slots: the round ends here */
+	for (i = rd->forget_cap == rd->conns.cap ? rd->forget_pos : rd->conns.cap;
+	     i < rd->conns.cap; i++) {
+		void *v = braid_map_at(&rd->conns, i, &key);
+		struct rd_idle *idle = idle_of(v);
+		uintptr_t tag = (uintptr_t)v & RD_IDLE_BITS;
+		uintptr_t age = (tag & RD_IDLE_AGE) >> RD_IDLE_AGE_SHIFT;
+
+		if (++scan > RD_FORGET_SCAN || (idle && age && rd->ctl_n == RD_CTL_MAX)) {
+			rd->forget_pos = i;
+			rd->forget_at = now + rd->cfg.rto_init_ns;
+			return;
+		}
+		if (!idle)
+			continue;
+		if (age == 3 || (age && !idle->epoch)) {
+			/* no answer to two asks (or never heard from: nothing to ask) */
+			idle_forget(rd, idle, tag);
+			continue;
+		}
+		if (age)
+			forget_ask(rd, idle);
+		(void)braid_map_set(&rd->conns, key, (void *)((uintptr_t)idle | (tag & ~RD_IDLE_AGE) |
+							     ((age + 1) << RD_IDLE_AGE_SHIFT)));
+	}
+	rd->forget_pos = SIZE_MAX;
+	if (rd->forgot) {
+		size_t before = braid_rd_pool_bytes(rd);
+
+		rd->forgot = false;
+		(void)braid_map_shrink(&rd->conns);
+		braid_pool_trim(&rd->idle_pool);
+		rd->trim_debt += before - braid_rd_pool_bytes(rd);
+		if (rd->trim_debt >= RD_TRIM_BYTES) {
+			malloc_trim(0);
+			rd->trim_debt = 0;
+		}
+	}
+	rd->forget_at = rd->stats.peers_idle ? now + rd->cfg.forget_ns : UINT64_MAX;
+}
+
+/*
+ * An RD_CHALLENGE with FORGET (§4.9). Asked: our state for the asker goes if
+ * it is the pair the asker names and nothing is under way (none at all is
+ * agreed to as well), and we say so. Answered: our record goes if the answer
+ * echoes the cookie of the record as it still is.
+ */
+static int rd_input_forget(struct braid_rd *rd, const struct braid_rd_chal_view *v, uint32_t src_ip)
+{
+	uint64_t key = braid_peer_key(src_ip, v->src_port);
+	void *val = braid_map_get(&rd->conns, key);
+	struct rd_idle *idle = idle_of(val);
+	uintptr_t tag = (uintptr_t)val & RD_IDLE_BITS;
+
+	if (v->flags & BRAID_RD_CHAL_F_RESPONSE) {
+		if (!idle)
+			return rd_drop(rd, BRAID_DROP_NO_STATE);	/* woke meanwhile, or never asked */
+		if (v->dst_epoch != idle->my_epoch || v->cookie != forget_cookie(rd, idle))
+			return rd_drop(rd, BRAID_DROP_UNVERIFIED);
+		idle_forget(rd, idle, tag);
+		return 0;
+	}
+	if (idle || val) {
+		uint32_t epoch = idle ? idle->epoch : ((struct rd_conn *)val)->epoch;
+		uint32_t mine = idle ? idle->my_epoch : ((struct rd_conn *)val)->my_epoch;
+
+		/* another incarnation of the asker, or of us: not this pair */
+		if (epoch != v->src_epoch || mine != v->dst_epoch) {
+			rd->stats.forget_refused++;
+			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
+		}
+		if (idle) {
+			idle_forget(rd, idle, tag);
+		} else if (!conn_forget(rd, val)) {
+			rd->stats.forget_refused++;	/* traffic under way: the asker keeps its record */
+			return 0;
+		}
+	}
+	{
+		struct braid_rd_chal_view r = {
+			.src_port = rd->cfg.local_port,
+			.flags = BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE,
+			.src_epoch = rd->fresh_epoch,
+			.dst_epoch = v->src_epoch,
+			.cookie = v->cookie,
+		};
+
+		ctl_push(rd, src_ip, v->src_port, &r);
+	}
+	rd->stats.forget_rx++;
+	return 0;
+}
+
 /* An RD_CHALLENGE (§4.9): answer one addressed to us; believe a response that answers ours. */
 static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 			 uint64_t now)
@@ -903,6 +1108,8 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 
 	if (ret)
 		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+	if (v.flags & BRAID_RD_CHAL_F_FORGET)
+		return rd_input_forget(rd, &v, src_ip);
 	/* our incarnation as the asker knows it (its conn's or idle record's, if we have one) */
 	{
 		uint64_t key = braid_peer_key(src_ip, v.src_port);
@@ -1205,6 +1412,8 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 		}
 		freed += sizeof(*c) + sizeof(struct braid_peer);
 	}
+	if (freed)
+		braid_peer_table_shrink(rd->peers);	/* the shared entries of conns that went */
 	before = braid_rd_pool_bytes(rd);
 	braid_pool_trim(&rd->flows);
 	braid_pool_trim(&rd->stages);
@@ -1218,14 +1427,16 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 	 * it is worth it (peers' shared entries are freed after an RCU grace period: a later
 	 * sweep's trim finds them) */
 	rd->trim_debt += before - braid_rd_pool_bytes(rd) + freed;
-	if (rd->trim_debt >= (1u << 20) || rd->trim_again) {
+	if (rd->trim_debt >= RD_TRIM_BYTES || rd->trim_again) {
 		malloc_trim(0);
 		/* once more at the next sweep, for what the grace period frees meanwhile */
-		rd->trim_again = rd->trim_debt >= (1u << 20);
+		rd->trim_again = rd->trim_debt >= RD_TRIM_BYTES;
 		rd->trim_debt = 0;
 	}
 	rd->sweep_at = rd->stats.flows_active || !braid_dlist_empty(&rd->unproven) ||
 		       !braid_dlist_empty(&rd->resting) ? now + rd->cfg.idle_ns / 4 : UINT64_MAX;
+	if (rd->cfg.forget_ns && rd->stats.peers_idle && rd->forget_at == UINT64_MAX)
+		rd->forget_at = now + rd->cfg.forget_ns;
 }
 
 void braid_rd_arrived(struct braid_rd *rd, uint64_t when)
@@ -1237,6 +1448,8 @@ void braid_rd_timer(struct braid_rd *rd, uint64_t now)
 {
 	if (now >= rd->sweep_at)
 		rd_sweep(rd, now);
+	if (now >= rd->forget_at)
+		rd_forget_walk(rd, now);
 	while (rd->heap_n && rd->heap[0].deadline <= now) {
 		struct rd_flow *f = rd->heap[0].f;
 

@@ -311,6 +311,9 @@ struct rd_idle {
 #define RD_IDLE_TAG	((uintptr_t)1)
 #define RD_IDLE_UNPROVEN	((uintptr_t)2)	/* with RD_IDLE_TAG: the peer is not proven */
 #define RD_IDLE_BITS	((uintptr_t)15)	/* pool objects are 16-byte aligned */
+/* with RD_IDLE_TAG: the record's age in rounds of the forget walk (0-3) */
+#define RD_IDLE_AGE_SHIFT	2
+#define RD_IDLE_AGE	((uintptr_t)12)
 
 /** What an engine keeps per peer it has ever exchanged packets with (small, malloc'd on first contact). */
 struct rd_conn {
@@ -463,6 +466,17 @@ struct braid_rd {
 	uint32_t silent_flows;
 	/** @sweep_at: when idle flows are looked for next (cfg.idle_ns; UINT64_MAX: none to look at). */
 	uint64_t sweep_at;
+	/**
+	 * @forget_at: when the walk over the idle records goes on (cfg.forget_ns;
+	 * UINT64_MAX: no record); @forget_pos: the map slot it is at (SIZE_MAX:
+	 * between rounds), in a map of @forget_cap slots; @forgot: records went
+	 * this round (the map shrinks at its end); @forget_key: the secret of
+	 * the stateless cookies that ask a peer to forget (§4.9).
+	 */
+	uint64_t forget_at;
+	size_t forget_pos, forget_cap;
+	bool forgot;
+	unsigned char forget_key[16];
 	/** @ctl: challenges and responses to send (a ring). */
 	struct rd_ctl ctl[RD_CTL_MAX];
 	uint32_t ctl_head, ctl_n;

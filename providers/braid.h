@@ -94,6 +94,8 @@ struct braid_config {
 	int max_flows;
 	/** @idle_ms: RDM: a peer's traffic state idle this long is freed (FI_BRAID_IDLE_MS; 0: kept). */
 	int idle_ms;
+	/** @forget_ms: RDM: an idle peer's record this old is forgotten by agreement (FI_BRAID_FORGET_MS; 0: kept). */
+	int forget_ms;
 	/** @rc_port: MSG: UDP port for RoCEv2 (0: 4791 when free, else any). */
 	int rc_port;
 	/**
@@ -203,6 +205,8 @@ void braid_epset_destruct(struct braid_epset *set);
 /** struct braid_rxbuf - the buffers one progress call receives a burst into. */
 struct braid_rxbuf {
 	size_t size;
+	/** @warm: datagrams landed in it since its pages were last given back. */
+	bool warm;
 	uint8_t data[];
 };
 

@@ -287,8 +287,12 @@ static ssize_t cq_read_some(struct braid_cq *cq, void *buf, size_t count, fi_add
 		cq->head = (cq->head + 1) % cq->size;
 		cq->count--;
 		n++;
-		if (!cq->count)
+		if (!cq->count) {
+			/* emptied: from the front again (a CQ read as fast as it fills
+			 * touches its first pages only) */
+			cq->head = 0;
 			cq_refill_locked(cq);
+		}
 	}
 	cq_refill_locked(cq);
 	cq_unlock(cq);

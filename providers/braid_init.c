@@ -22,6 +22,7 @@ struct braid_config braid_cfg = {
 	.peer_timeout_ms = 5000,
 	.max_peers = 65536,
 	.idle_ms = 10000,
+	.forget_ms = 60000,
 	.rc_timeout = BRAID_RC_DEFAULT_TIMEOUT,
 	.rc_retry = BRAID_RC_DEFAULT_RETRY,
 	.rc_rnr_retry = BRAID_RC_DEFAULT_RNR_RETRY,
@@ -236,6 +237,14 @@ static void braid_init_env(void)
 			"sequence numbers need (a few hundred bytes) stays. 0: kept "
 			"until another peer needs the room. (default: %d)",
 			braid_cfg.idle_ms);
+	fi_param_define(&braid_prov, "forget_ms", FI_PARAM_INT,
+			"RDM: a peer idle for FI_BRAID_IDLE_MS is kept as a 32-byte "
+			"record of the pair's numbering; once it has rested this "
+			"long the peer is asked to forget the pair (both then start "
+			"afresh when they meet again, at the cost of one challenge), "
+			"and the record goes when it agrees, or after it failed to "
+			"answer two asks this far apart. 0: records are kept while "
+			"the endpoint lives. (default: %d)", braid_cfg.forget_ms);
 	fi_param_define(&braid_prov, "max_peers", FI_PARAM_INT,
 			"RDM: peers one endpoint keeps state for at once (about 300 "
 			"bytes each). A first contact beyond it evicts the state of "
@@ -366,6 +375,7 @@ static void braid_init_env(void)
 	braid_param_int("max_peers", 0, INT32_MAX, &braid_cfg.max_peers);
 	braid_param_int("max_flows", 0, INT32_MAX, &braid_cfg.max_flows);
 	braid_param_int("idle_ms", 0, INT32_MAX, &braid_cfg.idle_ms);
+	braid_param_int("forget_ms", 0, INT32_MAX, &braid_cfg.forget_ms);
 	braid_param_int("rc_timeout", 0, 31, &braid_cfg.rc_timeout);
 	braid_param_int("rc_retry", 0, 7, &braid_cfg.rc_retry);
 	braid_param_int("rc_rnr_retry", 0, 7, &braid_cfg.rc_rnr_retry);

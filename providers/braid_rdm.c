@@ -1,4 +1,6 @@
 /* braid_rdm.c: the FI_EP_RDM data path: libfabric calls in, the RD engine (core/braid_rd*.c) underneath, the wire below. */
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -81,6 +83,7 @@ int braid_rdm_enable(struct braid_ep *ep)
 	if (braid_cfg.progress_us <= 0)
 		cfg.ack_delay_ns = 0;
 	cfg.idle_ns = (uint64_t)braid_cfg.idle_ms * 1000000ULL;
+	cfg.forget_ns = (uint64_t)braid_cfg.forget_ms * 1000000ULL;
 	/* user-space progress on busy hosts: RTTs jump by scheduling delays, so the
 	 * timers that fire without evidence of loss keep a floor well above them */
 	cfg.rto_min_ns = 1000000ULL;
@@ -434,8 +437,10 @@ static struct braid_rxbuf *rdm_rxbuf_take(struct braid_ep *ep)
 	}
 	if (!rb) {
 		rb = malloc(sizeof(*rb) + need);
-		if (rb)
+		if (rb) {
 			rb->size = need;
+			rb->warm = false;
+		}
 	}
 	return rb;
 }
@@ -451,6 +456,23 @@ static void rdm_rxbuf_give(struct braid_ep *ep, struct braid_rxbuf *rb)
 	free(rb);	/* more threads than sets kept: this one goes */
 }
 
+/*
+ * A set that carried datagrams gives its pages back once its endpoint has
+ * no traffic state left (every peer quiet for FI_BRAID_IDLE_MS): the pages a
+ * burst touched (up to the whole set, with GRO's runs) are not kept for an
+ * endpoint that is idle; they come back, zeroed, when next written.
+ */
+static void rdm_rxbuf_cool(struct braid_rxbuf *rb)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)rb->data + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)rb->data + rb->size) & ~(page - 1);
+
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	rb->warm = false;
+}
+
 static void rdm_progress_rx(struct braid_ep *ep, uint64_t now);
 
 void braid_rdm_progress_locked(struct braid_ep *ep)
@@ -459,9 +481,15 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 	uint64_t now = braid_now_ns();
 
 	if (rb) {
+		uint64_t seen = ep->rx_last_ns;
+
 		ep->rx_bufs = rb->data;
 		rdm_progress_rx(ep, now);
 		ep->rx_bufs = NULL;
+		if (ep->rx_last_ns != seen)
+			rb->warm = true;
+		else if (rb->warm && !braid_rd_get_stats(ep->rd)->flows_active)
+			rdm_rxbuf_cool(rb);
 		rdm_rxbuf_give(ep, rb);
 	}
 	/* (no memory for a burst now: nothing is received this time; timers still run) */

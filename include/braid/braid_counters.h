@@ -78,6 +78,10 @@
 	X(chal_rx,	COUNTER, "packets", "challenges answered") \
 	X(resp_rx,	COUNTER, "packets", "answers that proved a peer") \
 	X(ctl_full,	COUNTER, "packets", "challenges or answers not sent for want of room") \
+	X(forget_tx,	COUNTER, "packets", "idle peers asked to forget the pair's numbering (4.9)") \
+	X(forget_rx,	COUNTER, "packets", "such asks agreed to (the asker's state here went, if any)") \
+	X(forget_refused, COUNTER, "packets", "such asks refused: traffic under way, or another incarnation") \
+	X(peers_forgotten, COUNTER, "events", "idle peers forgotten: by agreement, or after two asks unanswered") \
 	X(flows_active,	GAUGE,   "flows",   "peers with traffic state now") \
 	X(peers,	GAUGE,   "peers",   "peers with state now") \
 	X(peers_verified, GAUGE, "peers",   "of them, proven at their address") \

@@ -55,4 +55,20 @@ int braid_map_set(struct braid_map *map, uint64_t key, void *val);
 /** braid_map_remove() - remove @key; returns its value, or NULL if absent. */
 void *braid_map_remove(struct braid_map *map, uint64_t key);
 
+/**
+ * braid_map_at() - the value in slot @i (0 <= @i < cap), its key in *@key; NULL
+ * for an empty or deleted slot. Slots stay where they are until an insert,
+ * reserve or shrink rehashes (remove and set never move them): a walk over
+ * 0..cap-1 may set and remove as it goes.
+ */
+void *braid_map_at(const struct braid_map *map, size_t i, uint64_t *key);
+
+/**
+ * braid_map_shrink() - give back slots once at most an eighth of them are
+ * used: the map rehashes into the fewest slots that are at most a quarter
+ * full (none at all when empty). Return: 0, or -FI_ENOMEM (the map is
+ * unchanged).
+ */
+int braid_map_shrink(struct braid_map *map);
+
 #endif /* BRAID_MAP_H */

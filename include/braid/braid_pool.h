@@ -83,7 +83,8 @@ void braid_pool_release(struct braid_pool *pool, void *obj);
 /**
  * braid_pool_trim() - give the memory of chunks none of whose objects is in
  * use back to the system (O(free objects)); the pool may take it again
- * later. Return: the chunks given back.
+ * later. A pool with no object in use gives back every chunk, the one it
+ * was carving too. Return: the chunks given back.
  */
 size_t braid_pool_trim(struct braid_pool *pool);
 

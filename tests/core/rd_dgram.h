@@ -40,7 +40,7 @@ static inline int rd_answer_chal_out(struct braid_rd *rd, const struct braid_rd_
 	struct braid_rd_cts_hdr h;
 
 	if (out->dst_ip != peer_ip || braid_rd_chal_decode(out->hdr, out->hdr_len, &v) ||
-	    (v.flags & BRAID_RD_CHAL_F_RESPONSE))
+	    (v.flags & (BRAID_RD_CHAL_F_RESPONSE | BRAID_RD_CHAL_F_FORGET)))
 		return 0;
 	r = (struct braid_rd_chal_view){
 		.src_port = out->dst_port,

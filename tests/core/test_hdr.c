@@ -542,7 +542,7 @@ Test(braid_rd_bundle_check, random_bytes_never_escape)
 	cr_assert_gt(ok, 0, "some random bundles were well framed");
 }
 
-/* RD_CHALLENGE (§4.9): the layout of RD_CTS, its own type, one flag. */
+/* RD_CHALLENGE (§4.9): the layout of RD_CTS, its own type, two flags. */
 Test(braid_rd_chal, round_trip_and_checks)
 {
 	struct braid_rd_chal_view v = { .src_port = 4242, .flags = BRAID_RD_CHAL_F_RESPONSE,
@@ -567,7 +567,10 @@ Test(braid_rd_chal, round_trip_and_checks)
 		     "not an RD_CTS");
 	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h) - 1, &w), DROP(BRAID_DROP_SHORT));
 	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h) + 1, &w), DROP(BRAID_DROP_BAD_LEN));
-	b[3] = 0x02;
+	b[3] = BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE;
+	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h), &w), 0, "FORGET, and its answer");
+	cr_assert_eq(w.flags, BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE);
+	b[3] = 0x04;
 	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h), &w), DROP(BRAID_DROP_FLAGS));
 	v.src_epoch = 0;
 	braid_rd_chal_write(&h, &v);

@@ -74,3 +74,46 @@ Test(braid_map, reserve_means_no_resize)
 	cr_assert_eq(m.cap, cap);
 	braid_map_destruct(&m);
 }
+
+/* A walk over the slots may remove as it goes; a shrink then gives the slots back. */
+Test(braid_map, walk_remove_and_shrink)
+{
+	struct braid_map map;
+	static int vals[10000];
+	size_t i, seen = 0, big;
+	uint64_t k, key;
+
+	braid_map_construct(&map);
+	for (k = 0; k < 10000; k++)
+		cr_assert_eq(braid_map_insert(&map, k * 4096 + 3, &vals[k]), 0);
+	big = map.cap;
+	cr_assert_geq(big, 20000);
+	cr_assert_eq(braid_map_shrink(&map), 0);
+	cr_assert_eq(map.cap, big, "a map more than an eighth full keeps its slots");
+	for (i = 0; i < map.cap; i++) {
+		int *v = braid_map_at(&map, i, &key);
+
+		if (!v)
+			continue;
+		seen++;
+		cr_assert_eq(v, &vals[(key - 3) / 4096], "slot %zu holds its own key's value", i);
+		if ((key - 3) / 4096 >= 100)
+			cr_assert_eq(braid_map_remove(&map, key), v);
+	}
+	cr_assert_eq(seen, 10000, "the walk saw every entry once");
+	cr_assert_null(braid_map_at(&map, map.cap, &key), "no slot past the end");
+	cr_assert_eq(map.used, 100);
+	cr_assert_eq(braid_map_shrink(&map), 0);
+	cr_assert_leq(map.cap, 512, "100 entries in %zu slots", map.cap);
+	cr_assert_eq(map.tombs, 0);
+	for (k = 0; k < 10000; k++)
+		cr_assert_eq(braid_map_get(&map, k * 4096 + 3), k < 100 ? &vals[k] : NULL);
+	for (k = 0; k < 100; k++)
+		cr_assert_eq(braid_map_remove(&map, k * 4096 + 3), &vals[k]);
+	cr_assert_eq(braid_map_shrink(&map), 0);
+	cr_assert_eq(map.cap, 0, "an empty map keeps no slots");
+	cr_assert_null(map.keys);
+	cr_assert_eq(braid_map_insert(&map, 5, &vals[0]), 0, "and grows again");
+	cr_assert_eq(braid_map_get(&map, 5), &vals[0]);
+	braid_map_destruct(&map);
+}

@@ -3,6 +3,7 @@
 #include <rdma/fi_errno.h>
 
 #include "rd_direct.h"
+#include "braid_seq.h"
 #include "braid_hdr.h"
 #include "braid/braid_errno.h"
 
@@ -734,6 +735,310 @@ Test(rd_verify, idle_flows_are_freed_and_their_memory_given_back)
 	cr_assert_eq(braid_rd_get_stats(rd)->peers_verified, 0, "none proven by waking");
 	braid_rd_close(rd);
 	braid_peer_table_close(t);
+}
+
+/* Both engines' timers and packets, quiet, until @until (nothing posted meanwhile). */
+static void direct_quiet(struct direct *d, uint64_t until)
+{
+	for (;;) {
+		uint64_t t0 = braid_rd_next_deadline(d->rd[0]), t1 = braid_rd_next_deadline(d->rd[1]);
+		uint64_t t = t0 < t1 ? t0 : t1;
+
+		if (t > until)
+			break;
+		d->now = t;
+		direct_pump(d);
+	}
+	d->now = until;
+}
+
+/* Two engines that exchanged messages both ways, then were quiet for two idle
+ * times (idle 100 ms, forget 300 ms): each keeps the other as an idle record. */
+static void idle_pair_open(struct direct *d, struct braid_rd_config *c,
+			   const struct braid_rd_stats *st[2])
+{
+	c->idle_ns = 100 * 1000000ULL;
+	c->forget_ns = 300 * 1000000ULL;
+	cr_assert_eq(direct_open(d, c), 0);
+	exchange_from(d, 0, 8, 1);
+	exchange_from(d, 1, 8, 50);
+	for (int i = 0; i < 2; i++)
+		st[i] = braid_rd_get_stats(d->rd[i]);
+	direct_quiet(d, d->now + 2 * c->idle_ns);
+}
+
+/*
+ * Issue 16 item 2, §4.9 forgetting: a pair quiet for the idle time keeps
+ * 32-byte records of its numbering; once those have rested for forget_ns, one
+ * side asks the other to forget, it agrees, and both give the pair up: no
+ * state, no timer, no shared entry. Met again, they start afresh without an
+ * error, a restart or anything taken for old.
+ */
+Test(rd_verify, an_idle_pair_forgets_itself_by_agreement_and_meets_again_afresh)
+{
+	struct braid_rd_config c = cfg();
+	const struct braid_rd_stats *st[2];
+	struct direct d;
+	int i;
+
+	idle_pair_open(&d, &c, st);
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(st[i]->peers_idle, 1, "engine %d: a record first", i);
+		cr_assert_neq(braid_rd_next_deadline(d.rd[i]), UINT64_MAX,
+			      "engine %d: a timer for the record", i);
+	}
+	direct_quiet(&d, d.now + 3 * c.forget_ns);
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(st[i]->peers, 0, "engine %d: the peer forgotten", i);
+		cr_assert_eq(st[i]->peers_idle, 0);
+		cr_assert_eq(st[i]->peers_verified, 0);
+		cr_assert_eq(st[i]->peers_forgotten, 1, "engine %d", i);
+		cr_assert_eq(braid_peer_count(d.t[i]), 0);
+		cr_assert_eq(braid_rd_next_deadline(d.rd[i]), UINT64_MAX, "engine %d: no timer left", i);
+	}
+	cr_assert_eq(st[0]->forget_tx + st[1]->forget_tx, 1, "one asked (%lu, %lu)",
+		     (unsigned long)st[0]->forget_tx, (unsigned long)st[1]->forget_tx);
+	cr_assert_eq(st[0]->forget_rx + st[1]->forget_rx, 1, "the other agreed");
+	cr_assert_eq(st[0]->forget_refused + st[1]->forget_refused, 0);
+	/* met again, both ways, more than a window: afresh, no error, nothing old */
+	for (i = 0; i < 6; i++) {
+		exchange_from(&d, 1, 64, (uint8_t)(100 + i));
+		exchange_from(&d, 0, 64, (uint8_t)(150 + i));
+	}
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(st[i]->peers, 1);
+		cr_assert_eq(st[i]->peers_verified, 1, "engine %d: proven afresh", i);
+		cr_assert_eq(st[i]->peers_restarted, 0, "engine %d: no restart", i);
+		cr_assert_eq(st[i]->peers_failed, 0);
+		cr_assert_eq(st[i]->drops[BRAID_DROP_DUPLICATE], 0, "engine %d: nothing taken as old", i);
+	}
+	direct_close(&d);
+}
+
+/*
+ * §4.9: a peer that sent once and is gone (its endpoint closed) never answers:
+ * its record goes alone after two asks, a forget time apart, and the memory
+ * with it (records, the peer map's slots). Should it come back still
+ * numbering, its packets are for an earlier incarnation of us: refused and
+ * told (never taken for old ones, nor made to wait for ones taken long ago).
+ */
+Test(rd_verify, peers_gone_for_good_are_forgotten_alone_after_two_asks)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	const struct braid_rd_stats *st;
+	struct braid_rd_comp comp[64];
+	struct braid_rd_out out[8];
+	uint8_t pkt[2048], buf[64];
+	uint64_t now = 1000;
+	size_t start, busy, len;
+	int i, got = 0, n, k;
+
+	c.idle_ns = 100 * 1000000ULL;
+	c.forget_ns = 300 * 1000000ULL;
+	c.max_recvs = 2048;
+	rd = one_open(&c, &t);
+	st = braid_rd_get_stats(rd);
+	start = braid_rd_pool_bytes(rd);
+	for (i = 0; i < 1001; i++)
+		post(rd, buf, sizeof(buf), 0, NULL, now);
+	for (i = 0; i < 1000; i++) {
+		len = mkdata(pkt, (uint16_t)(5000 + i), 77, 0, 0, 0, 0, 8, 8, (uint8_t)i);
+		cr_assert_eq(braid_rd_input(rd, pkt, len, 0x7f030001u, false, now), 0);
+		drain(rd, now);
+	}
+	while ((n = braid_rd_poll(rd, comp, 64)) > 0)
+		got += n;
+	cr_assert_eq(got, 1000);
+	busy = braid_rd_pool_bytes(rd);
+	while ((now = braid_rd_next_deadline(rd)) <= 5000 * 1000000ULL) {
+		braid_rd_timer(rd, now);
+		drain(rd, now);	/* the asks go nowhere */
+	}
+	cr_assert_eq(st->peers, 0, "every peer forgotten (%lu left)", (unsigned long)st->peers);
+	cr_assert_eq(st->peers_idle, 0);
+	cr_assert_eq(st->peers_forgotten, 1000);
+	cr_assert_eq(st->forget_tx, 2000, "each asked twice (%lu)", (unsigned long)st->forget_tx);
+	cr_assert_eq(braid_rd_next_deadline(rd), UINT64_MAX, "no timer left");
+	/* what stays: the one posted receive, and the chunk each pool is carving */
+	cr_assert_lt(braid_rd_pool_bytes(rd), busy / 10, "given back: %zu -> %zu -> %zu bytes",
+		     start, busy, braid_rd_pool_bytes(rd));
+	/* peer 0 comes back numbering where it was, to our incarnation then (1) */
+	now += 1000;
+	len = mkdata(pkt, 5000, 77, 1, 1, 1, 0, 8, 8, 0xaa);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, 0x7f030001u, false, now), DROP(BRAID_DROP_STALE_EPOCH),
+		     "for an earlier incarnation of us");
+	n = braid_rd_output(rd, now, out, 8);
+	cr_assert_geq(n, 1, "and told so");
+	for (k = 0; k < n; k++) {
+		struct braid_rd_ack_view a;
+
+		if (braid_rd_ack_decode(out[k].hdr, out[k].hdr_len, &a))
+			continue;	/* (and challenged: we know nothing of it) */
+		cr_assert(braid_seq_gt(a.src_epoch, 1), "carrying a later incarnation (%u)", a.src_epoch);
+		break;
+	}
+	cr_assert_lt(k, n, "by an ACK");
+	cr_assert_eq(braid_rd_poll(rd, comp, 64), 0, "nothing taken");
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}
+
+/*
+ * §4.9: only the peer asked can make us forget it. The ask's cookie is a
+ * keyed hash of the record: an answer with another cookie, from another port,
+ * about another incarnation, or a second copy, changes nothing. Asked
+ * ourselves: by a pair we are not, or while traffic is under way, refused;
+ * by an address we know nothing of, agreed (there is nothing to forget).
+ */
+Test(rd_verify, only_the_asked_peer_can_make_us_forget_it)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	const struct braid_rd_stats *st;
+	struct braid_rd_comp comp;
+	struct braid_rd_out out[8];
+	struct braid_rd_chal_view ask = { 0 }, r;
+	struct braid_rd_cts_hdr h;
+	uint8_t pkt[2048], buf[64];
+	uint32_t ip = 0x7f030001u;
+	uint64_t now = 1000;
+	size_t len;
+	int n, k;
+
+	c.idle_ns = 100 * 1000000ULL;
+	c.forget_ns = 300 * 1000000ULL;
+	rd = one_open(&c, &t);
+	st = braid_rd_get_stats(rd);
+	post(rd, buf, sizeof(buf), 0, NULL, now);
+	len = mkdata(pkt, 5000, 77, 0, 0, 0, 0, 8, 8, 1);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, ip, false, now), 0);
+	drain(rd, now);
+	cr_assert_eq(braid_rd_poll(rd, &comp, 1), 1);
+	/* quiet until the first ask goes */
+	while (!st->forget_tx) {
+		now = braid_rd_next_deadline(rd);
+		cr_assert_lt(now, 2000 * 1000000ULL, "an ask within two forget times");
+		braid_rd_timer(rd, now);
+		n = braid_rd_output(rd, now, out, 8);
+		for (k = 0; k < n; k++)
+			if (!braid_rd_chal_decode(out[k].hdr, out[k].hdr_len, &ask) &&
+			    (ask.flags & BRAID_RD_CHAL_F_FORGET))
+				break;
+	}
+	cr_assert_eq(ask.flags, BRAID_RD_CHAL_F_FORGET, "the ask");
+	cr_assert_eq(ask.dst_epoch, 77, "about the peer's incarnation");
+	cr_assert_eq(ask.src_epoch, 1, "as the peer knows us");
+	r = (struct braid_rd_chal_view){ .src_port = 5000, .src_epoch = 77, .dst_epoch = 1,
+		.flags = BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE, .cookie = ask.cookie ^ 1 };
+	braid_rd_chal_write(&h, &r);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), DROP(BRAID_DROP_UNVERIFIED),
+		     "another cookie");
+	r.cookie = ask.cookie;
+	r.dst_epoch = 2;
+	braid_rd_chal_write(&h, &r);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), DROP(BRAID_DROP_UNVERIFIED),
+		     "another incarnation of us");
+	r.dst_epoch = 1;
+	r.src_port = 5001;
+	braid_rd_chal_write(&h, &r);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), DROP(BRAID_DROP_NO_STATE),
+		     "another port");
+	cr_assert_eq(st->peers_idle, 1, "the record stays");
+	r.src_port = 5000;
+	braid_rd_chal_write(&h, &r);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), 0, "the answer");
+	cr_assert_eq(st->peers, 0, "forgotten");
+	cr_assert_eq(st->peers_forgotten, 1);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), DROP(BRAID_DROP_NO_STATE),
+		     "a second copy");
+
+	/* asked: a peer with a message under way refuses */
+	len = mkdata(pkt, 6000, 88, 0, 0, 0, 0, 2000, 900, 2);	/* half of a message */
+	n = braid_rd_input(rd, pkt, len, ip, false, now);
+	cr_assert_eq(n, 0, "%d", n);
+	drain(rd, now);
+	/* (having forgotten a peer, we are a later incarnation to those we meet: 2) */
+	r = (struct braid_rd_chal_view){ .src_port = 6000, .src_epoch = 88, .dst_epoch = 2,
+		.flags = BRAID_RD_CHAL_F_FORGET, .cookie = 42 };
+	braid_rd_chal_write(&h, &r);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), 0);
+	cr_assert_eq(st->forget_refused, 1, "refused while a message is under way");
+	cr_assert_eq(braid_rd_output(rd, now, out, 8), 0, "and not answered");
+	cr_assert_eq(st->peers, 1);
+	r.src_epoch = 89;
+	braid_rd_chal_write(&h, &r);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), DROP(BRAID_DROP_STALE_EPOCH),
+		     "another incarnation of the asker");
+	cr_assert_eq(st->forget_refused, 2);
+	/* asked by an address we know nothing of: agreed, the cookie echoed */
+	r = (struct braid_rd_chal_view){ .src_port = 7000, .src_epoch = 99, .dst_epoch = 5,
+		.flags = BRAID_RD_CHAL_F_FORGET, .cookie = 4242 };
+	braid_rd_chal_write(&h, &r);
+	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), 0);
+	cr_assert_eq(braid_rd_output(rd, now, out, 8), 1);
+	cr_assert_eq(braid_rd_chal_decode(out[0].hdr, out[0].hdr_len, &r), 0);
+	cr_assert_eq(r.flags, BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE);
+	cr_assert_eq(r.cookie, 4242);
+	cr_assert_eq(r.dst_epoch, 99);
+	cr_assert_eq(out[0].dst_port, 7000);
+	cr_assert_eq(st->peers, 1, "and nothing made for it");
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}
+
+/*
+ * §4.9: one side forgot alone (the other was cut off through both asks). The
+ * other, still numbering, sends again: its packets are refused and it is told
+ * of a later incarnation; the message it had under way fails with
+ * FI_ECONNRESET within a round trip or two, not the peer timeout, and the
+ * next one is delivered afresh.
+ */
+Test(rd_verify, a_peer_forgotten_alone_learns_it_at_once_and_starts_afresh)
+{
+	struct braid_rd_config c = cfg();
+	const struct braid_rd_stats *st[2];
+	struct braid_rd_comp comp[8];
+	struct direct d;
+	uint8_t src[100], dst[2][100];
+	uint64_t t0;
+	int i, n, sent = 0, err = 0;
+
+	idle_pair_open(&d, &c, st);
+	cr_assert_eq(st[1]->peers_idle, 1);
+	/* engine 0 alone runs; what it sends is lost */
+	while ((d.now = braid_rd_next_deadline(d.rd[0])) != UINT64_MAX) {
+		braid_rd_timer(d.rd[0], d.now);
+		drain(d.rd[0], d.now);
+	}
+	cr_assert_eq(st[0]->peers, 0, "engine 0 forgot alone");
+	cr_assert_eq(st[0]->forget_tx, 2);
+	cr_assert_eq(st[1]->peers_idle, 1, "engine 1 did not");
+	d.now += 1000;
+	memset(src, 7, sizeof(src));
+	post(d.rd[0], dst[0], sizeof(dst[0]), 0, NULL, d.now);
+	post(d.rd[0], dst[1], sizeof(dst[1]), 0, NULL, d.now);
+	send_msg(d.rd[1], d.key[0], src, sizeof(src), (void *)1, d.now);
+	t0 = d.now;
+	while (!sent) {
+		direct_pump(&d);
+		while ((n = braid_rd_poll(d.rd[1], comp, 8)) > 0)
+			for (i = 0; i < n; i++, sent++)
+				err = comp[i].err;
+		cr_assert_lt(d.now - t0, c.peer_timeout_ns / 4, "an answer long before the peer timeout");
+	}
+	cr_assert_eq(err, FI_ECONNRESET, "the send under way failed: %d", err);
+	cr_assert_eq(st[1]->peers_restarted, 1);
+	cr_assert_eq(braid_rd_poll(d.rd[0], comp, 8), 0, "nothing delivered of it");
+	send_msg(d.rd[1], d.key[0], src, sizeof(src), (void *)2, d.now);
+	direct_pump(&d);
+	cr_assert_eq(braid_rd_poll(d.rd[1], comp, 8), 1);
+	cr_assert_eq(comp[0].err, 0, "the next one went");
+	cr_assert_eq(braid_rd_poll(d.rd[0], comp, 8), 1, "and was delivered");
+	cr_assert_eq(memcmp(dst[0], src, sizeof(src)), 0);
+	direct_close(&d);
 }
 
 /*

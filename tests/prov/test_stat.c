@@ -364,3 +364,65 @@ Test(braid_stat_file, idle_traffic_state_is_freed_and_traffic_resumes, .timeout 
 	cr_assert_str_eq(buf, "again", "delivered after the idle state went");
 	pt_pair_close(&p);
 }
+
+/*
+ * FI_BRAID_FORGET_MS through the API (issue 16 item 2): two endpoints quiet
+ * for the idle time keep each other as records; once those have rested for
+ * the forget time, one asks, the other agrees, and both forget the pair
+ * (rd.peers 0 on both sides). A message afterwards starts afresh: delivered,
+ * its send completed without error, no restart seen.
+ */
+Test(braid_stat_file, idle_peers_are_forgotten_by_agreement_and_traffic_starts_afresh,
+     .timeout = 60)
+{
+	struct fi_braid_stat_ops *ops;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	struct pt_pair p;
+	char buf[16] = "";
+	uint64_t v = 1, vb = 1, fa = 0, fb = 0;
+	long deadline;
+
+	setenv("FI_BRAID_IDLE_MS", "200", 1);
+	setenv("FI_BRAID_FORGET_MS", "300", 1);
+	pair_open(&p);
+	ops = ops_of(&p.a.ep->fid);
+	traffic(&p);
+	/* quiet, but progressed: records after the idle time, forgotten about two
+	 * forget times later */
+	deadline = pt_now_ms() + 5000;
+	do {
+		(void)fi_cq_read(p.a.tx_cq, NULL, 0);
+		(void)fi_cq_read(p.b.rx_cq, NULL, 0);
+		cr_assert_eq(ops->value(&p.a.ep->fid, "rd.peers", &v), 0);
+		cr_assert_eq(ops->value(&p.b.ep->fid, "rd.peers", &vb), 0);
+	} while (v + vb && pt_now_ms() < deadline);
+	cr_assert_eq(v + vb, 0, "both sides forgot the pair within 5 s (%lu, %lu left)",
+		     (unsigned long)v, (unsigned long)vb);
+	cr_assert_eq(ops->value(&p.a.ep->fid, "rd.peers_forgotten", &fa), 0);
+	cr_assert_eq(ops->value(&p.b.ep->fid, "rd.peers_forgotten", &fb), 0);
+	cr_assert_eq(fa, 1);
+	cr_assert_eq(fb, 1);
+	cr_assert_eq(ops->value(&p.a.ep->fid, "rd.forget_rx", &fa), 0);
+	cr_assert_eq(ops->value(&p.b.ep->fid, "rd.forget_rx", &fb), 0);
+	cr_assert_eq(fa + fb, 1, "one asked, the other agreed");
+	/* met again: afresh, no error either side */
+	cr_assert_eq(fi_recv(p.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	cr_assert_eq(pt_send(&p.a, "again", 6, NULL), 0);
+	deadline = pt_now_ms() + PT_POLL_MS;
+	while (fi_cq_read(p.b.rx_cq, &e, 1) != 1 && pt_now_ms() < deadline)
+		(void)fi_cq_read(p.a.tx_cq, NULL, 0);
+	cr_assert_str_eq(buf, "again", "delivered after the pair was forgotten");
+	deadline = pt_now_ms() + PT_POLL_MS;
+	while (pt_now_ms() < deadline) {
+		ssize_t r = fi_cq_read(p.a.tx_cq, &e, 1);
+
+		if (r == 1)
+			break;
+		cr_assert_neq(r, -FI_EAVAIL, "the send failed: %d",
+			      fi_cq_readerr(p.a.tx_cq, &err, 0) == 1 ? err.err : 0);
+	}
+	cr_assert_eq(ops->value(&p.a.ep->fid, "rd.peers_restarted", &v), 0);
+	cr_assert_eq(v, 0, "no restart");
+	pt_pair_close(&p);
+}

@@ -62,6 +62,10 @@ def rd_cts(msg_id=9, src_port=SRC_PORT, extra=b""):
     return base(4, 0, 24, src_port) + struct.pack(">IIII", 0x5678, 0x1234, msg_id, 0) + extra
 
 
+def rd_chal(flags=0):
+    return base(8, flags, 24) + struct.pack(">IIII", 0x5678, 0x1234, 0xc0ffee, 0)
+
+
 def cm(kind=1, pdata=b"", status=0, qpn=0x12, psn=0x345, mtu=1024, rc_port=4791, pdata_len=None):
     if pdata_len is None:
         pdata_len = len(pdata)
@@ -96,6 +100,9 @@ def cases():
         ("rd_ack sack", rd_ack(sack_psns=(102, 103, 104, 110, 356)), "3", ""),
         ("rd_ack zero window ce", rd_ack(rwnd=0, flags=1), "3", "ecn_ce,zero_window"),
         ("rd_cts", rd_cts(), "4", ""),
+        ("rd_challenge", rd_chal(), "8", ""),
+        ("rd_challenge forget response", rd_chal(flags=0x03), "8", ""),
+        ("rd_challenge undefined flag", rd_chal(flags=0x04), "8", "bad_flags"),
         ("cm req", cm(pdata=b"private"), "5", ""),
         ("cm rej", cm(kind=4, status=111, qpn=0, psn=0, mtu=0, rc_port=0), "5", ""),
         ("bundle ack+data", bundle([rd_ack(), rd_data(), rd_data(psn=8)]), "7,3,2,2", ""),

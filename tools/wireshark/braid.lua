@@ -32,7 +32,7 @@ local type_names = {
 -- §2.2: the exact header length and the defined flags of each type (braid_hdr.c type_info)
 local HDR_LEN = { [1] = 16, [2] = 56, [3] = 72, [4] = 24, [5] = 40, [6] = 80, [7] = 8, [8] = 24 }
 local FLAGS = { [1] = 0x01, [2] = 0x3f, [3] = 0x01, [4] = 0x00, [5] = 0x00, [6] = 0x1d, [7] = 0x00,
-	[8] = 0x01 }
+	[8] = 0x03 }
 local MAGIC, VERSION, VERSION_KEYED, TAG_LEN = 0xbd, 1, 2, 8
 local BUNDLE_MAX = 64
 local SACK_BITS = 256
@@ -101,6 +101,7 @@ local f = {
 	cts_reserved = ProtoField.uint32("braid.cts.reserved", "Reserved", base.HEX),
 	-- §4.9 RD_CHALLENGE
 	chal_f_response = ProtoField.bool("braid.chal.flags.response", "RESPONSE", 8, set_unset, 0x01),
+	chal_f_forget = ProtoField.bool("braid.chal.flags.forget", "FORGET", 8, set_unset, 0x02),
 	chal_cookie = ProtoField.uint32("braid.chal.cookie", "Cookie", base.HEX),
 	chal_reserved = ProtoField.uint32("braid.chal.reserved", "Reserved", base.HEX),
 	-- §4.8 RD_BUNDLE
@@ -321,7 +322,8 @@ end
 
 local function dissect_rd_chal(tvb, pinfo, tree, flags, rlen)
 	dissect_short(tvb, tree, rlen, "RD_CHALLENGE", f.chal_cookie, f.chal_reserved)
-	return string.format("RD_CHALLENGE%s epoch=%u cookie=0x%08x",
+	return string.format("RD_CHALLENGE%s%s epoch=%u cookie=0x%08x",
+		bit32.band(flags, 0x02) ~= 0 and " FORGET" or "",
 		bit32.band(flags, 0x01) ~= 0 and " RESPONSE" or "", u32(tvb, 12), u32(tvb, 16))
 end
 
@@ -500,6 +502,7 @@ dissect_one = function(tvb, pinfo, tree, rlen, depth)
 		fi:add(f.ack_f_ecn_ce, tvb(3, 1))
 	elseif ptype == TYPE.RD_CHALLENGE then
 		fi:add(f.chal_f_response, tvb(3, 1))
+		fi:add(f.chal_f_forget, tvb(3, 1))
 	end
 	local hl = HDR_LEN[ptype]
 	if hdr_len ~= hl then
