@@ -267,13 +267,14 @@ int braid_rd_ack_decode(const void *buf, size_t len, struct braid_rd_ack_view *v
 
 /* RD_CTS and RD_CHALLENGE share one 24-byte layout: epochs, a 32-bit value, reserved. */
 static void rd_short_write(struct braid_rd_cts_hdr *h, uint8_t type, uint8_t flags,
-			   uint16_t src_port, uint32_t src_epoch, uint32_t dst_epoch, uint32_t value)
+			   uint16_t src_port, uint32_t src_epoch, uint32_t dst_epoch, uint32_t value,
+			   uint32_t value2)
 {
 	base_write(&h->base, type, flags, src_port, sizeof(*h));
 	h->src_epoch = htobe32(src_epoch);
 	h->dst_epoch = htobe32(dst_epoch);
 	h->msg_id = htobe32(value);
-	h->reserved = 0;
+	h->reserved = htobe32(value2);
 }
 
 static int rd_short_decode(const void *buf, size_t len, int want, struct braid_rd_chal_view *v)
@@ -293,6 +294,7 @@ static int rd_short_decode(const void *buf, size_t len, int want, struct braid_r
 	v->src_epoch = be32toh(h.src_epoch);
 	v->dst_epoch = be32toh(h.dst_epoch);
 	v->cookie = be32toh(h.msg_id);
+	v->confirm = be32toh(h.reserved);
 	if (!v->src_epoch || !v->dst_epoch)
 		return DROP(BRAID_DROP_STALE_EPOCH);
 	return 0;
@@ -301,7 +303,7 @@ static int rd_short_decode(const void *buf, size_t len, int want, struct braid_r
 void braid_rd_cts_write(struct braid_rd_cts_hdr *h, uint16_t src_port, uint32_t src_epoch,
 			uint32_t dst_epoch, uint32_t msg_id)
 {
-	rd_short_write(h, BRAID_PKT_RD_CTS, 0, src_port, src_epoch, dst_epoch, msg_id);
+	rd_short_write(h, BRAID_PKT_RD_CTS, 0, src_port, src_epoch, dst_epoch, msg_id, 0);
 }
 
 int braid_rd_cts_decode(const void *buf, size_t len, uint16_t *src_port, uint32_t *src_epoch,
@@ -322,7 +324,7 @@ int braid_rd_cts_decode(const void *buf, size_t len, uint16_t *src_port, uint32_
 void braid_rd_chal_write(struct braid_rd_cts_hdr *h, const struct braid_rd_chal_view *v)
 {
 	rd_short_write(h, BRAID_PKT_RD_CHALLENGE, v->flags, v->src_port, v->src_epoch,
-		       v->dst_epoch, v->cookie);
+		       v->dst_epoch, v->cookie, v->flags & BRAID_RD_CHAL_F_FORGET ? v->confirm : 0);
 }
 
 int braid_rd_chal_decode(const void *buf, size_t len, struct braid_rd_chal_view *v)

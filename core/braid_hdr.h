@@ -384,6 +384,8 @@ struct braid_rd_chal_view {
 	uint16_t src_port;
 	uint8_t flags;
 	uint32_t src_epoch, dst_epoch, cookie;
+	/** @confirm: FORGET RESPONSE: the answerer's own cookie, to be echoed (0: none). */
+	uint32_t confirm;
 };
 
 /** braid_rd_chal_write() - encode an RD_CHALLENGE packet (24 bytes, the layout of RD_CTS). */

@@ -942,27 +942,27 @@ static void idle_forget(struct braid_rd *rd, struct rd_idle *idle, uintptr_t tag
 }
 
 /*
- * Asked to forget: a conn goes if nothing is under way with its peer (no
- * message, send, RMA operation or claimed restart; a flow with nothing in
- * flight either way). Return: whether it went.
+ * Asked to forget: a conn with nothing under way with its peer (no message,
+ * send, RMA operation or claimed restart; a flow with nothing in flight
+ * either way or owed) rests as a record now, whose cookie the answer
+ * carries. Return: the record's map value (tagged), or NULL if it may not.
  */
-static bool conn_forget(struct braid_rd *rd, struct rd_conn *c)
+static void *conn_rest_now(struct braid_rd *rd, struct rd_conn *c)
 {
+	uint64_t key = c->key;
+
 	if (c->msgs || (c->verified && c->chal_out) || !braid_dlist_empty(&c->sendq) ||
 	    !braid_dlist_empty(&c->paused) || !braid_dlist_empty(&c->rma_ops))
-		return false;
+		return NULL;
 	if (c->flow) {
 		if (c->flow->ready || c->flow->need_ack || !rd_out_idle(c->flow, c) ||
 		    !rd_in_idle(c->flow))
-			return false;
+			return NULL;
 		flow_detach(rd, c->flow);
 	}
-	rd_fresh_epoch_after(rd, c->my_epoch);
-	braid_map_remove(&rd->conns, c->key);
-	conn_free(rd, c);
-	rd->stats.peers_forgotten++;
-	rd->forgot = true;
-	return true;
+	if (!conn_rest(rd, c))
+		return NULL;
+	return braid_map_get(&rd->conns, key);
 }
 
 /* Ask an idle record's peer to forget the pair's numbering with us (§4.9). */
@@ -1046,27 +1046,43 @@ static void rd_forget_walk(struct braid_rd *rd, uint64_t now)
 }
 
 /*
- * An RD_CHALLENGE with FORGET (§4.9). Asked: our state for the asker goes if
- * it is the pair the asker names and nothing is under way (none at all is
- * agreed to as well), and we say so. Answered: our record goes if the answer
- * echoes the cookie of the record as it still is.
+ * An RD_CHALLENGE with FORGET (§4.9), three ways. Asked: if our state for the
+ * asker is that pair at rest (or can rest now), we agree and add our own
+ * cookie to the answer, but keep our record until that cookie comes back (a
+ * forged ask, whose answer goes to the real peer, changes nothing); with no
+ * state at all we agree with nothing to add. Answered: an answer that echoes
+ * the cookie our record asks with forgets it, and echoes the answerer's own
+ * cookie if it added one (that echo is the third message, and forgets the
+ * answerer's record by the same rule).
  */
-static int rd_input_forget(struct braid_rd *rd, const struct braid_rd_chal_view *v, uint32_t src_ip)
+static int rd_input_forget(struct braid_rd *rd, const struct braid_rd_chal_view *v, uint32_t src_ip,
+			   uint64_t now)
 {
 	uint64_t key = braid_peer_key(src_ip, v->src_port);
 	void *val = braid_map_get(&rd->conns, key);
 	struct rd_idle *idle = idle_of(val);
-	uintptr_t tag = (uintptr_t)val & RD_IDLE_BITS;
+	struct braid_rd_chal_view r = {
+		.src_port = rd->cfg.local_port,
+		.flags = BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE,
+		.src_epoch = v->dst_epoch,
+		.dst_epoch = v->src_epoch,
+	};
 
 	if (v->flags & BRAID_RD_CHAL_F_RESPONSE) {
 		if (!idle)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);	/* woke meanwhile, or never asked */
 		if (v->dst_epoch != idle->my_epoch || v->cookie != forget_cookie(rd, idle))
 			return rd_drop(rd, BRAID_DROP_UNVERIFIED);
-		idle_forget(rd, idle, tag);
+		if (v->confirm) {
+			r.src_epoch = idle->my_epoch;
+			r.dst_epoch = idle->epoch;
+			r.cookie = v->confirm;
+			ctl_push(rd, src_ip, v->src_port, &r);
+		}
+		idle_forget(rd, idle, (uintptr_t)val & RD_IDLE_BITS);
 		return 0;
 	}
-	if (idle || val) {
+	if (val) {
 		uint32_t epoch = idle ? idle->epoch : ((struct rd_conn *)val)->epoch;
 		uint32_t mine = idle ? idle->my_epoch : ((struct rd_conn *)val)->my_epoch;
 
@@ -1075,24 +1091,19 @@ static int rd_input_forget(struct braid_rd *rd, const struct braid_rd_chal_view 
 			rd->stats.forget_refused++;
 			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 		}
-		if (idle) {
-			idle_forget(rd, idle, tag);
-		} else if (!conn_forget(rd, val)) {
+		if (!idle && !(val = conn_rest_now(rd, val))) {
 			rd->stats.forget_refused++;	/* traffic under way: the asker keeps its record */
 			return 0;
 		}
+		/* (a record made just now is looked at too, should the echo be lost) */
+		if (rd->cfg.forget_ns && rd->forget_at == UINT64_MAX)
+			rd->forget_at = now + rd->cfg.forget_ns;
+		r.confirm = forget_cookie(rd, idle_of(val));
+	} else {
+		r.src_epoch = rd->fresh_epoch;	/* nothing of the asker here */
 	}
-	{
-		struct braid_rd_chal_view r = {
-			.src_port = rd->cfg.local_port,
-			.flags = BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE,
-			.src_epoch = rd->fresh_epoch,
-			.dst_epoch = v->src_epoch,
-			.cookie = v->cookie,
-		};
-
-		ctl_push(rd, src_ip, v->src_port, &r);
-	}
+	r.cookie = v->cookie;
+	ctl_push(rd, src_ip, v->src_port, &r);
 	rd->stats.forget_rx++;
 	return 0;
 }
@@ -1109,7 +1120,7 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 	if (ret)
 		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
 	if (v.flags & BRAID_RD_CHAL_F_FORGET)
-		return rd_input_forget(rd, &v, src_ip);
+		return rd_input_forget(rd, &v, src_ip, now);
 	/* our incarnation as the asker knows it (its conn's or idle record's, if we have one) */
 	{
 		uint64_t key = braid_peer_key(src_ip, v.src_port);

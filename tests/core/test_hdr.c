@@ -572,6 +572,16 @@ Test(braid_rd_chal, round_trip_and_checks)
 	cr_assert_eq(w.flags, BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE);
 	b[3] = 0x04;
 	cr_assert_eq(braid_rd_chal_decode(b, sizeof(h), &w), DROP(BRAID_DROP_FLAGS));
+	/* the last word: a FORGET answer's own cookie, else 0 whatever the view says */
+	v.confirm = 0x01020304;
+	braid_rd_chal_write(&h, &v);
+	cr_assert_eq(braid_rd_chal_decode(&h, sizeof(h), &w), 0);
+	cr_assert_eq(w.confirm, 0, "not written without FORGET");
+	v.flags = BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE;
+	braid_rd_chal_write(&h, &v);
+	cr_assert_eq(braid_rd_chal_decode(&h, sizeof(h), &w), 0);
+	cr_assert_eq(w.confirm, 0x01020304);
+	cr_assert_eq(((uint8_t *)&h)[20], 0x01, "in network order");
 	v.src_epoch = 0;
 	braid_rd_chal_write(&h, &v);
 	cr_assert_eq(braid_rd_chal_decode(&h, sizeof(h), &w), DROP(BRAID_DROP_STALE_EPOCH));

@@ -405,7 +405,7 @@ Test(braid_stat_file, idle_peers_are_forgotten_by_agreement_and_traffic_starts_a
 	cr_assert_eq(fb, 1);
 	cr_assert_eq(ops->value(&p.a.ep->fid, "rd.forget_rx", &fa), 0);
 	cr_assert_eq(ops->value(&p.b.ep->fid, "rd.forget_rx", &fb), 0);
-	cr_assert_eq(fa + fb, 1, "one asked, the other agreed");
+	cr_assert_geq(fa + fb, 1, "one asked, the other agreed (both may have asked at once)");
 	/* met again: afresh, no error either side */
 	cr_assert_eq(fi_recv(p.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
 	cr_assert_eq(pt_send(&p.a, "again", 6, NULL), 0);

@@ -103,7 +103,7 @@ local f = {
 	chal_f_response = ProtoField.bool("braid.chal.flags.response", "RESPONSE", 8, set_unset, 0x01),
 	chal_f_forget = ProtoField.bool("braid.chal.flags.forget", "FORGET", 8, set_unset, 0x02),
 	chal_cookie = ProtoField.uint32("braid.chal.cookie", "Cookie", base.HEX),
-	chal_reserved = ProtoField.uint32("braid.chal.reserved", "Reserved", base.HEX),
+	chal_reserved = ProtoField.uint32("braid.chal.reserved", "Confirm (FORGET answer) or reserved", base.HEX),
 	-- §4.8 RD_BUNDLE
 	bundle_records = ProtoField.uint32("braid.bundle.records", "Records", base.DEC),
 	bundle_len = ProtoField.uint16("braid.bundle.len", "Record length", base.DEC),
