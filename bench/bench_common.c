@@ -7,6 +7,7 @@
 #include "bench_common.h"
 
 size_t bench_av_count;
+enum fi_wait_obj bench_cq_wait = FI_WAIT_NONE;
 
 double now_s(void)
 {
@@ -74,7 +75,8 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 /* The endpoint, its CQ, AV and buffer, in @c's domain. */
 static void conn_open_ep(struct conn *c, size_t buf_size, uint64_t caps)
 {
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096,
+				      .wait_obj = bench_cq_wait };
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = bench_av_count };
 
 	TRY(fi_cq_open(c->domain, &cq_attr, &c->cq, NULL));

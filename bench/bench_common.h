@@ -56,6 +56,8 @@ struct conn {
 
 /* bench_av_count: fi_av_attr.count of the AVs conn_open() opens (0: none given) */
 extern size_t bench_av_count;
+/* bench_cq_wait: the wait object of the CQs conn_open() opens (FI_WAIT_NONE unless set) */
+extern enum fi_wait_obj bench_cq_wait;
 
 double now_s(void);
 

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,6 +83,14 @@ static int child(int fd, long n, bool exchange, int idx)
 	snprintf(ip, sizeof(ip), "127.10.%d.1", idx);
 	if (!have_addr(ip))
 		snprintf(ip, sizeof(ip), "127.0.0.1");
+	/* a peer is a host of its own: it sleeps until one of its endpoints has a packet
+	 * (each CQ's FI_WAIT_FD in one epoll set), so that thousands of peers on the
+	 * receiver's two cores do not spin against it */
+	bench_cq_wait = FI_WAIT_FD;
+	/* nor does a progress thread drive thousands of endpoints on them: a peer's
+	 * timers run in its own loop below (this process's first braid call reads it) */
+	if (!getenv("BRAID_PEERS_PROGRESS_US"))
+		setenv("FI_BRAID_PROGRESS_US", "0", 1);
 	conn_open(&base, "braid", ip, 128);
 	for (i = 0; i < n; i++) {
 		size_t len = 64;
@@ -96,39 +105,63 @@ static int child(int fd, long n, bool exchange, int idx)
 			trecv(&eps[i], FI_ADDR_UNSPEC, eps[i].buf + 64, 64, 2, NULL);
 		tsend(&eps[i], eps[i].peer, eps[i].buf, 64, 1, NULL);
 	}
-	/* every endpoint progressed in turn (a peer is a process of its own: none waits on another) */
+	/* an endpoint is progressed when its sockets have a packet, and every endpoint
+	 * once a second for its timers (a peer is a process of its own: none waits on
+	 * another), done or not: a done peer still acknowledges what it receives (the
+	 * receiver's answer, resent if our ACK was held or lost), as a live process does.
+	 * Then a second more of the same before the endpoints close. */
 	{
 		long left = n * (exchange ? 2 : 1);
+		double linger_from = 0;
 		int *need = calloc((size_t)n, sizeof(*need));
-		double t0 = now_s();
+		int *wfd = calloc((size_t)n, sizeof(*wfd));
+		int epfd = epoll_create1(EPOLL_CLOEXEC);
+		double t0 = now_s(), swept = 0;
 
-		if (!need)
+		if (!need || !wfd || epfd < 0)
 			return BENCH_EXIT_SETUP;
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)i };
+
 			need[i] = exchange ? 2 : 1;
-		while (left > 0) {
-			for (i = 0; i < n; i++) {
+			if (fi_control(&eps[i].cq->fid, FI_GETWAIT, &wfd[i]) ||
+			    epoll_ctl(epfd, EPOLL_CTL_ADD, wfd[i], &ev))
+				return BENCH_EXIT_SETUP;
+		}
+		while (left > 0 || now_s() - linger_from < 1.0) {
+			struct epoll_event evs[256];
+			int k, got = epoll_wait(epfd, evs, 256, 100);
+			bool sweep = now_s() - swept >= 1.0;
+
+			for (k = 0; k < (sweep ? (int)n : got); k++) {
 				struct fi_cq_tagged_entry e;
 				ssize_t r;
 
-				if (!need[i])
-					continue;
+				i = sweep ? k : (long)evs[k].data.u64;
 				r = fi_cq_read(eps[i].cq, &e, 1);
 				if (r == 1) {
 					need[i]--;
-					left--;
+					if (!--left)
+						linger_from = now_s();
 				} else if (r != -FI_EAGAIN) {
-					fprintf(stderr, "a peer's completion failed: %s\n",
-						fi_strerror((int)-r));
+					struct fi_cq_err_entry err = { 0 };
+
+					(void)fi_cq_readerr(eps[i].cq, &err, 0);
+					fprintf(stderr, "a peer's completion failed: %s (%s)\n",
+						fi_strerror((int)-r), fi_strerror(err.err));
 					return BENCH_EXIT_FAIL;
 				}
 			}
+			if (sweep)
+				swept = now_s();
 			if (now_s() - t0 > 900) {
 				fprintf(stderr, "a peer: %ld completions missing after 900 s\n", left);
 				return BENCH_EXIT_FAIL;
 			}
 		}
 		free(need);
+		free(wfd);
+		close(epfd);
 	}
 	for (i = 0; i < n; i++)
 		conn_close(&eps[i]);
@@ -302,8 +335,11 @@ int main(int argc, char **argv)
 	       "over start; %lu peers kept, %lu forgotten)\n", (t3 - t2) * 1000, forget_ms, rss3,
 	       rss3 - rss0, 100.0 * (double)(rss3 - rss0) / (double)rss0, (unsigned long)peers3,
 	       (unsigned long)value(&rx, "rd.peers_forgotten"));
-	printf("target (issue 16 item 2): back within 10%% of its starting memory after the idle "
-	       "and forget timeouts: %s\n", forget_ms && rss3 - rss0 <= rss0 / 10 ? "met" : "missed");
+	/* (-x: the receiver's AV keeps every sender, as the application asked) */
+	if (!exchange)
+		printf("target (issue 16 item 2): back within 10%% of its starting memory after the "
+		       "idle and forget timeouts: %s\n",
+		       forget_ms && rss3 - rss0 <= rss0 / 10 ? "met" : "missed");
 	conn_close(&rx);
 	free(kids);
 	free(pipes);

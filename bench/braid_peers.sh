@@ -11,6 +11,8 @@ build=${BUILD:-$(dirname "$0")/../build}
 [ "$(id -u)" = 0 ] || { echo "braid_peers: needs root (a network namespace of its own)"; exit 77; }
 command -v unshare >/dev/null || { echo "braid_peers: needs unshare (util-linux)"; exit 77; }
 export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$build/providers}
+# the idle records are what is measured here (FI_BRAID_FORGET_MS would forget them)
+export FI_BRAID_FORGET_MS=${FI_BRAID_FORGET_MS:-0}
 exec unshare -n sh -c '
 	ip link set lo up
 	i=0

@@ -438,6 +438,8 @@ static struct rd_conn *conn_wake(struct braid_rd *rd, void *v, uint64_t now)
 #define RD_IDLE_LOAD(field) c->field = idle->field;
 	RD_IDLE_FIELDS(RD_IDLE_LOAD)
 #undef RD_IDLE_LOAD
+	/* what it numbered may have been taken either way: not a first exchange */
+	c->peer_took = true;
 	if ((uintptr_t)v & RD_IDLE_UNPROVEN) {
 		/* still to prove itself (its next packet is challenged again, §4.9 rule 2) */
 		c->took = c->rcv_nxt != 0;
@@ -792,6 +794,17 @@ void braid_rd_close(struct braid_rd *rd)
 static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch)
 {
 	rd->stats.peers_restarted++;
+	if (!conn->took && !conn->peer_took) {
+		/*
+		 * Nothing was taken either way with the incarnation we knew (it
+		 * acknowledged nothing of ours, we took nothing of its): it kept no
+		 * numbering of ours (it dropped our first packets and then the state
+		 * it had made for us), so ours goes on from where it is, to the new
+		 * one, which numbers from the start as we did: no operation fails.
+		 */
+		conn->epoch = epoch;
+		return;
+	}
 	if (conn->flow) {
 		rd_flow_fail(rd, conn->flow, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
 	} else {
@@ -909,6 +922,9 @@ static int conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t 
 	return rd_drop_at(rd, conn->flow, BRAID_DROP_UNVERIFIED);
 }
 
+/* an answer's confirm: the peer has traffic under way with us (ask again later) */
+#define RD_FORGET_BUSY	0xffffffffu
+
 /*
  * §4.9, forgetting: a pair of endpoints that has been quiet long enough gives
  * up its numbering by agreement. The cookie that asks is stateless (a keyed
@@ -922,7 +938,8 @@ static uint32_t forget_cookie(const struct braid_rd *rd, const struct rd_idle *i
 
 	crypto_shorthash(h, (const unsigned char *)idle, sizeof(*idle), rd->forget_key);
 	memcpy(&c, h, sizeof(c));
-	return c;
+	/* 0 and RD_FORGET_BUSY say something else in an answer's confirm */
+	return c && c != RD_FORGET_BUSY ? c : 1;
 }
 
 /* The peer of an idle record is forgotten: met again, either side starts afresh. */
@@ -1073,6 +1090,12 @@ static int rd_input_forget(struct braid_rd *rd, const struct braid_rd_chal_view 
 			return rd_drop(rd, BRAID_DROP_NO_STATE);	/* woke meanwhile, or never asked */
 		if (v->dst_epoch != idle->my_epoch || v->cookie != forget_cookie(rd, idle))
 			return rd_drop(rd, BRAID_DROP_UNVERIFIED);
+		if (v->confirm == RD_FORGET_BUSY) {
+			/* it has traffic under way with us: the record rests afresh, and is
+			 * never forgotten alone while its peer says so */
+			(void)braid_map_set(&rd->conns, key, (void *)((uintptr_t)val & ~RD_IDLE_AGE));
+			return 0;
+		}
 		if (v->confirm) {
 			r.src_epoch = idle->my_epoch;
 			r.dst_epoch = idle->epoch;
@@ -1092,7 +1115,11 @@ static int rd_input_forget(struct braid_rd *rd, const struct braid_rd_chal_view 
 			return rd_drop(rd, BRAID_DROP_STALE_EPOCH);
 		}
 		if (!idle && !(val = conn_rest_now(rd, val))) {
-			rd->stats.forget_refused++;	/* traffic under way: the asker keeps its record */
+			/* traffic under way: the asker keeps its record (and rests it afresh) */
+			rd->stats.forget_refused++;
+			r.cookie = v->cookie;
+			r.confirm = RD_FORGET_BUSY;
+			ctl_push(rd, src_ip, v->src_port, &r);
 			return 0;
 		}
 		/* (a record made just now is looked at too, should the echo be lost) */

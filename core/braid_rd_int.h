@@ -361,6 +361,8 @@ struct rd_conn {
 	uint32_t msgs;
 	/** @took: we accepted (and acknowledged) data from the peer: it may not be forgotten at once. */
 	bool took;
+	/** @peer_took: the peer acknowledged a packet of ours (a record woken counts as both). */
+	bool peer_took;
 };
 
 /* resends a second to peers never heard from, all together (flow_rto) */

@@ -681,6 +681,7 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 {
 	struct rd_send *op = p->op;
 
+	f->conn->peer_took = true;
 	if (p->state == RD_PKT_INFLIGHT) {
 		struct rd_pathrack *pr = &f->prack[p->path];
 

@@ -884,12 +884,35 @@ Test(rd_verify, peers_gone_for_good_are_forgotten_alone_after_two_asks)
 	braid_peer_table_close(t);
 }
 
+/* One engine (idle 100 ms, forget 300 ms) that took one message from @ip:5000 (epoch 77). */
+static struct braid_rd *heard_once(struct braid_rd_config *c, struct braid_peer_table **t,
+				   uint32_t ip, uint64_t now)
+{
+	static uint8_t buf[64];
+	struct braid_rd_comp comp;
+	struct braid_rd *rd;
+	uint8_t pkt[2048];
+	size_t len;
+
+	c->idle_ns = 100 * 1000000ULL;
+	c->forget_ns = 300 * 1000000ULL;
+	rd = one_open(c, t);
+	post(rd, buf, sizeof(buf), 0, NULL, now);
+	len = mkdata(pkt, 5000, 77, 0, 0, 0, 0, 8, 8, 1);
+	cr_assert_eq(braid_rd_input(rd, pkt, len, ip, false, now), 0);
+	drain(rd, now);
+	cr_assert_eq(braid_rd_poll(rd, &comp, 1), 1);
+	return rd;
+}
+
 /*
  * §4.9: only the peer asked can make us forget it. The ask's cookie is a
  * keyed hash of the record: an answer with another cookie, from another port,
  * about another incarnation, or a second copy, changes nothing. Asked
- * ourselves: by a pair we are not, or while traffic is under way, refused;
- * by an address we know nothing of, agreed (there is nothing to forget).
+ * ourselves, we agree but forget only when the cookie we added comes back (a
+ * forged ask's answer goes to the real peer); while traffic is under way we
+ * say we are busy; by a pair we are not, refused; by an address we know
+ * nothing of, agreed (there is nothing to forget).
  */
 Test(rd_verify, only_the_asked_peer_can_make_us_forget_it)
 {
@@ -897,25 +920,17 @@ Test(rd_verify, only_the_asked_peer_can_make_us_forget_it)
 	struct braid_peer_table *t;
 	struct braid_rd *rd;
 	const struct braid_rd_stats *st;
-	struct braid_rd_comp comp;
 	struct braid_rd_out out[8];
 	struct braid_rd_chal_view ask = { 0 }, r;
 	struct braid_rd_cts_hdr h;
-	uint8_t pkt[2048], buf[64];
+	uint8_t pkt[2048];
 	uint32_t ip = 0x7f030001u;
 	uint64_t now = 1000;
 	size_t len;
 	int n, k;
 
-	c.idle_ns = 100 * 1000000ULL;
-	c.forget_ns = 300 * 1000000ULL;
-	rd = one_open(&c, &t);
+	rd = heard_once(&c, &t, ip, now);
 	st = braid_rd_get_stats(rd);
-	post(rd, buf, sizeof(buf), 0, NULL, now);
-	len = mkdata(pkt, 5000, 77, 0, 0, 0, 0, 8, 8, 1);
-	cr_assert_eq(braid_rd_input(rd, pkt, len, ip, false, now), 0);
-	drain(rd, now);
-	cr_assert_eq(braid_rd_poll(rd, &comp, 1), 1);
 	/* quiet until the first ask goes */
 	while (!st->forget_tx) {
 		now = braid_rd_next_deadline(rd);
@@ -986,7 +1001,10 @@ Test(rd_verify, only_the_asked_peer_can_make_us_forget_it)
 	braid_rd_chal_write(&h, &r);
 	cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), 0);
 	cr_assert_eq(st->forget_refused, 1, "refused while a message is under way");
-	cr_assert_eq(braid_rd_output(rd, now, out, 8), 0, "and not answered");
+	cr_assert_eq(braid_rd_output(rd, now, out, 8), 1, "and said so");
+	cr_assert_eq(braid_rd_chal_decode(out[0].hdr, out[0].hdr_len, &ask), 0);
+	cr_assert_eq(ask.cookie, 42);
+	cr_assert_eq(ask.confirm, 0xffffffffu, "busy");
 	cr_assert_eq(st->peers, 1);
 	r.src_epoch = 89;
 	braid_rd_chal_write(&h, &r);
@@ -1006,6 +1024,57 @@ Test(rd_verify, only_the_asked_peer_can_make_us_forget_it)
 	cr_assert_eq(r.dst_epoch, 99);
 	cr_assert_eq(out[0].dst_port, 7000);
 	cr_assert_eq(st->peers, 1, "and nothing made for it");
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}
+
+/*
+ * §4.9: a peer that answers "busy" (it has traffic under way with us that we
+ * do not know of: data we dropped, which it will resend) is asked again
+ * later, and never forgotten alone however long that lasts.
+ */
+Test(rd_verify, a_peer_that_says_it_is_busy_is_never_forgotten_alone)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	const struct braid_rd_stats *st;
+	struct braid_rd_out out[8];
+	struct braid_rd_chal_view ask, r;
+	struct braid_rd_cts_hdr h;
+	uint32_t ip = 0x7f030001u;
+	uint64_t now = 1000;
+	int n, k, busy = 0;
+
+	rd = heard_once(&c, &t, ip, now);
+	st = braid_rd_get_stats(rd);
+	/* twenty forget times, every ask answered "busy" */
+	while ((now = braid_rd_next_deadline(rd)) < 20 * c.forget_ns) {
+		braid_rd_timer(rd, now);
+		n = braid_rd_output(rd, now, out, 8);
+		for (k = 0; k < n; k++) {
+			if (braid_rd_chal_decode(out[k].hdr, out[k].hdr_len, &ask) ||
+			    ask.flags != BRAID_RD_CHAL_F_FORGET)
+				continue;
+			r = (struct braid_rd_chal_view){ .src_port = 5000, .src_epoch = 77,
+				.dst_epoch = 1, .cookie = ask.cookie, .confirm = 0xffffffffu,
+				.flags = BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE };
+			braid_rd_chal_write(&h, &r);
+			cr_assert_eq(braid_rd_input(rd, &h, sizeof(h), ip, false, now), 0);
+			busy++;
+		}
+	}
+	cr_assert_geq(busy, 8, "asked again and again (%d)", busy);
+	cr_assert_eq(st->peers_idle, 1, "still remembered");
+	cr_assert_eq(st->peers_forgotten, 0);
+	/* and when it stops answering, forgotten alone two asks later */
+	while ((now = braid_rd_next_deadline(rd)) != UINT64_MAX) {
+		cr_assert_lt(now, 40 * c.forget_ns);
+		braid_rd_timer(rd, now);
+		drain(rd, now);
+	}
+	cr_assert_eq(st->peers, 0);
+	cr_assert_eq(st->peers_forgotten, 1);
 	braid_rd_close(rd);
 	braid_peer_table_close(t);
 }
@@ -1181,4 +1250,83 @@ Test(rd_verify, an_idle_proven_peer_is_kept_in_32_bytes_and_resumes_where_it_lef
 		cr_assert_eq(braid_peer_count(d.t[i]), 1);
 	}
 	direct_close(&d);
+}
+
+/* An ACK from the hand-made peer at @ip:6000 in incarnation @epoch to engine epoch 1. */
+static int peer_ack(struct braid_rd *rd, uint32_t ip, uint32_t epoch, uint32_t cum, uint32_t rwnd,
+		    uint64_t now)
+{
+	struct braid_rd_ack_view a = { .src_port = 6000, .src_epoch = epoch, .dst_epoch = 1,
+				       .cum_psn = cum, .echo_psn = 0, .rwnd = rwnd };
+	struct braid_rd_ack_hdr ack;
+
+	braid_rd_ack_write(&ack, &a);
+	return braid_rd_input(rd, &ack, sizeof(ack), ip, false, now);
+}
+
+/*
+ * §4.9 rule 6: a peer that took nothing of ours (it refused our first packets,
+ * rwnd 0) and then met us as a new incarnation (it had dropped the state it
+ * made for us, and forgotten others meanwhile) kept no numbering of ours:
+ * our send goes on to the new incarnation from PSN 0 and completes, no
+ * FI_ECONNRESET. One that had acknowledged a packet of ours fails it.
+ */
+Test(rd_verify, a_peer_that_took_nothing_of_ours_restarts_without_failing_our_send)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	const struct braid_rd_stats *st;
+	struct braid_rd_comp comp;
+	struct braid_rd_out out[16];
+	struct braid_rd_data_view dv;
+	uint32_t ip = 0x7f030009u;
+	uint64_t peer = braid_peer_key(ip, 6000), now = 1000;
+	char msg[100] = "hello";
+	int n, k, seen;
+
+	rd = one_open(&c, &t);
+	st = braid_rd_get_stats(rd);
+	send_msg(rd, peer, msg, sizeof(msg), (void *)1, now);
+	drain(rd, now);
+	cr_assert_eq(peer_ack(rd, ip, 500, 0, 0, now), 0, "refused: nothing acknowledged, rwnd 0");
+	drain(rd, now);
+	/* an initial RTO later, it is another incarnation: challenged, and it answers */
+	now += 2 * c.rto_init_ns;
+	cr_assert_eq(peer_ack(rd, ip, 501, 0, 64, now), DROP(BRAID_DROP_UNVERIFIED));
+	n = braid_rd_output(rd, now, out, 16);
+	for (k = 0, seen = 0; k < n; k++)
+		seen += rd_answer_chal_out(rd, &out[k], ip, now);
+	cr_assert_eq(seen, 1, "proven in its new incarnation");
+	cr_assert_eq(st->peers_restarted, 1);
+	cr_assert_eq(braid_rd_poll(rd, &comp, 1), 0, "the send did not fail");
+	/* it goes to the new incarnation, from PSN 0 */
+	now += 2 * c.rto_init_ns;
+	braid_rd_timer(rd, now);
+	n = braid_rd_output(rd, now, out, 16);
+	for (k = 0, seen = 0; k < n; k++) {
+		if (braid_rd_data_decode(out[k].hdr, out[k].hdr_len + out[k].payload_len, &dv))
+			continue;
+		cr_assert_eq(dv.dst_epoch, 501);
+		cr_assert_eq(dv.psn, 0);
+		seen++;
+	}
+	cr_assert_eq(seen, 1, "resent to the new incarnation");
+	cr_assert_eq(peer_ack(rd, ip, 501, 1, 64, now), 0);
+	cr_assert_eq(braid_rd_poll(rd, &comp, 1), 1);
+	cr_assert_eq(comp.err, 0, "and completed");
+
+	/* now it acknowledged something: another restart fails what is under way */
+	send_msg(rd, peer, msg, sizeof(msg), (void *)2, now);
+	drain(rd, now);
+	now += 2 * c.rto_init_ns;
+	cr_assert_eq(peer_ack(rd, ip, 502, 1, 64, now), DROP(BRAID_DROP_UNVERIFIED));
+	n = braid_rd_output(rd, now, out, 16);
+	for (k = 0, seen = 0; k < n; k++)
+		seen += rd_answer_chal_out(rd, &out[k], ip, now);
+	cr_assert_eq(seen, 1);
+	cr_assert_eq(braid_rd_poll(rd, &comp, 1), 1);
+	cr_assert_eq(comp.err, FI_ECONNRESET, "%d", comp.err);
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
 }
