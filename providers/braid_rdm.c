@@ -14,6 +14,8 @@
 #define RDM_OUT_BURST	64
 /* datagrams at least this long are received straight into place when they can be */
 #define RDM_DIRECT_MIN	8192
+/* more small datagrams than this in one look while placing: back to receiving in bursts */
+#define RDM_DIRECT_SMALL	4
 
 uint64_t braid_now_ns(void)
 {
@@ -348,7 +350,7 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 	const struct braid_wire_ops *ops = ep->wire->ops;
 	size_t tag = ep->auth.mode ? BRAID_AUTH_TAG : 0;
 	uint8_t hdr[BRAID_AUTH_HDR_MAX];
-	int taken = 0;
+	int taken = 0, small = 0;
 
 	while (taken < RDM_RX_BURST) {
 		struct iovec iov[BRAID_RD_IOV_MAX + 1];
@@ -358,15 +360,19 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 		uint32_t ip = ntohl(from.sin_addr.s_addr);
 		int k = 0;
 
-		if (len < RDM_DIRECT_MIN || len > ep->wire->mtu) {
-			/* small ones again, or a coalesced run (UDP GRO): the usual way */
-			if (len)
-				ep->rx_direct = false;
+		if (!len)
+			break;
+		if (len > ep->wire->mtu || (len < RDM_DIRECT_MIN && ++small > RDM_DIRECT_SMALL)) {
+			/* a coalesced run (UDP GRO), or small ones again: the usual way */
+			ep->rx_direct = false;
 			break;
 		}
 		hlen = (size_t)hdr[6] << 8 | hdr[7];	/* a keyed one's counts its tag */
-		if (!tag || braid_auth_open_hdr(&ep->auth, hdr, BRAID_RD_MAX_HDR + tag, len, NULL, 0,
-						ep->auth_scratch) >= 0)
+		/* a small one among large ones (a message's last packet, an ACK) is
+		 * taken whole, and the large ones after it are still placed */
+		if (len >= RDM_DIRECT_MIN &&
+		    (!tag || braid_auth_open_hdr(&ep->auth, hdr, BRAID_RD_MAX_HDR + tag, len, NULL, 0,
+						 ep->auth_scratch) >= 0))
 			k = braid_rd_place(ep->rd, hdr, BRAID_RD_MAX_HDR, len - tag, ip, iov + 1,
 					   BRAID_RD_IOV_MAX);
 		if (k) {
