@@ -53,9 +53,11 @@ enum braid_rma_status {
 #define BRAID_RD_F_RETX		0x08
 #define BRAID_RD_F_RDV		0x10	/* rendezvous: the rest follows a CTS (§4.6) */
 #define BRAID_RD_F_DC		0x20	/* delivery complete: answer with a RESP once delivered (§4.7) */
-#define BRAID_RD_DATA_FLAGS	0x3f
+#define BRAID_RD_F_LENT		0x40	/* the payload was lent: read when delivered (§4.2, "Lent payloads") */
+#define BRAID_RD_DATA_FLAGS	0x7f
 /* RD_RMA flags (§4.7): those of RD_DATA but TAGGED; RDV only on a keepalive probe */
-#define BRAID_RD_RMA_FLAGS	(BRAID_RD_F_CQ_DATA | BRAID_RD_F_ACK | BRAID_RD_F_RETX | BRAID_RD_F_RDV)
+#define BRAID_RD_RMA_FLAGS	(BRAID_RD_F_CQ_DATA | BRAID_RD_F_ACK | BRAID_RD_F_RETX | BRAID_RD_F_RDV | \
+				 BRAID_RD_F_LENT)
 /* RD_ACK flags (§4.3) */
 #define BRAID_RD_ACK_F_ECN_CE	0x01
 #define BRAID_RD_ACK_FLAGS	0x01
@@ -278,7 +280,8 @@ struct braid_rd_ack_view {
 	X(BRAID_DROP_BUNDLE,	bad_bundle,	"RD: a bundle whose records are not well framed (4.8)") \
 	X(BRAID_DROP_UNVERIFIED, unverified,	"RD: a new incarnation not proven yet, or an answer to no challenge of ours (4.9)") \
 	X(BRAID_DROP_PEER_CAP,	peer_cap,	"RD: first contact while every peer slot is taken (4.9)") \
-	X(BRAID_DROP_AUTH,	bad_auth,	"keyed or not as this endpoint is not, or a tag that does not verify (2.4)")
+	X(BRAID_DROP_AUTH,	bad_auth,	"keyed or not as this endpoint is not, or a tag that does not verify (2.4)") \
+	X(BRAID_DROP_STALE_LENT, stale_lent,	"RD: a lent payload that waited in this host too long to be trusted (4.2)")
 
 enum braid_drop_reason {
 #define BRAID_X_ENUM(e, name, meaning) e,

@@ -106,6 +106,15 @@ struct braid_rd_config {
 	/** @peer_timeout_ns: no ACK progress for this long with data in flight = peer unreachable. */
 	uint64_t peer_timeout_ns;
 	/**
+	 * @lend_min: the wire can send a payload by reference (braid_wire.h
+	 * BRAID_PKT_LEND) from this many bytes; 0: it cannot. A packet the engine
+	 * marks LENT (§4.2 "Lent payloads": a first transmission of the
+	 * application's data, at least this long, to a peer that acknowledged
+	 * new data within BRAID_RD_LENT_WAIT_NS, with a peer timeout of at least
+	 * BRAID_RD_LENT_PEER_MIN) comes out with braid_rd_out.lend set.
+	 */
+	size_t lend_min;
+	/**
 	 * @idle_ns: a peer's traffic state (its flow: windows, RTTs) with nothing
 	 * in flight either way for this long is freed, and the memory of what
 	 * was freed given back to the system (0: kept until needed for another
@@ -264,6 +273,15 @@ struct braid_rd_comp {
 	uint64_t peer;
 };
 
+/*
+ * Lent payloads (protocol.md §4.2): a receiver drops a LENT packet that
+ * waited in its host longer than BRAID_RD_LENT_WAIT_NS; a sender lends only
+ * with a peer timeout of BRAID_RD_LENT_PEER_MIN or more, so an operation
+ * never fails while a payload it lent could still be read.
+ */
+#define BRAID_RD_LENT_WAIT_NS	100000000ULL
+#define BRAID_RD_LENT_PEER_MIN	(4 * BRAID_RD_LENT_WAIT_NS)
+
 /** struct braid_rd_out - one packet to transmit: header bytes, then payload. */
 struct braid_rd_out {
 	/**
@@ -284,6 +302,12 @@ struct braid_rd_out {
 	bool gso_cont;
 	uint8_t hdr[BRAID_RD_MAX_HDR];
 	uint16_t hdr_len;
+	/**
+	 * @lend: the packet is marked LENT: its payload (the application's
+	 * buffer, unchanged until its operation completes) may go by reference
+	 * if it is a datagram alone (braid_wire.h BRAID_PKT_LEND).
+	 */
+	bool lend;
 	/** @payload: the payload gathered from the sender's buffers (valid until its send completes). */
 	struct iovec payload[BRAID_RD_IOV_MAX];
 	int payload_iovcnt;
@@ -425,11 +449,13 @@ int braid_rd_input_from(struct braid_rd *rd, const void *pkt, size_t len, uint32
  * @iov. The caller may then receive the datagram as its header (exactly
  * the header's length) followed by those iovs and hand it to
  * braid_rd_input_placed(), with nothing done to the engine in between.
+ * Call braid_rd_arrived() with the datagram's arrival first: a LENT packet
+ * that waited longer than BRAID_RD_LENT_WAIT_NS by @now is never placed.
  * Return: how many iovs; 0: receive it whole and use braid_rd_input_from()
  * (a first packet, a duplicate, data to stage, a bundle, anything else).
  */
 int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
-		   uint32_t src_ip, struct iovec *iov, int max);
+		   uint32_t src_ip, struct iovec *iov, int max, uint64_t now);
 
 /**
  * braid_rd_input_placed() - braid_rd_input_from() for a datagram received

@@ -239,6 +239,7 @@ static void out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t i
 {
 	out->frame_len = 0;
 	out->gso_cont = false;
+	out->lend = false;
 	out->hdr_len = (uint16_t)hdr_len;
 	out->payload_iovcnt = 0;
 	out->payload_len = 0;

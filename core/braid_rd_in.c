@@ -497,6 +497,18 @@ static bool msg_agrees(const struct rd_msg *m, const struct braid_rd_data_view *
 	       (uint64_t)m->received + v->payload_len <= m->len;
 }
 
+/*
+ * A LENT packet (§4.2 "Lent payloads") that waited in this host longer than
+ * BRAID_RD_LENT_WAIT_NS: its payload may have been read from the sender's
+ * memory after the sender's operation failed. Not known when it arrived:
+ * taken (a wire that cannot time arrivals never meets a lent payload).
+ */
+static bool lent_stale(const struct braid_rd *rd, const struct braid_rd_data_view *v, uint64_t now)
+{
+	return (v->flags & BRAID_RD_F_LENT) && rd->in_arrived && now > rd->in_arrived &&
+	       now - rd->in_arrived > BRAID_RD_LENT_WAIT_NS;
+}
+
 int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
 	       bool ecn, uint64_t now)
 {
@@ -518,6 +530,10 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		f->data_route = rd->in_route;
 	if (v->flags & BRAID_RD_F_ACK)
 		rd_out_piggy_ack(rd, f, v->ack_psn, now);
+	/* the header was copied when sent, the payload perhaps not: it is not
+	 * taken (nor acknowledged: the sender, if alive, sends it again) */
+	if (lent_stale(rd, v, now))
+		return rd_drop_at(rd, f, BRAID_DROP_STALE_LENT);
 
 	/* §4.2 rules 4-5: the PSN window */
 	d = braid_seq_diff(v->psn, conn->rcv_nxt);
@@ -986,7 +1002,7 @@ void braid_rd_flush_acks(struct braid_rd *rd)
  * before it places a payload.
  */
 int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
-		   uint32_t src_ip, struct iovec *iov, int max)
+		   uint32_t src_ip, struct iovec *iov, int max, uint64_t now)
 {
 	uint32_t w = rd->cfg.window;
 	struct braid_rd_data_view v;
@@ -997,7 +1013,8 @@ int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t 
 
 	if (hdr_len < sizeof(struct braid_rd_data_hdr) || len <= hdr_len ||
 	    (((const uint8_t *)hdr)[2] == BRAID_PKT_RD_RMA && hdr_len < sizeof(struct braid_rd_rma_hdr)) ||
-	    braid_rd_data_decode(hdr, len, &v) || !v.payload_len || v.msg_len > rd->cfg.max_msg_size)
+	    braid_rd_data_decode(hdr, len, &v) || !v.payload_len || v.msg_len > rd->cfg.max_msg_size ||
+	    lent_stale(rd, &v, now))
 		return 0;
 	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, 0);
 	f = conn ? conn->flow : NULL;

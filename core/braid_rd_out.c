@@ -1005,6 +1005,20 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	data_view(rd, f, op, p->psn, p->off, now, &v);
 	if (p->retx)
 		v.flags |= BRAID_RD_F_RETX;
+	/*
+	 * §4.2 "Lent payloads": the first transmission of the application's data
+	 * (a send's or a write's, not an inject's copy, a read's answer or an
+	 * atomic's operands) to a peer heard acknowledging within the wait bound:
+	 * an operation fails no sooner than a peer timeout after its last
+	 * acknowledgement, so whatever was lent is then older than the bound
+	 */
+	out->lend = rd->cfg.lend_min && !p->retx && p->len >= rd->cfg.lend_min &&
+		    rd->cfg.peer_timeout_ns >= BRAID_RD_LENT_PEER_MIN &&
+		    !(op->flags & (BRAID_RD_INTERNAL | BRAID_RD_INJECT)) &&
+		    (!op->rma.op || op->rma.op == BRAID_RMA_WRITE) &&
+		    f->last_ack && now >= f->last_ack && now - f->last_ack <= BRAID_RD_LENT_WAIT_NS;
+	if (out->lend)
+		v.flags |= BRAID_RD_F_LENT;
 	out->frame_len = 0;
 	out->gso_cont = false;
 	out->hdr_len = (uint16_t)braid_rd_data_write(out->hdr, &v);

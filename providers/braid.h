@@ -78,6 +78,8 @@ struct braid_config {
 	int gso;
 	/** @gro: RDM takes runs of datagrams the host coalesced (UDP GRO) where the kernel has it. */
 	int gro;
+	/** @lend_min: RDM payloads of this many bytes or more are sent by reference (0: never). */
+	size_t lend_min;
 	/** @bundle: RDM: pack packets for one peer into shared datagrams (protocol.md §4.8). */
 	int bundle;
 	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */
@@ -666,6 +668,12 @@ struct braid_ep {
 	uint64_t stat_next;
 	/** @progress_ns: when RDM and MSG progress last read the clock. */
 	uint64_t progress_ns;
+	/**
+	 * @lent_ns: when the last datagram whose payload was lent left
+	 * (protocol.md §4.2 "Lent payloads"): closing waits until it is
+	 * BRAID_RD_LENT_WAIT_NS old. 0: none.
+	 */
+	uint64_t lent_ns;
 	/** @rx_drained_ns: RDM: when its wire was last read to empty (datagrams read later came after). */
 	uint64_t rx_drained_ns;
 	/** @rx_last_ns: RDM: when its wire last gave it a datagram. */

@@ -274,6 +274,7 @@ void braid_dgram_flush_locked(struct braid_ep *ep)
 		pkts[i].path = ep->next_path++ % (uint32_t)ep->wire->paths;
 		pkts[i].status = 0;
 		pkts[i].gso_size = 0;
+		pkts[i].flags = 0;	/* a datagram is complete when sent: its bytes are copied */
 	}
 	sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
 	for (i = 0, reserved = 0; i < sent; i++)

@@ -42,6 +42,8 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 		.sockbuf = braid_cfg.sockbuf,
 		/* RDM splits coalesced runs (UDP GRO) into their datagrams */
 		.gro = ep->type == FI_EP_RDM && braid_cfg.gro,
+		/* RDM's payloads stay put until acknowledged: large ones may be lent */
+		.lend_min = ep->type == FI_EP_RDM ? braid_cfg.lend_min : 0,
 	};
 	struct braid_wire *wire;
 	int ret;

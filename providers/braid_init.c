@@ -17,6 +17,7 @@ struct braid_config braid_cfg = {
 	.sockbuf = 4 << 20,
 	.gso = 1,
 	.gro = 1,
+	.lend_min = 16384,
 	.bundle = 1,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
@@ -208,6 +209,12 @@ static void braid_init_env(void)
 			"alone. (default: %d)",
 			braid_cfg.gro);
 
+	fi_param_define(&braid_prov, "lend_min", FI_PARAM_SIZE_T,
+			"RDM on the UDP wire: a datagram whose payload has this many "
+			"bytes or more is sent without copying it (its pages are "
+			"spliced into the socket; the receiver's copy is the only one: "
+			"on loopback and jumbo frames). 0: every payload is copied "
+			"into the kernel. (default: %zu)", braid_cfg.lend_min);
 	fi_param_define(&braid_prov, "unexp_bytes", FI_PARAM_SIZE_T,
 			"RDM: bytes per endpoint for data that arrives before a receive "
 			"matches it; beyond it the sender is held back (flow control). "
@@ -366,6 +373,8 @@ static void braid_init_env(void)
 		braid_cfg.gso = !!val;
 	if (!fi_param_get_bool(&braid_prov, "gro", &val))
 		braid_cfg.gro = !!val;
+	if (!fi_param_get_size_t(&braid_prov, "lend_min", &sz))
+		braid_cfg.lend_min = sz;
 	if (!fi_param_get_size_t(&braid_prov, "unexp_bytes", &sz) && sz)
 		braid_cfg.unexp_bytes = sz;
 	if (!fi_param_get_int(&braid_prov, "peer_timeout_ms", &val) && val > 0)

@@ -1,4 +1,5 @@
 /* braid_rdm.c: the FI_EP_RDM data path: libfabric calls in, the RD engine (core/braid_rd*.c) underneath, the wire below. */
+#include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -79,6 +80,8 @@ int braid_rdm_enable(struct braid_ep *ep)
 					       (cfg.mtu + 1024) * 3 / 4) + 1;
 	cfg.inject_size = seg;
 	cfg.peer_timeout_ns = braid_cfg.peer_timeout_ms * 1000000ULL;
+	/* payloads sent by reference where the wire can (protocol.md §4.2) */
+	cfg.lend_min = ep->wire->lend_min;
 	/* without a progress thread nothing would send an ACK held past this progress
 	 * call if the application stops calling (its last receive done, it waits on
 	 * something else): ACKs leave in the call that received the data (§4.3) */
@@ -108,6 +111,25 @@ int braid_rdm_enable(struct braid_ep *ep)
 	return 0;
 }
 
+/*
+ * A payload lent less than BRAID_RD_LENT_WAIT_NS ago may not have been
+ * read yet, and may be read until it is that old (a receiver drops it
+ * after, protocol.md §4.2): the application may reuse its buffers once
+ * the endpoint is closed, so closing waits that long at most.
+ */
+static void rdm_lent_wait(struct braid_ep *ep)
+{
+	uint64_t now = braid_now_ns(), until = ep->lent_ns + BRAID_RD_LENT_WAIT_NS;
+
+	if (ep->lent_ns && now < until) {
+		struct timespec ts = { .tv_sec = (time_t)((until - now) / 1000000000ULL),
+				       .tv_nsec = (long)((until - now) % 1000000000ULL) };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+}
+
 void braid_rdm_close(struct braid_ep *ep)
 {
 	if (ep->rd) {
@@ -115,6 +137,7 @@ void braid_rdm_close(struct braid_ep *ep)
 		braid_rd_flush_acks(ep->rd);
 		rdm_flush(ep, braid_now_ns());
 		braid_rd_close(ep->rd);
+		rdm_lent_wait(ep);
 	}
 	ep->rd = NULL;
 }
@@ -171,6 +194,7 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 	uint8_t hdrs[RDM_OUT_BURST][BRAID_AUTH_HDR_MAX];
 	int first[RDM_OUT_BURST + 1];
 	int n, i, d, k, sent;
+	uint64_t lent;
 
 	while ((n = braid_rd_output(ep->rd, now, out, RDM_OUT_BURST)) > 0) {
 		/* a datagram per packet, or per bundle of them (§4.8) */
@@ -195,6 +219,9 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 			 * symmetric ECMP hash sends back along the same path */
 			pkts[d].path = out[i].entropy;
 			pkts[d].status = 0;
+			/* a LENT packet that is a datagram alone may go by reference */
+			pkts[d].flags = (out[i].lend && !seg && took == 1 && !out[i].frame_len) ?
+					BRAID_PKT_LEND : 0;
 			memset(&pkts[d].addr, 0, sizeof(pkts[d].addr));
 			pkts[d].addr.sin_family = AF_INET;
 			pkts[d].addr.sin_addr.s_addr = htonl(out[i].dst_ip);
@@ -204,8 +231,13 @@ static void rdm_flush(struct braid_ep *ep, uint64_t now)
 			i += took;
 		}
 		first[d] = n;
+		lent = ep->wire->tx_lent;
 		sent = ep->wire->ops->tx_burst(ep->wire, pkts, d);
 		ep->stats.tx_dgrams += (uint64_t)sent;
+		if (ep->wire->tx_lent != lent) {
+			ep->stats.tx_lent += ep->wire->tx_lent - lent;
+			ep->lent_ns = braid_now_ns();
+		}
 		if (sent < d) {
 			/* the socket is full: the rest goes back to the engine, to go next time */
 			ep->stats.tx_refused += (uint64_t)(d - sent);
@@ -356,7 +388,8 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 		struct iovec iov[BRAID_RD_IOV_MAX + 1];
 		struct sockaddr_in from;
 		struct braid_pkt pkt = { .iov = iov };
-		size_t len = ops->rx_peek(ep->wire, hdr, BRAID_RD_MAX_HDR + tag, &from), hlen;
+		uint64_t rx_ns;
+		size_t len = ops->rx_peek(ep->wire, hdr, BRAID_RD_MAX_HDR + tag, &from, &rx_ns), hlen;
 		uint32_t ip = ntohl(from.sin_addr.s_addr);
 		int k = 0;
 
@@ -368,13 +401,16 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 			break;
 		}
 		hlen = (size_t)hdr[6] << 8 | hdr[7];	/* a keyed one's counts its tag */
+		/* when it came: a lent payload that waited too long is not placed (§4.2) */
+		pkt.rx_ns = rx_ns;
+		braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkt));
 		/* a small one among large ones (a message's last packet, an ACK) is
 		 * taken whole, and the large ones after it are still placed */
 		if (len >= RDM_DIRECT_MIN &&
 		    (!tag || braid_auth_open_hdr(&ep->auth, hdr, BRAID_RD_MAX_HDR + tag, len, NULL, 0,
 						 ep->auth_scratch) >= 0))
 			k = braid_rd_place(ep->rd, hdr, BRAID_RD_MAX_HDR, len - tag, ip, iov + 1,
-					   BRAID_RD_IOV_MAX);
+					   BRAID_RD_IOV_MAX, braid_now_ns());
 		if (k) {
 			iov[0].iov_base = hdr;
 			iov[0].iov_len = hlen;

@@ -132,6 +132,7 @@
 	X(rx_dgrams,	COUNTER, "datagrams", "datagrams received from the wire") \
 	X(tx_refused,	COUNTER, "packets", "packets a full socket or port refused (RDM sends them again, MSG drops them)") \
 	X(rx_placed,	COUNTER, "datagrams", "large datagrams received straight into their place") \
+	X(tx_lent,	COUNTER, "datagrams", "datagrams whose payload the wire sent by reference, not copied (LENT)") \
 	X(rx_gro_runs,	COUNTER, "receives", "receives that carried a run of datagrams the host coalesced (UDP GRO)") \
 	X(rx_gro_dgrams, COUNTER, "datagrams", "datagrams that came in those runs (also counted in rx_dgrams)") \
 	X(rx_trunc,	COUNTER, "datagrams", "DGRAM: datagrams larger than the posted receive (truncated)")

@@ -25,6 +25,15 @@
 /* braid_pkt.flags, set by rx_burst */
 #define BRAID_PKT_TRUNC		(1u << 0)	/* datagram longer than the buffers */
 #define BRAID_PKT_ECN_CE	(1u << 1)	/* arrived with ECN congestion experienced */
+/*
+ * braid_pkt.flags, set by the caller of tx_burst: the bytes of the last
+ * iov entry stay in place and unchanged until the datagram is acknowledged
+ * or its operation has failed, so the wire may send them by reference
+ * instead of copying them (UDP: pages spliced into the socket; the kernel
+ * reads them when the datagram is delivered). The first entries (headers)
+ * are always copied when the datagram is sent.
+ */
+#define BRAID_PKT_LEND		(1u << 2)
 
 /**
  * struct braid_pkt - one datagram in a burst.
@@ -46,7 +55,7 @@ struct braid_pkt {
 	uint32_t path;
 	/** @len: rx: full datagram length (may exceed the buffers: see TRUNC). */
 	size_t len;
-	/** @flags: rx: BRAID_PKT_* bits. */
+	/** @flags: rx: BRAID_PKT_* bits the wire sets; tx: BRAID_PKT_LEND or 0. */
 	uint32_t flags;
 	/** @status: tx: 0 sent, or a negative FI_E* if the wire refused it. */
 	int status;
@@ -90,6 +99,12 @@ struct braid_wire_params {
 	 * enough for runs (wire.gro says whether it got it).
 	 */
 	bool gro;
+	/**
+	 * @lend_min: tx: packets marked BRAID_PKT_LEND whose last iov entry has
+	 * at least this many bytes are sent by reference where the wire can
+	 * (UDP: vmsplice and splice into the socket); 0: every byte is copied.
+	 */
+	size_t lend_min;
 };
 
 /**
@@ -128,12 +143,14 @@ struct braid_wire_ops {
 	/**
 	 * @rx_peek: optional (NULL: the wire has none). The next datagram waiting
 	 * on the home route, left there: its first @cap bytes into @buf, its
-	 * sender into *@from. Return: its whole length; 0 when none waits. A
+	 * sender into *@from, when it reached this host into *@rx_ns (as
+	 * braid_pkt.rx_ns: 0 where the wire cannot tell). Return: its whole length; 0 when none waits. A
 	 * following @rx_home of one packet takes exactly that datagram, so a
 	 * receiver can read a header and then receive the payload straight to
 	 * where it belongs.
 	 */
-	size_t (*rx_peek)(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from);
+	size_t (*rx_peek)(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from,
+			  uint64_t *rx_ns);
 	/** @rx_home: with @rx_peek: @rx_burst from the home route only. */
 	int (*rx_home)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 	/** @rx_routes: with @rx_peek: @rx_burst from every route but the home one. */
@@ -204,6 +221,14 @@ struct braid_wire {
 	uint64_t tx_errors;
 	/** @rx_packets, @tx_packets: datagrams moved. */
 	uint64_t rx_packets, tx_packets;
+	/** @tx_lent: of @tx_packets, those whose payload went by reference (BRAID_PKT_LEND). */
+	uint64_t tx_lent;
+	/**
+	 * @lend_min: the wire sends a BRAID_PKT_LEND packet's payload by
+	 * reference when its last iov entry has at least this many bytes (and
+	 * the kernel lets it); 0: it never does.
+	 */
+	size_t lend_min;
 };
 
 /**

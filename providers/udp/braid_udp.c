@@ -1,6 +1,8 @@
 /* braid_udp.c: the UDP wire: one socket per path, batched sendmmsg/recvmmsg. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -51,6 +53,17 @@ struct braid_udp {
 	 * reads the path sockets first (a stream into the home socket never starves the
 	 * replies to our own sends). */
 	bool owed;
+	/**
+	 * @lend: lent payloads (BRAID_PKT_LEND): @pipe, opened at the first, carries
+	 * their pages from vmsplice to splice into the socket (-1: not yet);
+	 * @devnull drains what a failed send left in it; @lend_frags is the
+	 * most pages one datagram may hold beyond its copied head (the kernel's
+	 * MAX_SKB_FRAGS less one for the head, less one spare); @page the page size.
+	 * @lend is cleared for good when the kernel cannot do it.
+	 */
+	bool lend;
+	int pipe[2], devnull;
+	size_t lend_min, lend_frags, page;
 };
 
 const struct braid_wire_ops braid_udp_wire_ops;
@@ -136,6 +149,17 @@ static int udp_socket(const struct sockaddr_in *addr, int sockbuf, struct sockad
 	return fd;
 }
 
+static void udp_lend_close(struct braid_udp *udp)
+{
+	if (udp->pipe[0] >= 0) {
+		close(udp->pipe[0]);
+		close(udp->pipe[1]);
+	}
+	if (udp->devnull >= 0)
+		close(udp->devnull);
+	udp->pipe[0] = udp->pipe[1] = udp->devnull = -1;
+}
+
 static void udp_close(struct braid_wire *wire)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
@@ -149,8 +173,45 @@ static void udp_close(struct braid_wire *wire)
 		close(udp->epfd);
 	if (udp->pathfd >= 0)
 		close(udp->pathfd);
+	udp_lend_close(udp);
 	free(udp->fds);
 	free(udp);
+}
+
+/*
+ * Sending a payload by reference (BRAID_PKT_LEND, @lend_min bytes or more):
+ * the payload's pages are vmspliced into a pipe and spliced from it into
+ * the socket after the copied header, corked into one datagram. The
+ * kernel keeps a reference to the pages instead of copying them; the one
+ * copy left is the receiver's (on loopback, straight from the sender's
+ * pages into the receiver's buffer). A datagram holds at most
+ * MAX_SKB_FRAGS pieces (net.core.max_skb_frags); the checksum is left to
+ * the device (the cork's GSO size is set, which a datagram no longer than
+ * it leaves whole).
+ */
+static void udp_lend_setup(struct braid_udp *udp, size_t lend_min)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t frags = 17;
+	FILE *f;
+
+	udp->lend_min = lend_min;
+	if (!lend_min || page <= 0)
+		return;
+	f = fopen("/proc/sys/net/core/max_skb_frags", "re");
+	if (f) {
+		unsigned int v;
+
+		if (fscanf(f, "%u", &v) == 1 && v < frags)
+			frags = v;
+		fclose(f);
+	}
+	if (frags < 4)
+		return;
+	udp->page = (size_t)page;
+	udp->lend_frags = frags - 2;
+	udp->lend = true;
+	udp->wire.lend_min = lend_min;
 }
 
 static int udp_open(const struct braid_wire_params *params, struct braid_wire **wire)
@@ -175,6 +236,7 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 		udp->fds[i] = -1;
 	udp->epfd = -1;
 	udp->pathfd = -1;
+	udp->pipe[0] = udp->pipe[1] = udp->devnull = -1;
 	udp->wire.ops = &braid_udp_wire_ops;
 	udp->wire.paths = params->paths;
 	udp->wire.entropies = (uint32_t)nfds;
@@ -246,6 +308,7 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 				(void)setsockopt(udp->fds[i], SOL_UDP, UDP_GRO, &one, sizeof(one));
 		}
 	}
+	udp_lend_setup(udp, params->lend_min);
 	*wire = &udp->wire;
 	return 0;
 }
@@ -269,6 +332,139 @@ static int udp_tx_errno(int err)
 	}
 }
 
+/* The kernel would not lend: every payload is copied from now on. */
+static void udp_lend_off(struct braid_udp *udp)
+{
+	udp->lend = false;
+	udp->wire.lend_min = 0;
+}
+
+/* Open the pipe lent payloads go through. Return: 0, or -1 (then nothing is lent). */
+static int udp_lend_open(struct braid_udp *udp)
+{
+	if (pipe2(udp->pipe, O_CLOEXEC | O_NONBLOCK)) {
+		udp->pipe[0] = udp->pipe[1] = -1;
+		return -1;
+	}
+	/* room for a datagram's pages however they fall (16 by default) */
+	(void)fcntl(udp->pipe[1], F_SETPIPE_SZ, (int)((udp->lend_frags + 2) * udp->page));
+	if (udp->devnull < 0)
+		udp->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	return 0;
+}
+
+/* Empty the pipe of @left bytes a failed send left in it (or start it afresh). */
+static void udp_lend_drain(struct braid_udp *udp, size_t left)
+{
+	while (left && udp->devnull >= 0) {
+		ssize_t r = splice(udp->pipe[0], NULL, udp->devnull, NULL, left, SPLICE_F_NONBLOCK);
+
+		if (r <= 0)
+			break;
+		left -= (size_t)r;
+	}
+	if (left) {
+		close(udp->pipe[0]);
+		close(udp->pipe[1]);
+		if (udp_lend_open(udp))
+			udp_lend_off(udp);
+	}
+}
+
+/*
+ * Send @pkt on @fd with the pages of its last iov entry lent (see
+ * udp_lend_setup): the header and whatever of the payload comes before its
+ * first whole page are copied, corked, and the rest is spliced after them.
+ * Return: 1 sent; 0 the socket is full (nothing went: try again later);
+ * -1 not lent (nothing went: send it by copy).
+ */
+static int udp_tx_lend(struct braid_udp *udp, int fd, struct braid_pkt *pkt)
+{
+	struct iovec head[16];
+	const struct iovec *last = &pkt->iov[pkt->iovcnt - 1];
+	uintptr_t base = (uintptr_t)last->iov_base, end = base + last->iov_len;
+	uintptr_t cut = (base + udp->page - 1) & ~(uintptr_t)(udp->page - 1);
+	uintptr_t end_up = (end + udp->page - 1) & ~(uintptr_t)(udp->page - 1);
+	char ctrl[CMSG_SPACE(sizeof(uint16_t))];
+	struct msghdr mh = { 0 };
+	struct cmsghdr *cm;
+	struct iovec lent;
+	size_t len = 0, left;
+	uint16_t whole;
+	int i, nh = 0;
+	ssize_t r;
+
+	if (pkt->iovcnt < 2 || pkt->iovcnt > (int)(sizeof(head) / sizeof(head[0])) - 1)
+		return -1;
+	/* the lent part: whole pages to the end, as many as a datagram may hold */
+	if (end_up > cut && (end_up - cut) / udp->page > udp->lend_frags)
+		cut = end_up - udp->lend_frags * udp->page;
+	if (cut >= end || end - cut < udp->lend_min)
+		return -1;
+	for (i = 0; i < pkt->iovcnt; i++)
+		len += pkt->iov[i].iov_len;
+	if (len > UINT16_MAX || len > udp->wire.mtu)
+		return -1;
+	for (i = 0; i < pkt->iovcnt - 1; i++)
+		if (pkt->iov[i].iov_len)
+			head[nh++] = pkt->iov[i];
+	if (cut > base)
+		head[nh++] = (struct iovec){ (void *)base, cut - base };
+	if (udp->pipe[0] < 0 && udp_lend_open(udp)) {
+		udp_lend_off(udp);
+		return -1;
+	}
+	lent = (struct iovec){ (void *)cut, end - cut };
+	r = vmsplice(udp->pipe[1], &lent, 1, SPLICE_F_NONBLOCK);
+	if (r != (ssize_t)lent.iov_len) {
+		/* memory the kernel cannot lend (or a pipe too small): by copy */
+		udp_lend_drain(udp, r > 0 ? (size_t)r : 0);
+		return -1;
+	}
+	/* the copied head, corked; the cork's GSO size (the whole datagram) leaves
+	 * the checksum to the device and the datagram whole */
+	whole = (uint16_t)len;
+	mh.msg_name = &pkt->addr;
+	mh.msg_namelen = sizeof(pkt->addr);
+	mh.msg_iov = head;
+	mh.msg_iovlen = (size_t)nh;
+	mh.msg_control = ctrl;
+	mh.msg_controllen = sizeof(ctrl);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	memcpy(CMSG_DATA(cm), &whole, sizeof(whole));
+	if (sendmsg(fd, &mh, MSG_MORE | MSG_DONTWAIT) < 0) {
+		int err = errno;
+
+		udp_lend_drain(udp, lent.iov_len);
+		if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS || err == EINTR)
+			return 0;
+		return -1;	/* sent by copy, which reports what is wrong */
+	}
+	/* the pages after it; the last splice ends the cork and sends the datagram
+	 * (an error on the way drops what was corked: the kernel flushes the cork) */
+	for (left = lent.iov_len; left; left -= (size_t)r) {
+		r = splice(udp->pipe[0], NULL, fd, NULL, left, SPLICE_F_NONBLOCK);
+		if (r <= 0) {
+			udp_lend_drain(udp, left);
+			/* the kernel would not: copy this one and all after it */
+			udp_lend_off(udp);
+			return -1;
+		}
+	}
+	udp->wire.tx_lent++;
+	return 1;
+}
+
+/* @pkt may go with its payload lent (udp_tx_lend). */
+static inline bool udp_lendable(const struct braid_udp *udp, const struct braid_pkt *pkt)
+{
+	return udp->lend && (pkt->flags & BRAID_PKT_LEND) && !pkt->gso_size && pkt->iovcnt > 1 &&
+	       pkt->iov[pkt->iovcnt - 1].iov_len >= udp->lend_min;
+}
+
 static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
@@ -283,8 +479,24 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		if (path >= wire->entropies)
 			path = 0;
 		fd = udp->fds[path];
-		/* one sendmmsg per run of packets on the same route */
+		if (udp_lendable(udp, &pkts[done])) {
+			int r = udp_tx_lend(udp, fd, &pkts[done]);
+
+			if (r == 0)
+				return done;
+			if (r == 1) {
+				pkts[done].status = 0;
+				wire->tx_packets++;
+				done++;
+				continue;
+			}
+			/* not lent: copied below, alone */
+			batch = 0;
+		}
+		/* one sendmmsg per run of packets on the same route (a packet that may
+		 * be lent starts a run of its own) */
 		while (done + batch < n && batch < UDP_BURST_MAX &&
+		       (!batch || !udp_lendable(udp, &pkts[done + batch])) &&
 		       (pkts[done + batch].path == path ||
 			(path == 0 && pkts[done + batch].path >= wire->entropies))) {
 			struct msghdr *mh = &msgs[batch].msg_hdr;
@@ -329,12 +541,40 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	return done;
 }
 
+/*
+ * The kernel's receive timestamps are CLOCK_REALTIME: udp_clock() reads how
+ * far CLOCK_MONOTONIC is from it (*@off) and now on it (*@mono);
+ * udp_rx_ns() moves a timestamp onto the monotonic clock, never after now
+ * (the two clocks were read a moment apart). 0: none.
+ */
+static void udp_clock(int64_t *off, uint64_t *mono)
+{
+	struct timespec m, r;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	*off = ((int64_t)m.tv_sec - r.tv_sec) * 1000000000LL + (m.tv_nsec - r.tv_nsec);
+	*mono = (uint64_t)m.tv_sec * 1000000000ULL + (uint64_t)m.tv_nsec;
+}
+
+static uint64_t udp_rx_ns(const struct cmsghdr *cm, int64_t off, uint64_t mono)
+{
+	struct timespec ts;
+	int64_t t;
+
+	memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+	t = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + off;
+	if (t <= 0)
+		return 0;
+	return (uint64_t)t < mono ? (uint64_t)t : mono;
+}
+
 /* Receive up to @n datagrams from socket @idx into @pkts. Return how many. */
 static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, int n)
 {
 	struct mmsghdr msgs[UDP_BURST_MAX];
 	char ctrl[UDP_BURST_MAX][2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
-	struct timespec mono, real;
+	uint64_t mono;
 	int64_t off;
 	int got, i;
 
@@ -354,9 +594,7 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 	if (got <= 0)
 		return 0;
 	/* the timestamps are CLOCK_REALTIME: moved onto the engine's monotonic clock */
-	clock_gettime(CLOCK_REALTIME, &real);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	off = ((int64_t)mono.tv_sec - real.tv_sec) * 1000000000LL + (mono.tv_nsec - real.tv_nsec);
+	udp_clock(&off, &mono);
 	for (i = 0; i < got; i++) {
 		struct msghdr *mh = &msgs[i].msg_hdr;
 		struct cmsghdr *cm;
@@ -379,17 +617,7 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 			}
 			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
 			    cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
-				struct timespec ts;
-				int64_t t;
-
-				memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
-				t = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + off;
-				/* never after now (the two clocks were read a moment apart) */
-				if (t > 0)
-					pkts[i].rx_ns = (uint64_t)t < (uint64_t)mono.tv_sec * 1000000000ULL +
-								       (uint64_t)mono.tv_nsec ?
-							(uint64_t)t : (uint64_t)mono.tv_sec * 1000000000ULL +
-								      (uint64_t)mono.tv_nsec;
+				pkts[i].rx_ns = udp_rx_ns(cm, off, mono);
 				continue;
 			}
 			if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS &&
@@ -457,16 +685,33 @@ static int udp_rx_routes(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	return udp_rx(wire, pkts, n, false);
 }
 
-static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from)
+static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from,
+			  uint64_t *rx_ns)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
 	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	char ctrl[2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
 	struct msghdr mh = {
 		.msg_name = from, .msg_namelen = sizeof(*from), .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctrl, .msg_controllen = sizeof(ctrl),
 	};
 	ssize_t r = recvmsg(udp->fds[0], &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
+	struct cmsghdr *cm;
 
-	return r > 0 ? (size_t)r : 0;
+	*rx_ns = 0;
+	if (r <= 0)
+		return 0;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+			int64_t off;
+			uint64_t mono;
+
+			udp_clock(&off, &mono);
+			*rx_ns = udp_rx_ns(cm, off, mono);
+		}
+	}
+	return (size_t)r;
 }
 
 static int udp_rx_home(struct braid_wire *wire, struct braid_pkt *pkts, int n)

@@ -212,3 +212,67 @@ Test(udp_wire, a_gro_wire_takes_a_coalesced_run_in_one_receive_and_a_plain_one_d
 	ops->close(plain);
 	ops->close(gro);
 }
+
+/*
+ * Payloads sent by reference (BRAID_PKT_LEND, the wire's lend_min): the
+ * datagrams arrive whole and in order, with the header copied first, from a
+ * payload that starts anywhere in a page and spans more pages than a
+ * datagram may hold (the first ones are then copied with the header); a
+ * packet not marked, or shorter than lend_min, is copied; the peek gives
+ * the datagram's arrival time.
+ */
+static uint8_t lend_src[3 * 65536], lend_dst[65536];
+
+Test(udp_wire, lent_payloads_arrive_whole_and_the_peek_tells_when)
+{
+	struct braid_wire_params p = { .paths = 2, .lend_min = 16384, .sockbuf = 4 << 20 };
+	const size_t offs[] = { 0, 1, 4095, 4097, 12345 }, lens[] = { 61440, 65000, 60000, 20000, 40000 };
+	struct braid_wire *tx, *rx;
+	uint8_t hdr[24], peek[24];
+	struct sockaddr_in from;
+	uint64_t lent, rx_ns;
+	int i;
+
+	p.addr.sin_family = AF_INET;
+	p.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(ops->open(&p, &tx), 0);
+	p.lend_min = 0;
+	cr_assert_eq(ops->open(&p, &rx), 0);
+	cr_assert_eq(rx->lend_min, 0, "opened without lending");
+	if (!tx->lend_min)
+		cr_skip_test("this kernel lends nothing (no max_skb_frags to read)");
+	cr_assert_eq(tx->lend_min, 16384);
+	for (size_t k = 0; k < sizeof(lend_src); k++)
+		lend_src[k] = (uint8_t)(k * 7 + (k >> 9));
+	for (i = 0; i < 7; i++) {
+		size_t off = offs[i % 5], len = i < 5 ? lens[i] : 8000;
+		struct iovec iov[2] = { { hdr, sizeof(hdr) }, { lend_src + off, len } }, in[2];
+		struct braid_pkt out = { .iov = iov, .iovcnt = 2, .path = 1,
+					 .flags = i == 6 ? 0 : BRAID_PKT_LEND };
+		struct braid_pkt got = { .iov = in, .iovcnt = 2 };
+		size_t whole = sizeof(hdr) + len;
+
+		memset(hdr, 'a' + i, sizeof(hdr));
+		out.addr = rx->name;
+		lent = tx->tx_lent;
+		cr_assert_eq(ops->tx_burst(tx, &out, 1), 1, "datagram %d", i);
+		cr_assert_eq(out.status, 0);
+		if (i < 5)
+			cr_assert_eq(tx->tx_lent, lent + 1, "datagram %d lent", i);
+		else
+			cr_assert_eq(tx->tx_lent, lent, "datagram %d copied (short or not marked)", i);
+		usleep(2000);
+		cr_assert_eq(ops->rx_peek(rx, peek, sizeof(peek), &from, &rx_ns), whole);
+		cr_assert_eq(memcmp(peek, hdr, sizeof(hdr)), 0);
+		cr_assert_gt(rx_ns, 0, "the peek tells when it came");
+		memset(lend_dst, 0, sizeof(lend_dst));
+		in[0] = (struct iovec){ peek, sizeof(peek) };
+		in[1] = (struct iovec){ lend_dst, sizeof(lend_dst) };
+		cr_assert_eq(ops->rx_home(rx, &got, 1), 1);
+		cr_assert_eq(got.len, whole);
+		cr_assert_eq(memcmp(peek, hdr, sizeof(hdr)), 0, "datagram %d: its header", i);
+		cr_assert_eq(memcmp(lend_dst, lend_src + off, len), 0, "datagram %d: its payload", i);
+	}
+	ops->close(tx);
+	ops->close(rx);
+}

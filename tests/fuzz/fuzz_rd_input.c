@@ -140,7 +140,7 @@ static bool rd_placed(struct rd_fuzz *f, const uint8_t *pkt, size_t len, uint32_
 	struct iovec iov[BRAID_RD_IOV_MAX];
 	size_t peek = len < BRAID_RD_MAX_HDR ? len : BRAID_RD_MAX_HDR, hlen, room = 0, at;
 	uint8_t *hdr = fuzz_dup(pkt, peek);
-	int k = braid_rd_place(f->rd, hdr, peek, len, src, iov, BRAID_RD_IOV_MAX);
+	int k = braid_rd_place(f->rd, hdr, peek, len, src, iov, BRAID_RD_IOV_MAX, f->now);
 
 	free(hdr);
 	if (k <= 0)

@@ -7,6 +7,7 @@
  * receives, and its own AV. Progress is manual: every wait drives both
  * endpoints' CQs in a bounded loop.
  */
+#include <unistd.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
@@ -545,6 +546,18 @@ Test(fi_write, stream_with_short_tails_is_placed, .timeout = 60)
 	cr_assert_geq(placed * 4, (dgrams - 2 * (uint64_t)writes) * 3,
 		      "%llu of %llu datagrams placed", (unsigned long long)placed,
 		      (unsigned long long)dgrams);
+	/* the initiator lent the full datagrams' payloads once the target acknowledged
+	 * (protocol.md §4.2 "Lent payloads"; FI_BRAID_LEND_MIN), and every byte still landed */
+	{
+		uint64_t lent = 0;
+		const char *lm = getenv("FI_BRAID_LEND_MIN");
+
+		cr_assert_eq(ops->value(&r.a.ep->fid, "ep.tx_lent", &lent), 0);
+		/* (a kernel that does not say how many pieces a datagram holds lends nothing) */
+		if ((!lm || atoi(lm) > 0) && !access("/proc/sys/net/core/max_skb_frags", R_OK))
+			cr_assert_gt(lent, (uint64_t)writes, "%llu datagrams lent",
+				     (unsigned long long)lent);
+	}
 	rp_close(&r);
 }
 
