@@ -561,6 +561,52 @@ Test(fi_write, stream_with_short_tails_is_placed, .timeout = 60)
 	rp_close(&r);
 }
 
+/*
+ * Lent payloads against a receiver that stops reading (protocol.md §4.2): a
+ * write's datagrams lent while the target was away for longer than the
+ * wait bound are dropped there (stale_lent), never placed; the initiator's
+ * copies (resends are never lent) complete the write, every byte right.
+ * No progress thread: the target is truly away while nothing calls it.
+ */
+static uint8_t away_tgt[MIB], away_src[MIB];
+
+Test(fi_write, lent_payloads_that_waited_too_long_are_dropped_and_resent, .timeout = 60)
+{
+	struct fi_braid_stat_ops *ops = NULL;
+	uint64_t lent = 0, stale = 0;
+	struct region g;
+	void *desc;
+	struct rp r;
+	long until;
+
+	if (access("/proc/sys/net/core/max_skb_frags", R_OK))
+		cr_skip_test("this kernel lends nothing (no max_skb_frags to read)");
+	setenv("FI_BRAID_PROGRESS_US", "0", 1);
+	setenv("FI_BRAID_LEND_MIN", "16384", 1);
+	rp_open(&r, 0, false, false);
+	cr_assert_eq(fi_open_ops(&r.b.ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL), 0);
+	g = rp_target(&r, away_tgt, sizeof(away_tgt), FI_REMOTE_WRITE);
+	desc = rp_ldesc(&r, away_src, sizeof(away_src));
+	/* one write both ways progressing: the target has acknowledged just now */
+	fill(away_src, MIB, 7);
+	cr_assert_eq(POST(&r, fi_write(r.a.ep, away_src, MIB, desc, r.a.peer, g.base, g.key, NULL)), 0);
+	rp_comp(&r, r.a.tx_cq, NULL, FI_RMA | FI_WRITE, "the first write");
+	/* the second: only the initiator progresses for 5 ms, then nobody for 150 ms */
+	fill(away_src, MIB, 8);
+	cr_assert_eq(fi_write(r.a.ep, away_src, MIB, desc, r.a.peer, g.base, g.key, NULL), 0);
+	until = pt_now_ms() + 5;
+	while (pt_now_ms() < until)
+		(void)fi_cq_read(r.a.tx_cq, NULL, 0);
+	cr_assert_eq(ops->value(&r.a.ep->fid, "ep.tx_lent", &lent), 0);
+	cr_assert_gt(lent, 0, "the second write's datagrams went by reference");
+	usleep(150 * 1000);
+	rp_comp(&r, r.a.tx_cq, NULL, FI_RMA | FI_WRITE, "the second write, after the target came back");
+	check_bytes(away_tgt, away_src, MIB, "the region after the second write");
+	cr_assert_eq(ops->value(&r.b.ep->fid, "rd.drop.stale_lent", &stale), 0);
+	cr_assert_gt(stale, 0, "what waited in the target's socket over 100 ms was dropped");
+	rp_close(&r);
+}
+
 Test(fi_write, sizes_two_domains, .timeout = 30)
 {
 	write_sizes(false);
