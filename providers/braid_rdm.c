@@ -112,10 +112,12 @@ int braid_rdm_enable(struct braid_ep *ep)
 }
 
 /*
- * A payload lent less than BRAID_RD_LENT_WAIT_NS ago may not have been
- * read yet, and may be read until it is that old (a receiver drops it
- * after, protocol.md §4.2): the application may reuse its buffers once
- * the endpoint is closed, so closing waits that long at most.
+ * A payload lent less than BRAID_RD_LENT_WAIT_NS ago and not acknowledged
+ * may not have been read yet, and may be read until it is that old (a
+ * receiver drops it after, protocol.md §4.2): the application may reuse
+ * its buffers once the endpoint is closed, so closing with sends
+ * unacknowledged waits that long at most. (An acknowledged packet was
+ * read, or a copy of it was and the lent one is a duplicate.)
  */
 static void rdm_lent_wait(struct braid_ep *ep)
 {
@@ -133,11 +135,14 @@ static void rdm_lent_wait(struct braid_ep *ep)
 void braid_rdm_close(struct braid_ep *ep)
 {
 	if (ep->rd) {
+		bool unacked = braid_rd_pending(ep->rd);
+
 		/* acknowledge what arrived before going: the senders' completions wait for it */
 		braid_rd_flush_acks(ep->rd);
 		rdm_flush(ep, braid_now_ns());
 		braid_rd_close(ep->rd);
-		rdm_lent_wait(ep);
+		if (unacked)
+			rdm_lent_wait(ep);
 	}
 	ep->rd = NULL;
 }

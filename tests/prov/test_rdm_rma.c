@@ -604,6 +604,22 @@ Test(fi_write, lent_payloads_that_waited_too_long_are_dropped_and_resent, .timeo
 	check_bytes(away_tgt, away_src, MIB, "the region after the second write");
 	cr_assert_eq(ops->value(&r.b.ep->fid, "rd.drop.stale_lent", &stale), 0);
 	cr_assert_gt(stale, 0, "what waited in the target's socket over 100 ms was dropped");
+	/* a third, lent and not acknowledged when the initiator closes: the close
+	 * returns no sooner than 100 ms after it lent (the buffer may be read until then) */
+	{
+		uint64_t before = lent;
+		long t0 = pt_now_ms();
+
+		cr_assert_eq(fi_write(r.a.ep, away_src, MIB, desc, r.a.peer, g.base, g.key, NULL), 0);
+		until = pt_now_ms() + 5;
+		while (pt_now_ms() < until)
+			(void)fi_cq_read(r.a.tx_cq, NULL, 0);
+		cr_assert_eq(ops->value(&r.a.ep->fid, "ep.tx_lent", &lent), 0);
+		cr_assert_gt(lent, before, "the third write lent too");
+		pt_ep_close(&r.a);
+		cr_assert_geq(pt_now_ms() - t0, 100, "closing waited out the bound: %ld ms",
+			      pt_now_ms() - t0);
+	}
 	rp_close(&r);
 }
 
