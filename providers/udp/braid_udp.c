@@ -448,7 +448,11 @@ static int udp_tx_lend(struct braid_udp *udp, int fd, struct braid_pkt *pkt)
 	for (left = lent.iov_len; left; left -= (size_t)r) {
 		r = splice(udp->pipe[0], NULL, fd, NULL, left, SPLICE_F_NONBLOCK);
 		if (r <= 0) {
+			int err = r < 0 ? errno : EIO;
+
 			udp_lend_drain(udp, left);
+			if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS || err == EINTR)
+				return 0;	/* the socket is full: all of it again later */
 			/* the kernel would not: copy this one and all after it */
 			udp_lend_off(udp);
 			return -1;
