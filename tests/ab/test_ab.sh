@@ -73,6 +73,18 @@ if ip netns list 2>/dev/null | grep -q "^$BRAID_FABRIC_PREFIX-"; then
 	BRAID_FABRIC_PREFIX=$BRAID_FABRIC_PREFIX tools/fabric down >/dev/null 2>&1
 	fails=$((fails + 1))
 fi
+# a reader that goes away early (`tools/ab ... | head -1`) must not leave the fabric behind
+pipe_prefix=${BRAID_FABRIC_PREFIX}p
+BRAID_FABRIC_PREFIX=$pipe_prefix timeout -k 10 120 tools/ab --scenarios clean --measures bw64k \
+	--contenders braid -r 1 --seconds 0.5 --braid-ab "$build/bench/braid_ab" \
+	--provider-path "$build/providers" -o "$out/pipe" 2>&1 | head -1 >/dev/null
+if ip netns list 2>/dev/null | grep -q "^$pipe_prefix-"; then
+	echo "FAIL: tools/ab read through a closed pipe left its namespaces"
+	BRAID_FABRIC_PREFIX=$pipe_prefix tools/fabric down >/dev/null 2>&1
+	fails=$((fails + 1))
+else
+	echo "tools/ab whose reader went away: the fabric down all the same"
+fi
 if [ $rc -ne 0 ] || [ $fails -ne 0 ]; then
 	echo "FAIL: tools/ab exit $rc, $fails contender(s) failed"
 	tail -20 "$out/log"
