@@ -110,8 +110,9 @@ struct braid_rd_config {
 	 * BRAID_PKT_LEND) from this many bytes; 0: it cannot. A packet the engine
 	 * marks LENT (§4.2 "Lent payloads": a first transmission of the
 	 * application's data, at least this long, to a peer that acknowledged
-	 * new data within BRAID_RD_LENT_WAIT_NS, with a peer timeout of at least
-	 * BRAID_RD_LENT_PEER_MIN) comes out with braid_rd_out.lend set.
+	 * new data within BRAID_RD_LENT_WAIT_NS) comes out with braid_rd_out.lend
+	 * set. The engine lends nothing with a peer timeout below
+	 * BRAID_RD_LENT_PEER_MIN.
 	 */
 	size_t lend_min;
 	/**

@@ -689,6 +689,9 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 		rd->cfg.cc = &braid_cc_swift;
 	if (!rd->cfg.rto_init_ns)
 		rd->cfg.rto_init_ns = rd->cfg.rto_min_ns;
+	/* §4.2 "Lent payloads": nothing lent where an operation could fail sooner */
+	if (rd->cfg.peer_timeout_ns < BRAID_RD_LENT_PEER_MIN)
+		rd->cfg.lend_min = 0;
 	rd->peers = peers;
 	rd->rng = cfg->seed;
 	rd->chal_rng = ~cfg->seed;

@@ -1013,7 +1013,6 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 	 * acknowledgement, so whatever was lent is then older than the bound
 	 */
 	out->lend = rd->cfg.lend_min && !p->retx && p->len >= rd->cfg.lend_min &&
-		    rd->cfg.peer_timeout_ns >= BRAID_RD_LENT_PEER_MIN &&
 		    !(op->flags & (BRAID_RD_INTERNAL | BRAID_RD_INJECT)) &&
 		    (!op->rma.op || op->rma.op == BRAID_RMA_WRITE) &&
 		    f->last_ack && now >= f->last_ack && now - f->last_ack <= BRAID_RD_LENT_WAIT_NS;

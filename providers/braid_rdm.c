@@ -415,7 +415,7 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 		    (!tag || braid_auth_open_hdr(&ep->auth, hdr, BRAID_RD_MAX_HDR + tag, len, NULL, 0,
 						 ep->auth_scratch) >= 0))
 			k = braid_rd_place(ep->rd, hdr, BRAID_RD_MAX_HDR, len - tag, ip, iov + 1,
-					   BRAID_RD_IOV_MAX, braid_now_ns());
+					   BRAID_RD_IOV_MAX, *now);
 		if (k) {
 			iov[0].iov_base = hdr;
 			iov[0].iov_len = hlen;

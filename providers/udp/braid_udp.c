@@ -54,16 +54,15 @@ struct braid_udp {
 	 * replies to our own sends). */
 	bool owed;
 	/**
-	 * @lend: lent payloads (BRAID_PKT_LEND): @pipe, opened at the first, carries
-	 * their pages from vmsplice to splice into the socket (-1: not yet);
-	 * @devnull drains what a failed send left in it; @lend_frags is the
-	 * most pages one datagram may hold beyond its copied head (the kernel's
+	 * @pipe: lent payloads (BRAID_PKT_LEND, wire.lend_min: 0 for good when
+	 * the kernel cannot do it): opened at the first, carries their pages
+	 * from vmsplice to splice into the socket (-1: not yet); @devnull
+	 * drains what a failed send left in it; @lend_frags is the most pages
+	 * one datagram may hold beyond its copied head (the kernel's
 	 * MAX_SKB_FRAGS less one for the head, less one spare); @page the page size.
-	 * @lend is cleared for good when the kernel cannot do it.
 	 */
-	bool lend;
 	int pipe[2], devnull;
-	size_t lend_min, lend_frags, page;
+	size_t lend_frags, page;
 };
 
 const struct braid_wire_ops braid_udp_wire_ops;
@@ -179,7 +178,7 @@ static void udp_close(struct braid_wire *wire)
 }
 
 /*
- * Sending a payload by reference (BRAID_PKT_LEND, @lend_min bytes or more):
+ * Sending a payload by reference (BRAID_PKT_LEND, wire.lend_min bytes or more):
  * the payload's pages are vmspliced into a pipe and spliced from it into
  * the socket after the copied header, corked into one datagram. The
  * kernel keeps a reference to the pages instead of copying them; the one
@@ -195,7 +194,6 @@ static void udp_lend_setup(struct braid_udp *udp, size_t lend_min)
 	size_t frags = 17;
 	FILE *f;
 
-	udp->lend_min = lend_min;
 	if (!lend_min || page <= 0)
 		return;
 	f = fopen("/proc/sys/net/core/max_skb_frags", "re");
@@ -210,7 +208,6 @@ static void udp_lend_setup(struct braid_udp *udp, size_t lend_min)
 		return;
 	udp->page = (size_t)page;
 	udp->lend_frags = frags - 2;
-	udp->lend = true;
 	udp->wire.lend_min = lend_min;
 }
 
@@ -335,7 +332,6 @@ static int udp_tx_errno(int err)
 /* The kernel would not lend: every payload is copied from now on. */
 static void udp_lend_off(struct braid_udp *udp)
 {
-	udp->lend = false;
 	udp->wire.lend_min = 0;
 }
 
@@ -399,7 +395,7 @@ static int udp_tx_lend(struct braid_udp *udp, int fd, struct braid_pkt *pkt)
 	/* the lent part: whole pages to the end, as many as a datagram may hold */
 	if (end_up > cut && (end_up - cut) / udp->page > udp->lend_frags)
 		cut = end_up - udp->lend_frags * udp->page;
-	if (cut >= end || end - cut < udp->lend_min)
+	if (cut >= end || end - cut < udp->wire.lend_min)
 		return -1;
 	for (i = 0; i < pkt->iovcnt; i++)
 		len += pkt->iov[i].iov_len;
@@ -465,8 +461,8 @@ static int udp_tx_lend(struct braid_udp *udp, int fd, struct braid_pkt *pkt)
 /* @pkt may go with its payload lent (udp_tx_lend). */
 static inline bool udp_lendable(const struct braid_udp *udp, const struct braid_pkt *pkt)
 {
-	return udp->lend && (pkt->flags & BRAID_PKT_LEND) && !pkt->gso_size && pkt->iovcnt > 1 &&
-	       pkt->iov[pkt->iovcnt - 1].iov_len >= udp->lend_min;
+	return udp->wire.lend_min && (pkt->flags & BRAID_PKT_LEND) && !pkt->gso_size &&
+	       pkt->iovcnt > 1 && pkt->iov[pkt->iovcnt - 1].iov_len >= udp->wire.lend_min;
 }
 
 static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
