@@ -1001,42 +1001,96 @@ void braid_rd_flush_acks(struct braid_rd *rd)
  * received yet, agreeing with their message: everything rd_in_data() checks
  * before it places a payload.
  */
-int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
-		   uint32_t src_ip, struct iovec *iov, int max, uint64_t now)
+static int place_view(struct braid_rd *rd, const struct braid_rd_data_view *v, uint32_t src_ip,
+		      struct iovec *iov, int max, uint64_t now)
 {
 	uint32_t w = rd->cfg.window;
-	struct braid_rd_data_view v;
 	struct rd_conn *conn;
 	struct rd_flow *f;
 	struct rd_msg *m;
 	int32_t d;
 
-	if (hdr_len < sizeof(struct braid_rd_data_hdr) || len <= hdr_len ||
-	    (((const uint8_t *)hdr)[2] == BRAID_PKT_RD_RMA && hdr_len < sizeof(struct braid_rd_rma_hdr)) ||
-	    braid_rd_data_decode(hdr, len, &v) || !v.payload_len || v.msg_len > rd->cfg.max_msg_size ||
-	    lent_stale(rd, &v, now))
+	if (!v->payload_len || v->msg_len > rd->cfg.max_msg_size || lent_stale(rd, v, now))
 		return 0;
-	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, 0);
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, v->src_port), false, 0);
 	f = conn ? conn->flow : NULL;
-	if (!f || v.dst_epoch != conn->my_epoch || v.src_epoch != conn->epoch)
+	if (!f || v->dst_epoch != conn->my_epoch || v->src_epoch != conn->epoch)
 		return 0;
-	d = braid_seq_diff(v.psn, conn->rcv_nxt);
-	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, rd_slot(rd, v.psn)))
+	d = braid_seq_diff(v->psn, conn->rcv_nxt);
+	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, rd_slot(rd, v->psn)))
 		return 0;
-	m = f->msgs[rd_slot(rd, v.msg_id)];
-	if (!m && v.rma.op == BRAID_RMA_WRITE) {
+	m = f->msgs[rd_slot(rd, v->msg_id)];
+	if (!m && v->rma.op == BRAID_RMA_WRITE) {
 		/* a write's first packet: the message it opens (a slot and a record
 		 * free) is checked against the key for all its length, so the region is known */
-		d = braid_seq_diff(v.msg_id, conn->match_next);
+		d = braid_seq_diff(v->msg_id, conn->match_next);
 		if (d < 0 || d >= (int32_t)w || rd->msgs.in_use >= rd->msgs.count)
 			return 0;
-		return rd_rma_in_where(rd, NULL, &v, iov, max);
+		return rd_rma_in_where(rd, NULL, v, iov, max);
 	}
-	if (!m || m->msg_id != v.msg_id || !msg_agrees(m, &v) || m->discard)
+	if (!m || m->msg_id != v->msg_id || !msg_agrees(m, v) || m->discard)
 		return 0;
 	if (m->rma.op == BRAID_RMA_WRITE || m->rma.op == BRAID_RMA_RESP)
-		return rd_rma_in_where(rd, m, &v, iov, max);
-	if (m->rma.op || !m->recv || v.offset + v.payload_len > m->recv->capacity)
+		return rd_rma_in_where(rd, m, v, iov, max);
+	if (m->rma.op || !m->recv || v->offset + v->payload_len > m->recv->capacity)
 		return 0;
-	return braid_iov_slice(m->recv->iov, m->recv->iov_count, v.offset, v.payload_len, iov, max);
+	return braid_iov_slice(m->recv->iov, m->recv->iov_count, v->offset, v->payload_len, iov, max);
+}
+
+/* The header of an RD_DATA or RD_RMA datagram of @len bytes, decoded. Return: 0 or -1. */
+static int place_decode(const void *hdr, size_t hdr_len, size_t len, struct braid_rd_data_view *v)
+{
+	if (hdr_len < sizeof(struct braid_rd_data_hdr) || len <= hdr_len ||
+	    (((const uint8_t *)hdr)[2] == BRAID_PKT_RD_RMA && hdr_len < sizeof(struct braid_rd_rma_hdr)) ||
+	    braid_rd_data_decode(hdr, len, v))
+		return -1;
+	return 0;
+}
+
+int braid_rd_place(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
+		   uint32_t src_ip, struct iovec *iov, int max, uint64_t now)
+{
+	struct braid_rd_data_view v;
+
+	if (place_decode(hdr, hdr_len, len, &v))
+		return 0;
+	return place_view(rd, &v, src_ip, iov, max, now);
+}
+
+bool braid_rd_is_dup(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
+		     uint32_t src_ip)
+{
+	struct braid_rd_data_view v;
+	struct rd_conn *conn;
+	int32_t d;
+
+	if (place_decode(hdr, hdr_len, len, &v))
+		return false;
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, 0);
+	if (!conn || !conn->flow || v.dst_epoch != conn->my_epoch || v.src_epoch != conn->epoch)
+		return false;
+	d = braid_seq_diff(v.psn, conn->rcv_nxt);
+	return d < 0 || (d < (int32_t)rd->cfg.window &&
+			 bit_test(conn->flow->rcv_bits, rd_slot(rd, v.psn)));
+}
+
+int braid_rd_place_next(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
+			uint32_t src_ip, struct iovec *iov, int max, size_t *next_len, uint64_t now)
+{
+	struct braid_rd_data_view v;
+	size_t hlen = len;
+
+	if (place_decode(hdr, hdr_len, len, &v) || !v.payload_len)
+		return 0;
+	hlen = len - v.payload_len;
+	/* the packet after it: one PSN on, its payload just past this one's, as
+	 * long (the message's last: what is left) */
+	v.psn++;
+	v.offset += (uint32_t)v.payload_len;
+	if (v.offset >= v.msg_len || v.offset < v.payload_len)
+		return 0;
+	if (v.payload_len > v.msg_len - v.offset)
+		v.payload_len = v.msg_len - v.offset;
+	*next_len = hlen + v.payload_len;
+	return place_view(rd, &v, src_ip, iov, max, now);
 }
