@@ -674,49 +674,6 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	}
 }
 
-/* @p into @list (linked by its @link or @plink: @plink true) in transmit order. */
-static void txorder_insert(struct braid_dlist *list, struct rd_txpkt *p, bool plink)
-{
-	struct braid_dlist *pos = list->next;
-
-	while (pos != list) {
-		const struct rd_txpkt *q = plink ? braid_container_of(pos, struct rd_txpkt, plink) :
-						   braid_container_of(pos, struct rd_txpkt, link);
-
-		if (braid_seq_gt(q->tx_seq, p->tx_seq))
-			break;
-		pos = pos->next;
-	}
-	braid_dlist_insert_before(plink ? &p->plink : &p->link, pos);
-}
-
-/*
- * Eifel's response (RFC 4015 §3): the RTO was spurious, so the packets it
- * declared lost were late, not lost. Those not resent yet go back in
- * flight as they were sent (their time, their path, their place in the
- * transmit order), and the ACKs already on their way acknowledge them:
- * resending them all made a receiver that was only away find its queue
- * full of copies of what it had, and fall further behind.
- */
-static void rto_undo(struct braid_rd *rd, struct rd_flow *f)
-{
-	struct braid_dlist *it = f->retxq.next;
-
-	while (it != &f->retxq) {
-		struct rd_txpkt *p = braid_container_of(it, struct rd_txpkt, link);
-
-		it = it->next;
-		if (p->why != RD_LOSS_RTO || p->unsent)
-			continue;
-		braid_dlist_remove(&p->link);
-		txorder_insert(&f->txorder, p, false);
-		txorder_insert(&f->prack[p->path].inflight, p, true);
-		p->state = RD_PKT_INFLIGHT;
-		f->inflight++;
-		RD_COUNT(rd, f, rto_undone, 1);
-	}
-}
-
 /* ---- acknowledgements ---- */
 
 /* A packet is delivered: free its slot, finish its op when it was the last. */
@@ -968,7 +925,6 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		if (spurious) {
 			RD_COUNT(rd, f, rto_spurious, 1);
 			f->rto_backoff = 0;
-			rto_undo(rd, f);
 		}
 		f->rto_at = 0;
 	}

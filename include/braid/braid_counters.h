@@ -52,7 +52,6 @@
 	X(tlp_probes,	COUNTER, "events",  "tail loss probes") \
 	X(rto_fires,	COUNTER, "events",  "retransmission timeouts") \
 	X(rto_spurious,	COUNTER, "events",  "timeouts the next ACK proved spurious") \
-	X(rto_undone,	COUNTER, "packets", "packets such a timeout had declared lost, put back in flight instead of resent") \
 	X(rx_ce,	COUNTER, "packets", "data packets received marked ECN CE") \
 	X(ecn_echoes,	COUNTER, "packets", "ACKs received echoing a CE mark") \
 	X(fc_stalls,	COUNTER, "events",  "times data waited for the receiver's window (flow control)") \
