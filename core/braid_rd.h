@@ -470,23 +470,6 @@ bool braid_rd_is_dup(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_
 		     uint32_t src_ip);
 
 /**
- * braid_rd_place_next() - a guess at where the next datagram's payload goes,
- * to receive it there without looking at its header first: @hdr is the
- * header of a datagram of @len bytes from @src_ip just taken into place;
- * the guess is the packet one PSN on, of the same message, its payload just
- * past this one's and as long (the message's last: what is left), in
- * @next_len bytes. Whatever arrives may be something else: the caller asks
- * braid_rd_place() about the header it got, and keeps the payload where it
- * landed only if that is the same place; otherwise it takes the datagram
- * whole. The place guessed is one no packet has filled yet (its packet's
- * PSN not received), of a message in progress that its own packet will
- * fill before the message completes.
- * Return: how many iovs in @iov; 0: no guess.
- */
-int braid_rd_place_next(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
-			uint32_t src_ip, struct iovec *iov, int max, size_t *next_len, uint64_t now);
-
-/**
  * braid_rd_input_placed() - braid_rd_input_from() for a datagram received
  * as braid_rd_place() said: @hdr holds its header, @len is its whole length.
  */

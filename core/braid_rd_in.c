@@ -1073,24 +1073,3 @@ bool braid_rd_is_dup(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_
 	return d < 0 || (d < (int32_t)rd->cfg.window &&
 			 bit_test(conn->flow->rcv_bits, rd_slot(rd, v.psn)));
 }
-
-int braid_rd_place_next(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_t len,
-			uint32_t src_ip, struct iovec *iov, int max, size_t *next_len, uint64_t now)
-{
-	struct braid_rd_data_view v;
-	size_t hlen = len;
-
-	if (place_decode(hdr, hdr_len, len, &v) || !v.payload_len)
-		return 0;
-	hlen = len - v.payload_len;
-	/* the packet after it: one PSN on, its payload just past this one's, as
-	 * long (the message's last: what is left) */
-	v.psn++;
-	v.offset += (uint32_t)v.payload_len;
-	if (v.offset >= v.msg_len || v.offset < v.payload_len)
-		return 0;
-	if (v.payload_len > v.msg_len - v.offset)
-		v.payload_len = v.msg_len - v.offset;
-	*next_len = hlen + v.payload_len;
-	return place_view(rd, &v, src_ip, iov, max, now);
-}

@@ -80,8 +80,6 @@ struct braid_config {
 	int gro;
 	/** @lend_min: RDM payloads of this many bytes or more are sent by reference (0: never). */
 	size_t lend_min;
-	/** @rx_guess: RDM: receive the next large datagram into the place guessed for it (braid_rdm.c). */
-	int rx_guess;
 	/** @bundle: RDM: pack packets for one peer into shared datagrams (protocol.md §4.8). */
 	int bundle;
 	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */
@@ -690,8 +688,8 @@ struct braid_ep {
 	uint8_t *rx_bufs;
 	/**
 	 * @rx_direct: large datagrams are arriving on the home route: peek at each
-	 * (or guess) and receive its payload straight into place (braid_rdm.c;
-	 * counted in stats.rx_placed).
+	 * and receive its payload straight into place (braid_rdm.c; counted in
+	 * stats.rx_placed).
 	 */
 	bool rx_direct;
 	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */

@@ -205,17 +205,16 @@ static int ep_close(struct fid *fid)
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u closed: %lu data packets "
 			   "(%lu bytes) sent, %lu received (%lu bytes), %lu retransmitted, "
 			   "%lu messages sent, %lu received, %lu packets put back (socket full); "
-			   "%lu bundles sent, %lu received; %lu datagrams received into place "
-			   "(%lu into the place guessed, %lu guesses wrong), "
-			   "%lu in %lu coalesced runs (UDP GRO)\n",
+			   "%lu bundles sent, %lu received; %lu datagrams received into place, "
+			   "%lu large copies dropped uncopied, %lu in %lu coalesced runs (UDP GRO)\n",
 			   ntohs(ep->wire->name.sin_port),
 			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
 			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
 			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
 			   (unsigned long)st->msgs_received, (unsigned long)ep->stats.tx_refused,
 			   (unsigned long)st->tx_bundles, (unsigned long)st->rx_bundles,
-			   (unsigned long)ep->stats.rx_placed, (unsigned long)ep->stats.rx_guessed,
-			   (unsigned long)ep->stats.rx_misguessed, (unsigned long)ep->stats.rx_gro_dgrams,
+			   (unsigned long)ep->stats.rx_placed, (unsigned long)ep->stats.rx_dup_skipped,
+			   (unsigned long)ep->stats.rx_gro_dgrams,
 			   (unsigned long)ep->stats.rx_gro_runs);
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
 			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "

@@ -18,7 +18,6 @@ struct braid_config braid_cfg = {
 	.gso = 1,
 	.gro = 1,
 	.lend_min = 16384,
-	.rx_guess = 1,
 	.bundle = 1,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
@@ -216,12 +215,6 @@ static void braid_init_env(void)
 			"spliced into the socket; the receiver's copy is the only one: "
 			"on loopback and jumbo frames). 0: every payload is copied "
 			"into the kernel. (default: %zu)", braid_cfg.lend_min);
-	fi_param_define(&braid_prov, "rx_guess", FI_PARAM_BOOL,
-			"RDM, without an authorization key: while large datagrams of "
-			"a message arrive in order, receive each into the place of the "
-			"message's next packet without looking at its header first "
-			"(one system call instead of two); one that turns out to be "
-			"another is taken whole. (default: %d)", braid_cfg.rx_guess);
 	fi_param_define(&braid_prov, "unexp_bytes", FI_PARAM_SIZE_T,
 			"RDM: bytes per endpoint for data that arrives before a receive "
 			"matches it; beyond it the sender is held back (flow control). "
@@ -382,8 +375,6 @@ static void braid_init_env(void)
 		braid_cfg.gro = !!val;
 	if (!fi_param_get_size_t(&braid_prov, "lend_min", &sz))
 		braid_cfg.lend_min = sz;
-	if (!fi_param_get_bool(&braid_prov, "rx_guess", &val))
-		braid_cfg.rx_guess = !!val;
 	if (!fi_param_get_size_t(&braid_prov, "unexp_bytes", &sz) && sz)
 		braid_cfg.unexp_bytes = sz;
 	if (!fi_param_get_int(&braid_prov, "peer_timeout_ms", &val) && val > 0)

@@ -410,170 +410,91 @@ static void rdm_rx_whole(struct braid_ep *ep, const struct braid_pkt *pkt, uint8
 }
 
 /*
- * A datagram received into a guessed place that was not its own, put back
- * together in ep->rx_bufs: its first @hlen bytes in @hdr, the next in the
- * @k iovs of @place, the rest (beyond their sum) landed in ep->rx_bufs
- * just after, where it belongs already.
- */
-static void rdm_rx_regather(struct braid_ep *ep, const uint8_t *hdr, size_t hlen,
-			    const struct iovec *place, int k, size_t len)
-{
-	size_t at = hlen < len ? hlen : len;
-	int i;
-
-	memcpy(ep->rx_bufs, hdr, at);
-	for (i = 0; i < k && at < len; i++) {
-		size_t n = place[i].iov_len < len - at ? place[i].iov_len : len - at;
-
-		memcpy(ep->rx_bufs + at, place[i].iov_base, n);
-		at += n;
-	}
-}
-
-/*
  * Large datagrams straight into place (architecture.md, "receive
  * placement"): while they come, look at each one's header first and, when
  * the engine knows where its payload goes (a matched receive, a WRITE's
  * region, a read's result buffers), receive the payload there: one copy,
- * the kernel's, instead of a second from the wire's buffer. Return:
+ * the kernel's, instead of a second from the wire's buffer. A copy of a
+ * datagram received already (the sender's RTO was early: this host was
+ * away) is received as its header alone, its payload dropped uncopied.
+ * Costs a peek per datagram, worth it only for large ones. Return:
  * datagrams taken.
  *
- * The look is a system call (a peek) per datagram. After a datagram taken
- * into place, the next is not looked at but guessed (FI_BRAID_RX_GUESS):
- * the next packet of the same message, received with its payload where
- * that one's goes (braid_rd_place_next). The header that came then says
- * whether the guess held (braid_rd_place, the same place); if not, the
- * datagram is put back together and taken whole, and the bytes it left in
- * the guessed place are ones the guessed packet, not received yet, writes
- * before its message can complete.
- *
  * A keyed endpoint (job mode: never with FI_BRAID_AUTH=mac, whose tag covers
- * the payload) never guesses, and places only a datagram whose tag the
- * peeked header verifies (an RD_DATA or RD_RMA tag covers its header
- * alone), receives the header and tag into @hdr, never into the
- * application's memory, and checks them again as received.
+ * the payload) places only a datagram whose tag the peeked header verifies
+ * (an RD_DATA or RD_RMA tag covers its header alone), receives the header
+ * and tag into @hdr, never into the application's memory, and checks them
+ * again as received.
  */
 static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 {
 	const struct braid_wire_ops *ops = ep->wire->ops;
-	size_t tag = ep->auth.mode ? BRAID_AUTH_TAG : 0, last_len = 0, last_hlen = 0;
-	size_t room = braid_wire_rx_max(ep->wire);
-	uint8_t hdr[BRAID_AUTH_HDR_MAX], last[BRAID_RD_MAX_HDR];
-	bool guess_ok = !tag && braid_cfg.rx_guess;
-	uint32_t last_ip = 0;
+	size_t tag = ep->auth.mode ? BRAID_AUTH_TAG : 0;
+	uint8_t hdr[BRAID_AUTH_HDR_MAX];
 	int taken = 0, small = 0;
 
 	while (taken < RDM_RX_BURST) {
-		struct iovec iov[BRAID_RD_IOV_MAX + 2], chk[BRAID_RD_IOV_MAX];
+		struct iovec iov[BRAID_RD_IOV_MAX + 1];
+		struct sockaddr_in from;
 		struct braid_pkt pkt = { .iov = iov };
-		size_t hlen, guess = 0;
-		bool leave = false, dup = false;
-		uint32_t ip;
-		int k = 0, i;
+		uint64_t rx_ns;
+		size_t len = ops->rx_peek(ep->wire, hdr, BRAID_RD_MAX_HDR + tag, &from, &rx_ns), hlen;
+		uint32_t ip = ntohl(from.sin_addr.s_addr);
+		bool dup = false;
+		int k = 0;
 
-		/* after a datagram taken into place: the next one guessed */
-		if (last_len)
-			k = braid_rd_place_next(ep->rd, last, last_hlen, last_len, last_ip, iov + 1,
-						BRAID_RD_IOV_MAX, &guess, *now);
+		if (!len)
+			break;
+		if (len > ep->wire->mtu || (len < RDM_DIRECT_MIN && ++small > RDM_DIRECT_SMALL)) {
+			/* a coalesced run (UDP GRO), or small ones again: the usual way */
+			ep->rx_direct = false;
+			break;
+		}
+		hlen = (size_t)hdr[6] << 8 | hdr[7];	/* a keyed one's counts its tag */
+		/* when it came: a lent payload that waited too long is not placed (§4.2) */
+		pkt.rx_ns = rx_ns;
+		braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkt));
+		/* a small one among large ones (a message's last packet, an ACK) is
+		 * taken whole, and the large ones after it are still placed */
+		if (len >= RDM_DIRECT_MIN &&
+		    (!tag || braid_auth_open_hdr(&ep->auth, hdr, BRAID_RD_MAX_HDR + tag, len, NULL, 0,
+						 ep->auth_scratch) >= 0))
+			k = braid_rd_place(ep->rd, hdr, BRAID_RD_MAX_HDR, len - tag, ip, iov + 1,
+					   BRAID_RD_IOV_MAX, *now);
 		if (k) {
-			hlen = guess;
-			for (i = 1; i <= k; i++)
-				hlen -= iov[i].iov_len;
 			iov[0].iov_base = hdr;
 			iov[0].iov_len = hlen;
-			/* anything longer lands just past the guess, as it would in a whole receive */
-			iov[k + 1].iov_base = ep->rx_bufs + guess;
-			iov[k + 1].iov_len = room - guess;
-			pkt.iovcnt = k + 2;
+			pkt.iovcnt = k + 1;
+		} else if (!tag && len >= RDM_DIRECT_MIN && hlen <= BRAID_RD_MAX_HDR &&
+			   braid_rd_is_dup(ep->rd, hdr, BRAID_RD_MAX_HDR, len, ip)) {
+			/* a copy of what came already: its header alone, the host
+			 * drops the payload uncopied */
+			iov[0].iov_base = hdr;
+			iov[0].iov_len = hlen;
+			pkt.iovcnt = 1;
+			dup = true;
 		} else {
-			struct sockaddr_in from;
-			uint64_t rx_ns;
-			size_t len = ops->rx_peek(ep->wire, hdr, BRAID_RD_MAX_HDR + tag, &from, &rx_ns);
-
-			if (!len)
-				break;
-			if (len > ep->wire->mtu || (len < RDM_DIRECT_MIN && ++small > RDM_DIRECT_SMALL)) {
-				/* a coalesced run (UDP GRO), or small ones again: the usual way */
-				ep->rx_direct = false;
-				break;
-			}
-			hlen = (size_t)hdr[6] << 8 | hdr[7];	/* a keyed one's counts its tag */
-			/* when it came: a lent payload that waited too long is not placed (§4.2) */
-			pkt.rx_ns = rx_ns;
-			braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkt));
-			/* a small one among large ones (a message's last packet, an ACK) is
-			 * taken whole, and the large ones after it are still placed */
-			if (len >= RDM_DIRECT_MIN &&
-			    (!tag || braid_auth_open_hdr(&ep->auth, hdr, BRAID_RD_MAX_HDR + tag, len, NULL,
-							 0, ep->auth_scratch) >= 0))
-				k = braid_rd_place(ep->rd, hdr, BRAID_RD_MAX_HDR, len - tag,
-						   ntohl(from.sin_addr.s_addr), iov + 1, BRAID_RD_IOV_MAX,
-						   *now);
-			if (k) {
-				iov[0].iov_base = hdr;
-				iov[0].iov_len = hlen;
-				pkt.iovcnt = k + 1;
-			} else if (!tag && len >= RDM_DIRECT_MIN && hlen <= BRAID_RD_MAX_HDR &&
-				   braid_rd_is_dup(ep->rd, hdr, BRAID_RD_MAX_HDR, len,
-						   ntohl(from.sin_addr.s_addr))) {
-				/* a copy of what came already (the sender's RTO was early):
-				 * its header alone, the host drops the payload uncopied */
-				iov[0].iov_base = hdr;
-				iov[0].iov_len = hlen;
-				pkt.iovcnt = 1;
-				dup = true;
-			} else {
-				/* not for a place known yet (a message's first packet): whole */
-				iov[0].iov_base = ep->rx_bufs;
-				iov[0].iov_len = ep->wire->mtu;
-				pkt.iovcnt = 1;
-			}
+			/* not for a place known yet (a message's first packet): whole */
+			iov[0].iov_base = ep->rx_bufs;
+			iov[0].iov_len = ep->wire->mtu;
+			pkt.iovcnt = 1;
 		}
 		if (ops->rx_home(ep->wire, &pkt, 1) != 1)
 			break;
 		*now = braid_now_ns();
 		taken++;
-		last_len = 0;
-		ip = ntohl(pkt.addr.sin_addr.s_addr);
 		braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkt));
-		if (guess) {
-			/* the guess held: the header that came puts its payload where it landed */
-			bool held = pkt.len == guess && !(pkt.flags & BRAID_PKT_TRUNC) && !pkt.gso_size &&
-				    braid_rd_place(ep->rd, hdr, hlen, pkt.len, ip, chk, BRAID_RD_IOV_MAX,
-						   *now) == k;
-
-			for (i = 0; held && i < k; i++)
-				held = chk[i].iov_base == iov[i + 1].iov_base &&
-				       chk[i].iov_len == iov[i + 1].iov_len;
-			if (held) {
-				ep->stats.rx_guessed++;
-			} else {
-				ep->stats.rx_misguessed++;
-				if (!(pkt.flags & BRAID_PKT_TRUNC))
-					rdm_rx_regather(ep, hdr, hlen, iov + 1, k,
-							pkt.len < room ? pkt.len : room);
-				k = 0;
-				/* what the peek would have left to the usual way */
-				leave = pkt.len > ep->wire->mtu ||
-					(pkt.len < RDM_DIRECT_MIN && ++small > RDM_DIRECT_SMALL);
-			}
-		}
-		if (dup) {
-			ep->stats.rx_dgrams++;
-			ep->stats.rx_dup_skipped++;
-			braid_rd_input_placed(ep->rd, hdr, pkt.len, ip, ntohs(pkt.addr.sin_port),
-					      pkt.flags & BRAID_PKT_ECN_CE, *now);
-			continue;
-		}
-		if (!k) {
+		if (!k && !dup) {
 			rdm_rx_whole(ep, &pkt, ep->rx_bufs, *now);
-			if (leave) {
-				ep->rx_direct = false;
-				break;
-			}
 			continue;
 		}
 		ep->stats.rx_dgrams++;
+		if (dup) {
+			ep->stats.rx_dup_skipped++;
+			braid_rd_input_placed(ep->rd, hdr, pkt.len, ntohl(pkt.addr.sin_addr.s_addr),
+					      ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
+			continue;
+		}
 		if (pkt.flags & BRAID_PKT_TRUNC) {
 			ep->stats.drops[BRAID_DROP_BAD_LEN]++;
 			continue;
@@ -589,14 +510,8 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 			}
 		}
 		ep->stats.rx_placed++;
-		braid_rd_input_placed(ep->rd, hdr, pkt.len - tag, ip, ntohs(pkt.addr.sin_port),
-				      pkt.flags & BRAID_PKT_ECN_CE, *now);
-		if (guess_ok && hlen <= sizeof(last)) {
-			memcpy(last, hdr, hlen);
-			last_hlen = hlen;
-			last_len = pkt.len;
-			last_ip = ip;
-		}
+		braid_rd_input_placed(ep->rd, hdr, pkt.len - tag, ntohl(pkt.addr.sin_addr.s_addr),
+				      ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
 	}
 	return taken;
 }

@@ -132,8 +132,6 @@
 	X(rx_dgrams,	COUNTER, "datagrams", "datagrams received from the wire") \
 	X(tx_refused,	COUNTER, "packets", "packets a full socket or port refused (RDM sends them again, MSG drops them)") \
 	X(rx_placed,	COUNTER, "datagrams", "large datagrams received straight into their place") \
-	X(rx_guessed,	COUNTER, "datagrams", "of those, received into the place guessed for them, without a look at their header first") \
-	X(rx_misguessed, COUNTER, "datagrams", "datagrams received into a guessed place that was not theirs (then taken whole)") \
 	X(rx_dup_skipped, COUNTER, "datagrams", "large duplicates whose payload the host dropped uncopied (their header seen first)") \
 	X(tx_lent,	COUNTER, "datagrams", "datagrams whose payload the wire sent by reference, not copied (LENT)") \
 	X(rx_gro_runs,	COUNTER, "receives", "receives that carried a run of datagrams the host coalesced (UDP GRO)") \
