@@ -497,6 +497,15 @@ static bool msg_agrees(const struct rd_msg *m, const struct braid_rd_data_view *
 	       (uint64_t)m->received + v->payload_len <= m->len;
 }
 
+/* §4.2 rule 4: @psn was received already (behind rcv_nxt, or marked in the window). */
+static bool psn_taken(const struct braid_rd *rd, const struct rd_conn *conn,
+		      const struct rd_flow *f, uint32_t psn)
+{
+	int32_t d = braid_seq_diff(psn, conn->rcv_nxt);
+
+	return d < 0 || (d < (int32_t)rd->cfg.window && bit_test(f->rcv_bits, rd_slot(rd, psn)));
+}
+
 /*
  * A LENT packet (§4.2 "Lent payloads") that waited in this host longer than
  * BRAID_RD_LENT_WAIT_NS: its payload may have been read from the sender's
@@ -536,8 +545,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		return rd_drop_at(rd, f, BRAID_DROP_STALE_LENT);
 
 	/* §4.2 rules 4-5: the PSN window */
-	d = braid_seq_diff(v->psn, conn->rcv_nxt);
-	if (d < 0 || (d < (int32_t)w && bit_test(f->rcv_bits, rd_slot(rd, v->psn)))) {
+	if (psn_taken(rd, conn, f, v->psn)) {
 		/* the ACK owed for packets taken since the last one keeps echoing
 		 * them: a copy read in the same pass as its original (this host was
 		 * away while both came) must not make the sender's RTO look real
@@ -556,7 +564,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		ack_soon(rd, f, true, now);
 		return rd_drop_at(rd, f, BRAID_DROP_DUPLICATE);
 	}
-	if (d >= (int32_t)w)
+	if (braid_seq_diff(v->psn, conn->rcv_nxt) >= (int32_t)w)
 		return rd_drop_at(rd, f, BRAID_DROP_OUT_OF_WINDOW);
 	/* the message: its slot in the message window */
 	d = braid_seq_diff(v->msg_id, conn->match_next);
@@ -1001,6 +1009,17 @@ void braid_rd_flush_acks(struct braid_rd *rd)
  * received yet, agreeing with their message: everything rd_in_data() checks
  * before it places a payload.
  */
+/* The peer @v is from, when it has traffic state and @v is of its incarnations with us. */
+static struct rd_conn *place_conn(struct braid_rd *rd, const struct braid_rd_data_view *v,
+				  uint32_t src_ip)
+{
+	struct rd_conn *conn = rd_conn_get(rd, braid_peer_key(src_ip, v->src_port), false, 0);
+
+	if (!conn || !conn->flow || v->dst_epoch != conn->my_epoch || v->src_epoch != conn->epoch)
+		return NULL;
+	return conn;
+}
+
 static int place_view(struct braid_rd *rd, const struct braid_rd_data_view *v, uint32_t src_ip,
 		      struct iovec *iov, int max, uint64_t now)
 {
@@ -1012,12 +1031,11 @@ static int place_view(struct braid_rd *rd, const struct braid_rd_data_view *v, u
 
 	if (!v->payload_len || v->msg_len > rd->cfg.max_msg_size || lent_stale(rd, v, now))
 		return 0;
-	conn = rd_conn_get(rd, braid_peer_key(src_ip, v->src_port), false, 0);
-	f = conn ? conn->flow : NULL;
-	if (!f || v->dst_epoch != conn->my_epoch || v->src_epoch != conn->epoch)
+	conn = place_conn(rd, v, src_ip);
+	if (!conn)
 		return 0;
-	d = braid_seq_diff(v->psn, conn->rcv_nxt);
-	if (d < 0 || d >= (int32_t)w || bit_test(f->rcv_bits, rd_slot(rd, v->psn)))
+	f = conn->flow;
+	if (psn_taken(rd, conn, f, v->psn) || braid_seq_diff(v->psn, conn->rcv_nxt) >= (int32_t)w)
 		return 0;
 	m = f->msgs[rd_slot(rd, v->msg_id)];
 	if (!m && v->rma.op == BRAID_RMA_WRITE) {
@@ -1062,14 +1080,9 @@ bool braid_rd_is_dup(struct braid_rd *rd, const void *hdr, size_t hdr_len, size_
 {
 	struct braid_rd_data_view v;
 	struct rd_conn *conn;
-	int32_t d;
 
 	if (place_decode(hdr, hdr_len, len, &v))
 		return false;
-	conn = rd_conn_get(rd, braid_peer_key(src_ip, v.src_port), false, 0);
-	if (!conn || !conn->flow || v.dst_epoch != conn->my_epoch || v.src_epoch != conn->epoch)
-		return false;
-	d = braid_seq_diff(v.psn, conn->rcv_nxt);
-	return d < 0 || (d < (int32_t)rd->cfg.window &&
-			 bit_test(conn->flow->rcv_bits, rd_slot(rd, v.psn)));
+	conn = place_conn(rd, &v, src_ip);
+	return conn && psn_taken(rd, conn, conn->flow, v.psn);
 }
