@@ -63,7 +63,9 @@ struct request {
 /* what the server answers at the end of a bw/rate run */
 struct reply {
 	uint64_t bytes, msgs, errors, dups;
-	double seconds;
+	/* t0: CLOCK_MONOTONIC at the first receive (namespaces share the clock: tools/ab
+	 * places the ticks, which count from it, on its own timeline) */
+	double seconds, t0;
 	uint32_t nticks, interval_ms;
 };
 
@@ -343,6 +345,7 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 		}
 	}
 	rp.seconds = tlast > t0 ? tlast - t0 : 0;
+	rp.t0 = t0;
 	/* every write is delivered (its CQ entry came after its bytes): the last of each slot holds */
 	for (slot = 0; rma && rq->verify && slot < window; slot++)
 		if (last[slot] != UINT64_MAX && check(c->buf + slot * size, size, size) != last[slot])
@@ -553,9 +556,9 @@ static int client_stream(struct conn *c, const struct request *rq, const char *p
 	for (b = 0; b < rp.nticks; b++)
 		printf("tick t_ms=%u bytes=%lu gbps=%.3f\n", b * rp.interval_ms,
 		       (unsigned long)ticks[b], ticks[b] * 8.0 / (rp.interval_ms * 1e6));
-	printf("result mode=%s prov=%s size=%lu seconds=%.3f bytes=%lu goodput_gbps=%.3f msgs=%lu "
-	       "msgs_per_s=%.0f sent=%lu errors=%lu dups=%lu\n",
-	       mode_names[rq->mode], prov, (unsigned long)size, rp.seconds,
+	printf("result mode=%s prov=%s size=%lu seconds=%.3f t0=%.6f bytes=%lu goodput_gbps=%.3f "
+	       "msgs=%lu msgs_per_s=%.0f sent=%lu errors=%lu dups=%lu\n",
+	       mode_names[rq->mode], prov, (unsigned long)size, rp.seconds, rp.t0,
 	       (unsigned long)rp.bytes, rp.seconds ? rp.bytes * 8 / rp.seconds / 1e9 : 0,
 	       (unsigned long)rp.msgs, rp.seconds ? rp.msgs / rp.seconds : 0, (unsigned long)sent,
 	       (unsigned long)rp.errors, (unsigned long)rp.dups);
