@@ -31,7 +31,7 @@ out=$(mktemp -d /tmp/test_ab.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 # tools/ab brings the fabric up and down itself (down also when it fails or is killed)
 timeout -k 10 270 tools/ab --scenarios loss1,pathdown,delay0.2 --measures bw64k,bw1m,timeline \
-	-r 1 --seconds 1.5 --switch-s 0.5 \
+	-r 1 --seconds 1.5 --switch-s 0.5 --switches 2 \
 	--verify --stuck-timeout 15 --braid-ab "$build/bench/braid_ab" \
 	--provider-path "$build/providers" -o "$out" >"$out/log" 2>&1
 rc=$?
