@@ -86,6 +86,16 @@ others=$(awk -v p="$busy" '$1 != p { s += $3 + $5 } END { print s + 0 }' "$tmp/l
 "$fabric" set "$busy" loss=0 || fail "set $busy loss=0 failed"
 echo "ok: 50% loss on path $busy dropped $drop of $offered, other paths none, h2 got $got = 3200 - $drop"
 
+# --- loss=100: every packet on the path (nft has no "< 1000000" share of a million) ---
+"$fabric" set "$busy" loss=100 || fail "set $busy loss=100 failed"
+burst all 24000 20
+delta all.0 all.1 >"$tmp/all"
+read -r fwd drop < <(awk -v p="$busy" '$1 == p { print $2, $3 }' "$tmp/all")
+[ "$drop" -ge 80 ] && [ "$fwd" = 0 ] || fail "path $busy at 100% loss forwarded $fwd, dropped $drop"
+[ "$got" = $((1280 - drop)) ] || fail "h2 received $got, expected 1280 - $drop dropped"
+"$fabric" set "$busy" loss=0 || fail "set $busy loss=0 failed"
+echo "ok: 100% loss on path $busy dropped all $drop of its packets, h2 got $got = 1280 - $drop"
+
 # --- delay: 20 ms on the path of a pinned flow ---
 mode=$("$fabric" status | sed -n 's/^delay and loss by //p')
 case $mode in
