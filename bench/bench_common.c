@@ -56,7 +56,7 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 	if (!node)
 		node = getenv("BENCH_NODE") ? getenv("BENCH_NODE") : "127.0.0.1";
 	/* BENCH_SERVICE: a fixed local port (a restarted process comes back at the same address) */
-	TRY(fi_getinfo(FI_VERSION(1, 17), node, getenv("BENCH_SERVICE") ? getenv("BENCH_SERVICE") : "0",
+	TRY(fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node, getenv("BENCH_SERVICE") ? getenv("BENCH_SERVICE") : "0",
 		       FI_SOURCE, hints, &list));
 	for (cur = list; cur && !c->info; cur = cur->next)
 		if (!strcmp(cur->fabric_attr->prov_name, prov))

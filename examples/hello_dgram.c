@@ -86,7 +86,7 @@ int main(void)
 	hints->ep_attr->type = FI_EP_DGRAM;
 	hints->caps = FI_MSG;
 	hints->fabric_attr->prov_name = strdup("braid");
-	CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE, hints, &info));
+	CHECK(fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), "127.0.0.1", "0", FI_SOURCE, hints, &info));
 	printf("provider %s, fabric %s, domain %s, max message %zu bytes\n",
 	       info->fabric_attr->prov_name, info->fabric_attr->name,
 	       info->domain_attr->name, info->ep_attr->max_msg_size);

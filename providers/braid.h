@@ -20,6 +20,7 @@
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
+#include "braid_compat.h"
 #include "braid/braid_list.h"
 #include "braid/braid_map.h"
 #include "braid/braid_pool.h"
@@ -36,8 +37,8 @@
 #define BRAID_PROV_NAME		"braid"
 #define BRAID_MAJOR		0
 #define BRAID_MINOR		1
-#define BRAID_FI_VERSION	FI_VERSION(1, 17)
-#define BRAID_MIN_API		FI_VERSION(1, 5)
+/* the API braid registers with: its headers' (braid_compat.h) */
+#define BRAID_FI_VERSION	BRAID_FI_HDR_VERSION
 #define BRAID_IOV_LIMIT		8
 #define BRAID_DGRAM_HDR		sizeof(struct braid_dgram_hdr)
 #define BRAID_CQ_DATA_SIZE	8

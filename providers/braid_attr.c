@@ -27,6 +27,18 @@
 				 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)
 #define BRAID_RDM_CAPS		(BRAID_RDM_TX_CAPS | BRAID_RDM_RX_CAPS | BRAID_DOMAIN_CAPS)
 #define BRAID_RDM_TX_OP_FLAGS	(BRAID_TX_OP_FLAGS | FI_DELIVERY_COMPLETE)
+/*
+ * What API 2.0 added to the receive side (fi_getinfo(3)), offered to
+ * applications of 2.0 and later only: below 2.0 these bits meant other
+ * things (FI_VARIABLE_MSG, MR flags). FI_DIRECTED_RECV covers tagged and
+ * untagged receives alike; FI_TAGGED_DIRECTED_RECV only tagged ones;
+ * FI_EXACT_DIRECTED_RECV refuses FI_ADDR_UNSPEC as a source; FI_MULTI_RECV
+ * is untagged multi-receive and FI_TAGGED_MULTI_RECV the tagged one.
+ */
+#define BRAID_RDM_RX_CAPS_2	(BRAID_TAGGED_DIRECTED_RECV | BRAID_EXACT_DIRECTED_RECV | \
+				 BRAID_TAGGED_MULTI_RECV)
+/* the primary ones an application gets only by asking; the modifier likewise */
+#define BRAID_RDM_ASKED_ONLY	(FI_RMA_EVENT | BRAID_TAGGED_DIRECTED_RECV | BRAID_EXACT_DIRECTED_RECV)
 
 /* MSG: RoCEv2 RC */
 #define BRAID_MSG_TX_CAPS	(FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
@@ -41,8 +53,8 @@
 static struct fi_tx_attr dgram_tx_attr = {
 	.caps = BRAID_DGRAM_TX_CAPS,
 	.op_flags = 0,
-	.msg_order = FI_ORDER_NONE,
-	.comp_order = FI_ORDER_NONE,
+	.msg_order = BRAID_ORDER_NONE,
+	.comp_order = BRAID_ORDER_NONE,
 	.iov_limit = BRAID_IOV_LIMIT,
 	.rma_iov_limit = 0,
 };
@@ -50,8 +62,8 @@ static struct fi_tx_attr dgram_tx_attr = {
 static struct fi_rx_attr dgram_rx_attr = {
 	.caps = BRAID_DGRAM_RX_CAPS,
 	.op_flags = 0,
-	.msg_order = FI_ORDER_NONE,
-	.comp_order = FI_ORDER_NONE,
+	.msg_order = BRAID_ORDER_NONE,
+	.comp_order = BRAID_ORDER_NONE,
 	.total_buffered_recv = 0,
 	.iov_limit = BRAID_IOV_LIMIT,
 };
@@ -111,7 +123,7 @@ static struct fi_tx_attr rdm_tx_attr = {
 	.caps = BRAID_RDM_TX_CAPS,
 	.op_flags = 0,
 	.msg_order = FI_ORDER_SAS,
-	.comp_order = FI_ORDER_NONE,
+	.comp_order = BRAID_ORDER_NONE,
 	.iov_limit = BRAID_IOV_LIMIT,
 	.rma_iov_limit = 1,
 };
@@ -120,7 +132,7 @@ static struct fi_rx_attr rdm_rx_attr = {
 	.caps = BRAID_RDM_RX_CAPS & ~FI_RMA_EVENT,
 	.op_flags = 0,
 	.msg_order = FI_ORDER_SAS,
-	.comp_order = FI_ORDER_NONE,
+	.comp_order = BRAID_ORDER_NONE,
 	.total_buffered_recv = 0,
 	.iov_limit = BRAID_IOV_LIMIT,
 };
@@ -140,7 +152,7 @@ static struct fi_tx_attr msg_tx_attr = {
 	.caps = BRAID_MSG_TX_CAPS,
 	.op_flags = 0,
 	.msg_order = BRAID_MSG_ORDER,
-	.comp_order = FI_ORDER_NONE,
+	.comp_order = BRAID_ORDER_NONE,
 	.iov_limit = BRAID_RC_IOV_MAX,
 	.rma_iov_limit = 1,
 };
@@ -149,7 +161,7 @@ static struct fi_rx_attr msg_rx_attr = {
 	.caps = BRAID_MSG_RX_CAPS,
 	.op_flags = 0,
 	.msg_order = BRAID_MSG_ORDER,
-	.comp_order = FI_ORDER_NONE,
+	.comp_order = BRAID_ORDER_NONE,
 	.total_buffered_recv = 0,
 	.iov_limit = BRAID_RC_IOV_MAX,
 };
@@ -423,6 +435,18 @@ static const struct ep_kind ep_kinds[] = {
 	  BRAID_ROCE_MAX_HDR + BRAID_ROCE_MAX_TRAILER },
 };
 
+/* the capabilities @k offers an application of API @version */
+static uint64_t kind_caps(const struct ep_kind *k, uint32_t version)
+{
+	return k->caps | (k->type == FI_EP_RDM && braid_api_ge(version, 2, 0) ?
+			  BRAID_RDM_RX_CAPS_2 : 0);
+}
+
+static uint64_t kind_rx_caps(const struct ep_kind *k, uint32_t version)
+{
+	return k->rx_caps | (kind_caps(k, version) & BRAID_RDM_RX_CAPS_2);
+}
+
 /* bytes a keyed endpoint's datagrams carry besides (protocol.md §2.4): hints with a key get them */
 static size_t hints_tag(const struct fi_info *hints)
 {
@@ -454,6 +478,9 @@ static int auth_key_hint(const uint8_t *key, size_t size)
 {
 	struct braid_auth a;
 
+	/* FI_AV_AUTH_KEY (1.20): keys kept in the AV, one a peer; braid has one an endpoint */
+	if (size == SIZE_MAX)
+		return -FI_ENODATA;
 	return braid_auth_attr(&a, key, size);
 }
 
@@ -486,7 +513,7 @@ static bool tx_attr_ok(const struct ep_kind *k, const struct fi_tx_attr *h, size
 	if (h->op_flags & ~k->tx_op_flags)
 		return false;
 	if (!order_ok(h->msg_order, k->tmpl->tx_attr->msg_order) ||
-	    (h->comp_order & ~FI_ORDER_NONE))
+	    (h->comp_order & ~BRAID_ORDER_NONE))
 		return false;
 	if (h->inject_size > inject || h->size > braid_cfg.tx_size ||
 	    h->iov_limit > k->tmpl->tx_attr->iov_limit ||
@@ -495,16 +522,16 @@ static bool tx_attr_ok(const struct ep_kind *k, const struct fi_tx_attr *h, size
 	return true;
 }
 
-static bool rx_attr_ok(const struct ep_kind *k, const struct fi_rx_attr *h)
+static bool rx_attr_ok(const struct ep_kind *k, const struct fi_rx_attr *h, uint32_t version)
 {
 	if (!h)
 		return true;
-	if (h->caps & ~(k->rx_caps | BRAID_DOMAIN_CAPS))
+	if (h->caps & ~(kind_rx_caps(k, version) | BRAID_DOMAIN_CAPS))
 		return false;
 	if (h->op_flags & ~k->rx_op_flags)
 		return false;
 	if (!order_ok(h->msg_order, k->tmpl->rx_attr->msg_order) ||
-	    (h->comp_order & ~FI_ORDER_NONE))
+	    (h->comp_order & ~BRAID_ORDER_NONE))
 		return false;
 	if (h->total_buffered_recv > 0 || h->size > braid_cfg.rx_size ||
 	    h->iov_limit > k->tmpl->rx_attr->iov_limit)
@@ -512,13 +539,44 @@ static bool rx_attr_ok(const struct ep_kind *k, const struct fi_rx_attr *h)
 	return true;
 }
 
-static bool progress_ok(enum fi_progress p)
+/*
+ * The progress hints braid meets (fi_domain(3) "Progress Models"). braid
+ * progresses when the application calls in (manual), or with its progress
+ * thread also on its own (automatic data progress); control operations
+ * progress with data calls, which is what FI_PROGRESS_CONTROL_UNIFIED
+ * (1.21 on) names. From 2.0 the one field "progress" (data_progress's
+ * other name) is the model of both, and control_progress is not read.
+ */
+static bool data_progress_ok(enum fi_progress p, uint32_t version)
 {
-	return p == FI_PROGRESS_UNSPEC || p == FI_PROGRESS_MANUAL;
+	if (p == FI_PROGRESS_AUTO)
+		return braid_cfg.progress_us > 0;	/* the progress thread (braid_progress.c) */
+	if (p == FI_PROGRESS_UNSPEC || p == FI_PROGRESS_MANUAL)
+		return true;
+	/* 2.0: CONTROL_UNIFIED in the one field implies manual progress */
+	return braid_api_ge(version, 2, 0) && (int)p == BRAID_PROGRESS_CONTROL_UNIFIED;
+}
+
+static bool progress_ok(const struct fi_domain_attr *h, uint32_t version)
+{
+	enum fi_progress c = h->control_progress;
+
+	if (!data_progress_ok(h->data_progress, version))
+		return false;
+	if (braid_api_ge(version, 2, 0))
+		return true;
+	return c == FI_PROGRESS_UNSPEC || c == FI_PROGRESS_MANUAL ||
+	       (braid_api_ge(version, 1, 21) && (int)c == BRAID_PROGRESS_CONTROL_UNIFIED);
+}
+
+/* braid's domains are thread safe: any threading model is met (FI_THREAD_DOMAIN lets them drop locks) */
+static bool threading_ok(enum fi_threading t)
+{
+	return t >= FI_THREAD_UNSPEC && t <= FI_THREAD_ENDPOINT;
 }
 
 static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr *h,
-			   const char *ifname)
+			   const char *ifname, uint32_t version)
 {
 	const struct fi_domain_attr *t = k->tmpl->domain_attr;
 
@@ -526,10 +584,9 @@ static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr 
 		return true;
 	if (h->name && strcmp(h->name, ifname))
 		return false;
-	/* data progress is automatic with the progress thread (braid_progress.c) */
-	if (!progress_ok(h->control_progress) ||
-	    !(progress_ok(h->data_progress) ||
-	      (h->data_progress == FI_PROGRESS_AUTO && braid_cfg.progress_us > 0)))
+	if (!progress_ok(h, version) || !threading_ok(h->threading))
+		return false;
+	if (!braid_domain_attr_new_fields_ok(h))
 		return false;
 	if (h->caps & ~BRAID_DOMAIN_CAPS)
 		return false;
@@ -543,7 +600,25 @@ static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr 
 	return true;
 }
 
-static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size_t max_msg)
+/*
+ * A mem_tag_format braid meets: any mask of the 64 tag bits; from API 2.0
+ * also the formats FI_TAG_BITS (0), FI_TAG_MPI and FI_TAG_CCL, which are
+ * particular uses of those bits (fi_endpoint(3)); other values below
+ * FI_TAG_MAX_FORMAT name no format.
+ */
+static bool tag_format_ok(const struct ep_kind *k, uint64_t fmt, uint32_t version)
+{
+	if (!fmt)
+		return true;
+	if (!k->tmpl->ep_attr->mem_tag_format)
+		return false;
+	if (braid_api_ge(version, 2, 0) && fmt < BRAID_TAG_MAX_FORMAT)
+		return fmt == BRAID_TAG_MPI || fmt == BRAID_TAG_CCL;
+	return true;
+}
+
+static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size_t max_msg,
+		       uint32_t version)
 {
 	if (!h)
 		return true;
@@ -559,7 +634,7 @@ static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size
 	if (h->tx_ctx_cnt > 1 ||
 	    (h->rx_ctx_cnt > 1 && !(h->rx_ctx_cnt == FI_SHARED_CONTEXT && k->type == FI_EP_MSG)))
 		return false;
-	if ((h->mem_tag_format && !k->tmpl->ep_attr->mem_tag_format) ||
+	if (!tag_format_ok(k, h->mem_tag_format, version) ||
 	    h->max_order_raw_size > k->tmpl->ep_attr->max_order_raw_size ||
 	    h->max_order_war_size > k->tmpl->ep_attr->max_order_war_size ||
 	    h->max_order_waw_size > k->tmpl->ep_attr->max_order_waw_size)
@@ -568,22 +643,17 @@ static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size
 }
 
 /* Checks that do not depend on the interface. */
-static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints)
+static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints, uint32_t version)
 {
 	if (!hints)
 		return true;
-	if (hints->caps & ~k->caps)
+	if (hints->caps & ~kind_caps(k, version))
 		return false;
 	if (k->tmpl->mode & ~hints->mode)
 		return false;	/* a mode braid needs that the application does not support */
-	switch (hints->addr_format) {
-	case FI_FORMAT_UNSPEC:
-	case FI_SOCKADDR:
-	case FI_SOCKADDR_IN:
-		break;
-	default:
+	if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR &&
+	    hints->addr_format != FI_SOCKADDR_IN && hints->addr_format != BRAID_SOCKADDR_IP)
 		return false;
-	}
 	if (hints->src_addr && (hints->src_addrlen < sizeof(struct sockaddr_in) ||
 	    ((struct sockaddr *)hints->src_addr)->sa_family != AF_INET))
 		return false;
@@ -593,9 +663,35 @@ static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints)
 	if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
 	    hints->ep_attr->type != k->type)
 		return false;
-	if (!rx_attr_ok(k, hints->rx_attr))
+	if (!rx_attr_ok(k, hints->rx_attr, version))
 		return false;
 	return true;
+}
+
+/*
+ * The capabilities an entry of @k gets for @hints (fi_getinfo(3)): what was
+ * asked, or without a request all but the ones given only when asked.
+ * A primary capability asked without a direction gets every direction
+ * braid has for it (FI_MSG and FI_TAGGED: FI_SEND and FI_RECV; FI_RMA and
+ * FI_ATOMIC: FI_READ, FI_WRITE, FI_REMOTE_READ and FI_REMOTE_WRITE), as
+ * libfabric's providers answer: an endpoint that asks for FI_RMA and
+ * FI_RMA_EVENT learns from the entry which remote events it may count.
+ */
+static uint64_t kind_caps_for(const struct ep_kind *k, const struct fi_info *hints,
+			      uint32_t version)
+{
+	const uint64_t msg_dir = FI_SEND | FI_RECV;
+	const uint64_t rma_dir = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	uint64_t have = kind_caps(k, version), caps;
+
+	if (!hints || !hints->caps)
+		return have & ~BRAID_RDM_ASKED_ONLY;
+	caps = hints->caps;
+	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & msg_dir))
+		caps |= have & msg_dir;
+	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & rma_dir))
+		caps |= have & rma_dir;
+	return caps;
 }
 
 /*
@@ -614,7 +710,7 @@ static bool mr_fit(const struct ep_kind *k, const struct fi_info *hints, uint32_
 			     FI_REMOTE_WRITE;
 	int need = k->tmpl->domain_attr->mr_mode, have;
 
-	*caps = hints && hints->caps ? hints->caps : k->caps & ~FI_RMA_EVENT;
+	*caps = kind_caps_for(k, hints, version);
 	*mr_mode = 0;
 	if (!need || !(*caps & rma))
 		return true;
@@ -623,11 +719,11 @@ static bool mr_fit(const struct ep_kind *k, const struct fi_info *hints, uint32_
 		return true;
 	}
 	have = hints->domain_attr->mr_mode;
-	if (have == FI_MR_BASIC || (FI_VERSION_LT(version, FI_VERSION(1, 5)) && have == FI_MR_UNSPEC)) {
-		*mr_mode = FI_MR_BASIC;
+	if (have == BRAID_MR_BASIC || (FI_VERSION_LT(version, FI_VERSION(1, 5)) && have == BRAID_MR_UNSPEC)) {
+		*mr_mode = BRAID_MR_BASIC;
 		return true;
 	}
-	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && !(have & (FI_MR_BASIC | FI_MR_SCALABLE)) &&
+	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && !(have & (BRAID_MR_BASIC | BRAID_MR_SCALABLE)) &&
 	    (have & need) == need) {
 		*mr_mode = need;
 		return true;
@@ -638,7 +734,7 @@ static bool mr_fit(const struct ep_kind *k, const struct fi_info *hints, uint32_
 	return true;
 }
 
-static bool iface_ok(const struct ep_kind *k, const struct fi_info *hints,
+static bool iface_ok(const struct ep_kind *k, const struct fi_info *hints, uint32_t version,
 		     const struct braid_iface *ifc, const char *fabric_name)
 {
 	if (!hints)
@@ -646,8 +742,8 @@ static bool iface_ok(const struct ep_kind *k, const struct fi_info *hints,
 	if (hints->fabric_attr && hints->fabric_attr->name &&
 	    strcmp(hints->fabric_attr->name, fabric_name))
 		return false;
-	return domain_attr_ok(k, hints->domain_attr, ifc->name) &&
-	       ep_attr_ok(k, hints->ep_attr, kind_max_msg(k, ifc, hints_tag(hints))) &&
+	return domain_attr_ok(k, hints->domain_attr, ifc->name, version) &&
+	       ep_attr_ok(k, hints->ep_attr, kind_max_msg(k, ifc, hints_tag(hints)), version) &&
 	       tx_attr_ok(k, hints->tx_attr, kind_inject(k, ifc, hints_tag(hints)));
 }
 
@@ -679,6 +775,14 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	info->tx_attr->inject_size = kind_inject(k, ifc, hints_tag(hints));
 	info->tx_attr->size = braid_cfg.tx_size;
 	info->rx_attr->size = braid_cfg.rx_size;
+	braid_domain_attr_new_fields(info->domain_attr);
+	if (!hints || !hints->caps) {
+		/* the capabilities of this API, as the caps hint would have them */
+		uint64_t caps = kind_caps_for(k, NULL, version);
+
+		info->caps = caps;
+		info->rx_attr->caps = caps & kind_rx_caps(k, version);
+	}
 
 	info->src_addr = dup_sin(src);
 	if (!info->src_addr)
@@ -705,7 +809,7 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	info->caps = caps;
 	/* domain capabilities are the domain's, not the transmit or receive context's */
 	info->tx_attr->caps = caps & k->tx_caps;
-	info->rx_attr->caps = caps & k->rx_caps;
+	info->rx_attr->caps = caps & kind_rx_caps(k, version);
 	info->domain_attr->caps = caps & BRAID_DOMAIN_CAPS;
 	info->domain_attr->mr_mode = mr_mode;
 	if (hints->addr_format == FI_SOCKADDR)
@@ -740,9 +844,16 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 			info->domain_attr->resource_mgmt = h->resource_mgmt;
 		if (h->av_type)
 			info->domain_attr->av_type = h->av_type;
-		if (h->data_progress == FI_PROGRESS_AUTO)
-			info->domain_attr->data_progress = FI_PROGRESS_AUTO;
+		if (h->data_progress)
+			info->domain_attr->data_progress = h->data_progress;
+		/* 2.0: one model for both (fi_domain(3)); before, control's own */
+		if (braid_api_ge(version, 2, 0) && h->data_progress)
+			info->domain_attr->control_progress = h->data_progress;
+		else if (!braid_api_ge(version, 2, 0) && h->control_progress)
+			info->domain_attr->control_progress = h->control_progress;
 	}
+	if (hints->ep_attr && hints->ep_attr->mem_tag_format)
+		info->ep_attr->mem_tag_format = hints->ep_attr->mem_tag_format;
 	return info;
 err:
 	fi_freeinfo(info);
@@ -760,8 +871,6 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 	int ret;
 
 	*info = NULL;
-	if (version < BRAID_MIN_API)
-		return -FI_ENODATA;
 	/* authorization keys: every endpoint type takes one (protocol.md §2.4) */
 	if (hints && hints->domain_attr) {
 		ret = auth_key_hint(hints->domain_attr->auth_key, hints->domain_attr->auth_key_size);
@@ -774,7 +883,7 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 			return ret;
 	}
 	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++)
-		any_kind |= hints_ok(&ep_kinds[k], hints);
+		any_kind |= hints_ok(&ep_kinds[k], hints, version);
 	if (!any_kind)
 		return -FI_ENODATA;
 
@@ -823,7 +932,7 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++) {
 		const struct ep_kind *kind = &ep_kinds[k];
 
-		if (!hints_ok(kind, hints))
+		if (!hints_ok(kind, hints, version))
 			continue;
 		for (i = 0; i < nifs; i++) {
 			struct sockaddr_in if_src = src;
@@ -834,7 +943,7 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 			if (ifs[i].mtu_payload <= kind->hdr + 64)
 				continue;
 			iface_fabric_name(&ifs[i], fabric_name, sizeof(fabric_name));
-			if (!iface_ok(kind, hints, &ifs[i], fabric_name) ||
+			if (!iface_ok(kind, hints, version, &ifs[i], fabric_name) ||
 			    !mr_fit(kind, hints, version, &(uint64_t){ 0 }, &(int){ 0 }))
 				continue;
 			if_src.sin_addr = ifs[i].addr;
@@ -866,9 +975,11 @@ int braid_check_info(const struct fi_info *info)
 	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++) {
 		if (info->ep_attr->type != ep_kinds[k].type)
 			continue;
-		if (info->caps & ~ep_kinds[k].caps)
+		if (info->caps & ~kind_caps(&ep_kinds[k], info->fabric_attr ?
+				info->fabric_attr->api_version : BRAID_FI_VERSION))
 			return -FI_ENODATA;
-		if (!rx_attr_ok(&ep_kinds[k], info->rx_attr))
+		if (!rx_attr_ok(&ep_kinds[k], info->rx_attr, info->fabric_attr ?
+				info->fabric_attr->api_version : BRAID_FI_VERSION))
 			return -FI_EINVAL;
 		return 0;
 	}

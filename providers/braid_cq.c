@@ -333,9 +333,14 @@ static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf, ui
 	cq->err_count--;
 	cq_unlock(cq);
 	e = braid_container_of(node, struct braid_cq_err, node);
-	/* fi_cq(3), API >= 1.5: err_data/err_data_size are the caller's; braid has no err_data */
+	/*
+	 * fi_cq(3), API >= 1.5: err_data/err_data_size are the caller's; braid
+	 * has no err_data. The struct is the application's, as long as its API
+	 * has it (braid_cq_err_entry_size).
+	 */
 	user_data = buf->err_data;
-	*buf = e->err;
+	braid_cq_err_set_src(&e->err, e->src);
+	memcpy(buf, &e->err, braid_cq_err_entry_size(cq->domain->fabric->fabric_fid.api_version));
 	buf->err_data = user_data;
 	buf->err_data_size = 0;
 	free(e);

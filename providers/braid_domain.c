@@ -35,7 +35,7 @@ static int domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return -FI_EINVAL;
 	if (bfid->fclass != FI_CLASS_EQ)
 		return -FI_EINVAL;
-	if (flags & FI_REG_MR)
+	if (flags & BRAID_REG_MR)
 		return -FI_ENOSYS;	/* MR registration completes synchronously */
 	if (flags)
 		return -FI_EBADFLAGS;

@@ -37,7 +37,7 @@ static int mr_mode(const struct braid_domain *dom)
 {
 	int m = dom->info->domain_attr->mr_mode;
 
-	return m == FI_MR_BASIC ? FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY : m;
+	return m == BRAID_MR_BASIC ? FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY : m;
 }
 
 /* An unguessable key: 64 random bits, never 0, unique in the domain. */

@@ -787,6 +787,22 @@ static ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t
 
 /* ---- receives ---- */
 
+/*
+ * Whether a receive's source address is honoured (fi_getinfo(3)):
+ * FI_DIRECTED_RECV for every receive; from API 2.0 FI_TAGGED_DIRECTED_RECV
+ * for tagged ones only, and FI_EXACT_DIRECTED_RECV, which alone directs
+ * both kinds and with FI_TAGGED_DIRECTED_RECV only tagged ones, and makes
+ * FI_ADDR_UNSPEC an invalid source.
+ */
+static bool rdm_directed(uint64_t caps, bool tagged)
+{
+	if (caps & FI_DIRECTED_RECV)
+		return true;
+	if (tagged)
+		return caps & (BRAID_TAGGED_DIRECTED_RECV | BRAID_EXACT_DIRECTED_RECV);
+	return (caps & BRAID_EXACT_DIRECTED_RECV) && !(caps & BRAID_TAGGED_DIRECTED_RECV);
+}
+
 static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
 			fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
 			uint64_t flags, bool tagged)
@@ -800,18 +816,27 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		return -FI_EOPBADSTATE;
 	if (count > BRAID_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
-	if ((flags & FI_MULTI_RECV) && (tagged || count != 1 || !(ep->info->caps & FI_MULTI_RECV)))
-		return tagged ? -FI_EBADFLAGS : -FI_EINVAL;	/* fi_msg(3): one buffer, untagged */
+	if (flags & FI_MULTI_RECV) {
+		/* fi_msg(3), fi_tagged(3): one buffer; tagged only with FI_TAGGED_MULTI_RECV (2.0) */
+		uint64_t cap = tagged ? BRAID_TAGGED_MULTI_RECV : FI_MULTI_RECV;
+
+		if (!(ep->info->caps & cap))
+			return tagged ? -FI_EBADFLAGS : -FI_EINVAL;
+		if (count != 1)
+			return -FI_EINVAL;
+	}
 	if ((flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) && !tagged)
 		return -FI_EBADFLAGS;	/* fi_tagged(3) flags */
 	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
 		return -FI_EBADFLAGS;
 	if (flags & ~(RDM_RX_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD))
 		return -FI_EBADFLAGS;
-	/* FI_DIRECTED_RECV: only from @src */
-	if (src != FI_ADDR_UNSPEC && (ep->info->caps & FI_DIRECTED_RECV) &&
-	    braid_rdm_peer(ep, src, &req.peer))
-		return -FI_EINVAL;
+	/* FI_DIRECTED_RECV and 2.0's kinds of it: only from @src */
+	if (rdm_directed(ep->info->caps, tagged)) {
+		if (src == FI_ADDR_UNSPEC ? !!(ep->info->caps & BRAID_EXACT_DIRECTED_RECV) :
+		    braid_rdm_peer(ep, src, &req.peer) != 0)
+			return -FI_EINVAL;
+	}
 	if (tagged)
 		req.flags |= BRAID_RD_TAGGED;
 	if (!ep->rx_cq || (ep->rx_selective && !(flags & FI_COMPLETION)))

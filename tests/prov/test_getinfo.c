@@ -239,16 +239,42 @@ Test(fi_getinfo, addr_format_sockaddr_in_accepted)
 	fi_freeinfo(hints);
 }
 
-Test(fi_getinfo, api_version_1_4)
+/*
+ * Any API an application asks for is answered (fi_getinfo(3): MPICH's first
+ * call asks for 0.0), with that API's semantics: before 1.5 an RMA entry's
+ * MR mode is FI_MR_BASIC, which an mr_mode of 0 (FI_MR_UNSPEC) accepts.
+ */
+Test(fi_getinfo, api_versions_before_1_5_get_basic_mr_mode)
 {
-	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info = NULL;
-	int ret;
+	static const uint32_t old[] = { FI_VERSION(0, 0), FI_VERSION(1, 4) };
+	size_t i;
 
-	ret = fi_getinfo(FI_VERSION(1, 4), NULL, NULL, 0, hints, &info);
-	cr_expect_eq(ret, -FI_ENODATA, "fi_getinfo(1.4) = %d", ret);
-	if (!ret)
+	for (i = 0; i < sizeof(old) / sizeof(old[0]); i++) {
+		struct fi_info *hints = pt_hints(FI_EP_RDM), *info = NULL;
+		int ret;
+
+		hints->caps = FI_MSG | FI_RMA;
+		hints->domain_attr->mr_mode = 0;
+		ret = fi_getinfo(old[i], NULL, NULL, 0, hints, &info);
+		cr_assert_eq(ret, 0, "fi_getinfo(%u.%u) = %d", FI_MAJOR(old[i]), FI_MINOR(old[i]),
+			     ret);
+		cr_expect(!strncmp(info->fabric_attr->prov_name, "braid", 5));
+		cr_expect_eq(info->fabric_attr->api_version, old[i]);
+		cr_expect(info->caps & FI_RMA);
+		cr_expect_eq(info->domain_attr->mr_mode, BRAID_MR_BASIC);
 		fi_freeinfo(info);
-	fi_freeinfo(hints);
+		fi_freeinfo(hints);
+	}
+}
+
+/* from 1.5 on, mr_mode 0 says the application supports no mode: no RMA entry for braid's RDM */
+Test(fi_getinfo, api_1_5_and_later_mr_mode_0_has_no_rma)
+{
+	struct fi_info *hints = pt_hints(FI_EP_RDM);
+
+	hints->caps = FI_MSG | FI_RMA;
+	hints->domain_attr->mr_mode = 0;
+	expect_nodata(hints, "FI_RMA with mr_mode 0 at API >= 1.5");
 }
 
 /* automatic data progress: the progress thread's, echoed; without the thread none */
@@ -272,14 +298,6 @@ Test(fi_getinfo, data_progress_auto_without_the_progress_thread)
 	setenv("FI_BRAID_PROGRESS_US", "0", 1);	/* read when the provider loads, in this process */
 	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
 	expect_nodata(hints, "data_progress FI_PROGRESS_AUTO without the thread");
-}
-
-Test(fi_getinfo, control_progress_auto)
-{
-	struct fi_info *hints = pt_hints(FI_EP_DGRAM);
-
-	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
-	expect_nodata(hints, "control_progress FI_PROGRESS_AUTO");
 }
 
 Test(fi_getinfo, progress_manual_accepted)

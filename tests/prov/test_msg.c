@@ -231,9 +231,9 @@ Test(fi_getinfo, msg_entry_is_rc_with_true_attributes)
 	fi_freeinfo(none);
 	none = NULL;
 	hints->caps = FI_MSG | FI_RMA;
-	hints->domain_attr->mr_mode = FI_MR_BASIC;
+	hints->domain_attr->mr_mode = BRAID_MR_BASIC;
 	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &none), 0);
-	cr_assert_eq(none->domain_attr->mr_mode, FI_MR_BASIC);
+	cr_assert_eq(none->domain_attr->mr_mode, BRAID_MR_BASIC);
 	cr_assert(none->caps & FI_RMA);
 	fi_freeinfo(none);
 	none = NULL;

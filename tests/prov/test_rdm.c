@@ -8,13 +8,14 @@ struct rdm {
 	struct pt_ep a, b;
 };
 
-static struct fi_info *rdm_info(void)
+/* braid's RDM entry for an application of API @version asking for @caps */
+static struct fi_info *rdm_info_for(uint32_t version, uint64_t caps)
 {
 	struct fi_info *hints = pt_hints(FI_EP_RDM), *list = NULL, *info;
 	int ret;
 
-	hints->caps = FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV | FI_MULTI_RECV;
-	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &list);
+	hints->caps = caps;
+	ret = fi_getinfo(version, "127.0.0.1", "0", FI_SOURCE, hints, &list);
 	fi_freeinfo(hints);
 	cr_assert_eq(ret, 0, "fi_getinfo(braid RDM) = %d", ret);
 	/* "braid" gives braid's own endpoint first (not ofi_rxd layered over braid) */
@@ -24,10 +25,17 @@ static struct fi_info *rdm_info(void)
 	return info;
 }
 
-static void rdm_open(struct rdm *r, bool cntrs)
+static struct fi_info *rdm_info(void)
+{
+	return rdm_info_for(PT_VERSION, FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV |
+					FI_MULTI_RECV);
+}
+
+/* the pair @r of @info's endpoints, a and b, each with CQs (and counters) */
+static void rdm_open_info(struct rdm *r, struct fi_info *info, bool cntrs)
 {
 	memset(r, 0, sizeof(*r));
-	r->d.info = rdm_info();
+	r->d.info = info;
 	cr_assert_eq(fi_fabric(r->d.info->fabric_attr, &r->d.fabric, NULL), 0);
 	cr_assert_eq(fi_domain(r->d.fabric, r->d.info, &r->d.domain, NULL), 0);
 	pt_ep_create(&r->d, &r->a, NULL);
@@ -42,6 +50,11 @@ static void rdm_open(struct rdm *r, bool cntrs)
 	pt_ep_connect(&r->b, &r->a);
 	pt_ep_enable(&r->a);
 	pt_ep_enable(&r->b);
+}
+
+static void rdm_open(struct rdm *r, bool cntrs)
+{
+	rdm_open_info(r, rdm_info(), cntrs);
 }
 
 static void rdm_close(struct rdm *r)
@@ -906,3 +919,113 @@ Test(fi_tsend, a_message_waiting_for_its_receive_holds_back_later_ones_not_the_p
 		cr_assert_eq(memcmp(small[i], smalldst[i], 8), 0, "message %zu intact, in order", i + 1);
 	rdm_close(&r);
 }
+
+#if BRAID_FI_HDR_GE(2, 0)
+/*
+ * API 2.0's receive capabilities (fi_getinfo(3), fi_tagged(3)):
+ * FI_TAGGED_MULTI_RECV lets one tagged receive take many messages, as
+ * FI_MULTI_RECV does for untagged ones; without it a tagged multi-receive
+ * is a bad flag.
+ */
+Test(fi_trecvmsg, tagged_multi_recv_buffer_takes_many_tagged_messages)
+{
+	static uint8_t pool[2048], src[3][300];
+	struct fi_context ctx;
+	struct fi_cq_tagged_entry e;
+	struct iovec iov = { pool, sizeof(pool) };
+	struct fi_msg_tagged msg = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+				     .tag = 0x77, .ignore = 0, .context = &ctx };
+	struct rdm r, plain;
+	int i;
+
+	rdm_open(&plain, false);
+	cr_assert_eq(fi_trecvmsg(plain.b.ep, &msg, FI_MULTI_RECV), -FI_EBADFLAGS,
+		     "no FI_TAGGED_MULTI_RECV: a tagged multi-receive is refused");
+	rdm_close(&plain);
+
+	rdm_open_info(&r, rdm_info_for(PT_VERSION, FI_TAGGED | FI_TAGGED_MULTI_RECV), false);
+	cr_assert(r.d.info->caps & FI_TAGGED_MULTI_RECV);
+	cr_assert_eq(fi_trecvmsg(r.b.ep, &msg, FI_MULTI_RECV), 0);
+	for (i = 0; i < 3; i++) {
+		memset(src[i], 'x' + i, sizeof(src[i]));
+		cr_assert_eq(fi_tsend(r.a.ep, src[i], sizeof(src[i]), NULL, r.a.peer, 0x77, NULL), 0);
+	}
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 5000), 1, "message %d", i);
+		cr_assert(e.flags & FI_TAGGED);
+		cr_assert_eq(e.tag, 0x77);
+		cr_assert_eq(e.len, 300);
+		cr_assert_eq(e.buf, pool + 300 * i, "message %d placed after the previous one", i);
+		cr_assert_eq(((uint8_t *)e.buf)[299], 'x' + i);
+		cr_assert_eq(e.op_context, &ctx);
+	}
+	/* a message of another tag does not go into it */
+	cr_assert_eq(fi_tsend(r.a.ep, src[0], 10, NULL, r.a.peer, 0x78, NULL), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 300), -FI_EAGAIN);
+	cr_assert_eq(fi_cancel(&r.b.ep->fid, &ctx), 0);
+	{
+		struct fi_cq_err_entry err;
+
+		cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, &err, 2000), -FI_EAVAIL);
+		cr_assert_eq(err.err, FI_ECANCELED);
+		cr_assert(err.flags & FI_MULTI_RECV, "the buffer is handed back");
+	}
+	rdm_close(&r);
+}
+
+/*
+ * FI_TAGGED_DIRECTED_RECV directs tagged receives only: an untagged
+ * receive naming a source takes a message from anyone, a tagged one only
+ * from its source. FI_EXACT_DIRECTED_RECV refuses FI_ADDR_UNSPEC.
+ */
+Test(fi_trecv, tagged_directed_recv_directs_tagged_receives_only)
+{
+	uint8_t buf[2][32] = { { 0 } };
+	struct fi_cq_tagged_entry e;
+	struct pt_ep c;
+	fi_addr_t src;
+	struct rdm r;
+
+	rdm_open_info(&r, rdm_info_for(PT_VERSION, FI_MSG | FI_TAGGED | FI_SOURCE |
+				       FI_TAGGED_DIRECTED_RECV), false);
+	cr_assert(r.d.info->caps & FI_TAGGED_DIRECTED_RECV);
+	cr_assert_eq(r.d.info->caps & FI_DIRECTED_RECV, 0);
+	/* c: a third endpoint, a stranger to b's receives */
+	pt_ep_create(&r.d, &c, NULL);
+	pt_ep_bind_cqs(&r.d, &c, FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE, 0, 0);
+	pt_ep_connect(&c, &r.b);
+	pt_ep_enable(&c);
+
+	/* untagged, naming a: c's message lands in it */
+	cr_assert_eq(fi_recv(r.b.ep, buf[0], sizeof(buf[0]), NULL, r.b.peer, (void *)1), 0);
+	cr_assert_eq(fi_send(c.ep, "from c", 7, NULL, c.peer, NULL), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, &src, NULL, 5000), 1);
+	cr_assert_eq(e.op_context, (void *)1);
+	cr_assert_str_eq((char *)buf[0], "from c");
+	cr_assert_neq(src, r.b.peer, "the message was c's");
+	/* tagged, naming a: c's message of the same tag waits, a's is taken */
+	cr_assert_eq(fi_trecv(r.b.ep, buf[1], sizeof(buf[1]), NULL, r.b.peer, 9, 0, (void *)2), 0);
+	cr_assert_eq(fi_tsend(c.ep, "c tagged", 9, NULL, c.peer, 9, NULL), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 300), -FI_EAGAIN);
+	cr_assert_eq(fi_tsend(r.a.ep, "a tagged", 9, NULL, r.a.peer, 9, NULL), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, &src, NULL, 5000), 1);
+	cr_assert_eq(e.op_context, (void *)2);
+	cr_assert_str_eq((char *)buf[1], "a tagged");
+	cr_assert_eq(src, r.b.peer);
+	/* c's is still there for a receive from anyone */
+	cr_assert_eq(fi_trecv(r.b.ep, buf[1], sizeof(buf[1]), NULL, FI_ADDR_UNSPEC, 9, 0,
+			      (void *)3), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 5000), 1);
+	cr_assert_str_eq((char *)buf[1], "c tagged");
+	pt_ep_close(&c);
+	rdm_close(&r);
+
+	rdm_open_info(&r, rdm_info_for(PT_VERSION, FI_MSG | FI_TAGGED | FI_DIRECTED_RECV |
+				       FI_EXACT_DIRECTED_RECV), false);
+	cr_assert(r.d.info->caps & FI_EXACT_DIRECTED_RECV);
+	cr_assert_eq(fi_trecv(r.b.ep, buf[0], 8, NULL, FI_ADDR_UNSPEC, 1, 0, NULL), -FI_EINVAL);
+	cr_assert_eq(fi_recv(r.b.ep, buf[0], 8, NULL, FI_ADDR_UNSPEC, NULL), -FI_EINVAL);
+	cr_assert_eq(fi_recv(r.b.ep, buf[0], 8, NULL, r.b.peer, NULL), 0);
+	rdm_close(&r);
+}
+#endif

@@ -391,7 +391,7 @@ Test(fi_getinfo, rdm_rma_atomic_entry)
 	/* fi_domain(3): "A provider will clear an mr_mode bit if it is not needed." */
 	cr_assert_eq(info->domain_attr->mr_mode & FI_MR_LOCAL, 0, "FI_MR_LOCAL echoed: mr_mode %#x",
 		     info->domain_attr->mr_mode);
-	cr_assert_eq(info->domain_attr->mr_mode & (FI_MR_BASIC | FI_MR_SCALABLE), 0);
+	cr_assert_eq(info->domain_attr->mr_mode & (BRAID_MR_BASIC | BRAID_MR_SCALABLE), 0);
 	cr_assert_eq(info->mode & FI_RX_CQ_DATA, 0, "FI_RX_CQ_DATA was not offered");
 	fi_freeinfo(list);
 
