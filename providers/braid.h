@@ -268,6 +268,15 @@ struct braid_domain {
 	uint64_t pt_passes;
 	/** @auth: the default authorization key (domain_attr.auth_key) as the wire uses it. */
 	struct braid_auth auth;
+	/**
+	 * @trigs: triggered transfers held for their counters (struct
+	 * braid_trig, braid_trigger.c), in threshold order, under @trig_lock;
+	 * @trig_count: how many (read without the lock); @trig_pump: held by
+	 * the one thread posting the due ones.
+	 */
+	struct braid_dlist trigs;
+	pthread_mutex_t trig_lock, trig_pump;
+	atomic_size_t trig_count;
 };
 
 /*
@@ -650,6 +659,8 @@ struct braid_ep {
 	struct braid_srx *srx;
 	struct braid_eq *eq;
 	uint64_t tx_op_flags, rx_op_flags;
+	/** @trig_held: its triggered transfers held (braid_trigger.c); @aliases: its open aliases. */
+	atomic_int trig_held, aliases;
 	/** @wire: the wire endpoint (opened at fi_endpoint, re-opened by setname). */
 	struct braid_wire *wire;
 	const struct braid_wire_ops *wire_ops;
@@ -863,6 +874,61 @@ void braid_progress_stop(struct braid_domain *dom);
 void braid_progress_halt_all(void);
 /* Milliseconds until the earliest engine timer of @set's endpoints (-1: none); no lock held. */
 int braid_epset_timer_ms(struct braid_epset *set);
+
+/*
+ * An alias of an RDM endpoint (fi_ep_alias, fi_endpoint(3)): the same
+ * endpoint, with default flags of its own. Its data calls are the
+ * endpoint's (braid_ep_of() finds the endpoint, braid_ep_tx_flags() the
+ * flags); it must be closed before the endpoint.
+ */
+struct braid_ep_alias {
+	struct fid_ep ep_fid;
+	struct braid_ep *ep;
+	uint64_t tx_op_flags, rx_op_flags;
+};
+
+extern struct fi_ops braid_alias_fi_ops;
+
+static inline struct braid_ep *braid_ep_of(struct fid_ep *ep_fid)
+{
+	if (ep_fid->fid.ops == &braid_alias_fi_ops)
+		return braid_container_of(ep_fid, struct braid_ep_alias, ep_fid)->ep;
+	return braid_container_of(ep_fid, struct braid_ep, ep_fid);
+}
+
+/* the default flags of the data calls made through @ep_fid (an endpoint or an alias) */
+static inline uint64_t braid_ep_tx_flags(struct fid_ep *ep_fid)
+{
+	if (ep_fid->fid.ops == &braid_alias_fi_ops)
+		return braid_container_of(ep_fid, struct braid_ep_alias, ep_fid)->tx_op_flags;
+	return braid_container_of(ep_fid, struct braid_ep, ep_fid)->tx_op_flags;
+}
+
+static inline uint64_t braid_ep_rx_flags(struct fid_ep *ep_fid)
+{
+	if (ep_fid->fid.ops == &braid_alias_fi_ops)
+		return braid_container_of(ep_fid, struct braid_ep_alias, ep_fid)->rx_op_flags;
+	return braid_container_of(ep_fid, struct braid_ep, ep_fid)->rx_op_flags;
+}
+
+/* braid_trigger.c: triggered transfers (fi_trigger(3)) of RDM endpoints */
+ssize_t braid_trig_msg(struct braid_ep *ep, const struct iovec *iov, size_t count,
+		       fi_addr_t dest, void *context, uint64_t tag, uint64_t data, uint64_t flags,
+		       bool tagged);
+ssize_t braid_trig_rma(struct braid_ep *ep, bool read, const struct iovec *iov, size_t count,
+		       fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
+		       uint64_t flags, void *context);
+ssize_t braid_trig_atomic(struct braid_ep *ep, const struct fi_msg_atomic *msg,
+			  const struct fi_ioc *cmp, size_t cmp_count, const struct fi_ioc *res,
+			  size_t res_count, uint64_t flags, bool fetch);
+/* Post the held transfers of @dom whose counters have reached their thresholds; no lock held. */
+void braid_trig_pump(struct braid_domain *dom);
+/* fi_cancel of a held transfer: 0 (an FI_ECANCELED completion), or -FI_ENOENT. */
+int braid_trig_cancel(struct braid_ep *ep, void *context);
+/* Drop @ep's held transfers (it is closing). */
+void braid_trig_drop(struct braid_ep *ep);
+/* braid_cntr.c: the counter behind @cntr_fid if it is braid's, else NULL */
+struct braid_cntr *braid_cntr_of(struct fid_cntr *cntr_fid);
 
 /* braid_rdm.c: the FI_EP_RDM data path over the RD engine */
 extern struct fi_ops_msg braid_rdm_msg_ops;

@@ -19,8 +19,9 @@
 				 FI_TRANSMIT_COMPLETE)
 #define BRAID_RX_OP_FLAGS	(FI_COMPLETION)
 
+/* FI_TRIGGER: transfers held for a counter (fi_trigger(3), braid_trigger.c), when asked for */
 #define BRAID_RDM_TX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | \
-				 FI_WRITE)
+				 FI_WRITE | FI_TRIGGER)
 /* FI_RMA_EVENT: only when asked for (target events cost a CQ entry each) */
 #define BRAID_RDM_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | \
 				 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT | \
@@ -38,7 +39,8 @@
 #define BRAID_RDM_RX_CAPS_2	(BRAID_TAGGED_DIRECTED_RECV | BRAID_EXACT_DIRECTED_RECV | \
 				 BRAID_TAGGED_MULTI_RECV)
 /* the primary ones an application gets only by asking; the modifier likewise */
-#define BRAID_RDM_ASKED_ONLY	(FI_RMA_EVENT | BRAID_TAGGED_DIRECTED_RECV | BRAID_EXACT_DIRECTED_RECV)
+#define BRAID_RDM_ASKED_ONLY	(FI_RMA_EVENT | FI_TRIGGER | BRAID_TAGGED_DIRECTED_RECV | \
+				 BRAID_EXACT_DIRECTED_RECV)
 
 /* MSG: RoCEv2 RC */
 #define BRAID_MSG_TX_CAPS	(FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
@@ -120,7 +122,7 @@ static struct fi_fabric_attr dgram_fabric_attr = {
 };
 
 static struct fi_tx_attr rdm_tx_attr = {
-	.caps = BRAID_RDM_TX_CAPS,
+	.caps = BRAID_RDM_TX_CAPS & ~FI_TRIGGER,
 	.op_flags = 0,
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = BRAID_ORDER_NONE,
@@ -223,7 +225,7 @@ const struct fi_info braid_msg_info_template = {
 };
 
 const struct fi_info braid_rdm_info_template = {
-	.caps = BRAID_RDM_CAPS & ~FI_RMA_EVENT,
+	.caps = BRAID_RDM_CAPS & ~(FI_RMA_EVENT | FI_TRIGGER),
 	.mode = 0,
 	.addr_format = FI_SOCKADDR_IN,
 	.tx_attr = &rdm_tx_attr,
@@ -781,6 +783,7 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 		uint64_t caps = kind_caps_for(k, NULL, version);
 
 		info->caps = caps;
+		info->tx_attr->caps = caps & k->tx_caps;
 		info->rx_attr->caps = caps & kind_rx_caps(k, version);
 	}
 

@@ -24,6 +24,7 @@ void braid_cntr_inc_err(struct braid_cntr *cntr)
 static void cntr_progress(struct braid_cntr *cntr)
 {
 	braid_epset_progress(&cntr->eps);
+	braid_trig_pump(cntr->domain);	/* transfers triggered by what it counted */
 }
 
 void braid_cntr_poll(struct braid_cntr *cntr, uint64_t *value, uint64_t *err)
@@ -55,6 +56,7 @@ static int cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 
 	atomic_fetch_add(&cntr->value, value);
 	cntr_wake(cntr);
+	braid_trig_pump(cntr->domain);
 	return 0;
 }
 
@@ -64,6 +66,7 @@ static int cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 
 	atomic_store(&cntr->value, value);
 	cntr_wake(cntr);
+	braid_trig_pump(cntr->domain);
 	return 0;
 }
 
@@ -156,6 +159,13 @@ static struct fi_ops_cntr cntr_ops = {
 	.adderr = cntr_adderr,
 	.seterr = cntr_seterr,
 };
+
+struct braid_cntr *braid_cntr_of(struct fid_cntr *cntr_fid)
+{
+	if (cntr_fid->fid.fclass != FI_CLASS_CNTR || cntr_fid->fid.ops != &cntr_fi_ops)
+		return NULL;
+	return braid_container_of(cntr_fid, struct braid_cntr, cntr_fid);
+}
 
 int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		    struct fid_cntr **cntr_out, void *context)

@@ -262,6 +262,7 @@ static void cq_copy_out(struct braid_cq *cq, const struct braid_cq_slot *slot, v
 bool braid_cq_poll(struct braid_cq *cq)
 {
 	braid_epset_progress(&cq->eps);
+	braid_trig_pump(cq->domain);
 	return __atomic_load_n(&cq->count, __ATOMIC_RELAXED) ||
 	       __atomic_load_n(&cq->over_count, __ATOMIC_RELAXED) ||
 	       __atomic_load_n(&cq->err_count, __ATOMIC_RELAXED);
@@ -273,6 +274,7 @@ static ssize_t cq_read_some(struct braid_cq *cq, void *buf, size_t count, fi_add
 	size_t n = 0;
 
 	braid_epset_progress(&cq->eps);
+	braid_trig_pump(cq->domain);	/* transfers triggered by counters of what completed */
 	cq_lock(cq);
 	if (cq->err_count) {
 		cq_unlock(cq);

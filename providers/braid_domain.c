@@ -21,6 +21,8 @@ static int domain_close(struct fid *fid)
 	braid_epset_destruct(&dom->eps);
 	pthread_rwlock_destroy(&dom->mr_lock);
 	pthread_mutex_destroy(&dom->lock);
+	pthread_mutex_destroy(&dom->trig_lock);
+	pthread_mutex_destroy(&dom->trig_pump);
 	fi_freeinfo(dom->info);
 	atomic_fetch_sub(&dom->fabric->ref, 1);
 	free(dom);
@@ -179,6 +181,9 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	dom->locking = !(info->domain_attr->threading == FI_THREAD_DOMAIN &&
 			 braid_cfg.progress_us <= 0);
 	braid_dlist_init(&dom->rc_ports);
+	braid_dlist_init(&dom->trigs);
+	pthread_mutex_init(&dom->trig_lock, NULL);
+	pthread_mutex_init(&dom->trig_pump, NULL);
 	dom->next_qpn = 2;	/* QP 0 and 1 are IBTA's special QPs */
 	braid_map_construct(&dom->mr_keys);
 	dom->mr_next_key = 1;
@@ -191,6 +196,8 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		braid_epset_destruct(&dom->eps);
 		pthread_rwlock_destroy(&dom->mr_lock);
 		pthread_mutex_destroy(&dom->lock);
+		pthread_mutex_destroy(&dom->trig_lock);
+		pthread_mutex_destroy(&dom->trig_pump);
 		fi_freeinfo(dom->info);
 		free(dom);
 		return ret;

@@ -158,6 +158,10 @@ static int ep_close(struct fid *fid)
 	struct braid_ep *ep = ep_of(fid);
 	struct braid_domain *dom = ep->domain;
 
+	if (atomic_load(&ep->aliases))
+		return -FI_EBUSY;	/* fi_endpoint(3): aliases are closed first */
+	braid_trig_drop(ep);	/* its transfers held for counters go, with no completions */
+
 	/* out of every set first: once removed, no progress pass reaches it */
 	braid_epset_remove(&dom->eps, ep);	/* the progress thread lets go of it */
 	if (ep->tx_cq)
@@ -488,6 +492,23 @@ static int ep_enable(struct braid_ep *ep)
 	return 0;
 }
 
+/* FI_GETOPSFLAG and FI_SETOPSFLAG of @tx or @rx flags (fi_endpoint(3) fi_control) */
+static int ep_opsflag(int command, uint64_t *flags, uint64_t *tx, uint64_t *rx)
+{
+	if (!flags || ((*flags & FI_TRANSMIT) && (*flags & FI_RECV)) ||
+	    !(*flags & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if (command == FI_GETOPSFLAG)
+		*flags = (*flags & FI_TRANSMIT) ? *tx : *rx;
+	else if (*flags & FI_TRANSMIT)
+		*tx = *flags & ~FI_TRANSMIT;
+	else
+		*rx = *flags & ~FI_RECV;
+	return 0;
+}
+
+static int ep_alias(struct braid_ep *ep, struct fi_alias *alias);
+
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	struct braid_ep *ep = ep_of(fid);
@@ -496,30 +517,11 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		return ep_enable(ep);
+	case FI_ALIAS:
+		return ep_alias(ep, arg);
 	case FI_GETOPSFLAG:
-		if (!flags)
-			return -FI_EINVAL;
-		if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))
-			return -FI_EINVAL;
-		if (*flags & FI_TRANSMIT)
-			*flags = ep->tx_op_flags;
-		else if (*flags & FI_RECV)
-			*flags = ep->rx_op_flags;
-		else
-			return -FI_EINVAL;
-		return 0;
 	case FI_SETOPSFLAG:
-		if (!flags)
-			return -FI_EINVAL;
-		if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))
-			return -FI_EINVAL;
-		if (*flags & FI_TRANSMIT)
-			ep->tx_op_flags = *flags & ~FI_TRANSMIT;
-		else if (*flags & FI_RECV)
-			ep->rx_op_flags = *flags & ~FI_RECV;
-		else
-			return -FI_EINVAL;
-		return 0;
+		return ep_opsflag(command, flags, &ep->tx_op_flags, &ep->rx_op_flags);
 	default:
 		return -FI_ENOSYS;
 	}
@@ -621,6 +623,8 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 
 	if (ep->type == FI_EP_MSG)
 		return -FI_ENOSYS;	/* an RC receive queue is not searched; fi_shutdown cancels all */
+	if (ep->type == FI_EP_RDM && !braid_trig_cancel(ep, context))
+		return 0;	/* a triggered transfer still held */
 	braid_ep_lock(ep);
 	ret = ep->type == FI_EP_RDM ? braid_rdm_cancel_locked(ep, context) :
 				      braid_dgram_cancel_locked(ep, context);
@@ -748,6 +752,134 @@ static struct fi_ops_cm ep_cm_ops = {
 	.shutdown = ep_shutdown,
 	.join = ep_join,
 };
+
+/* ---- aliases (fi_ep_alias): the endpoint with default flags of their own ---- */
+
+static struct braid_ep_alias *alias_of(struct fid *fid)
+{
+	return braid_container_of(fid, struct braid_ep_alias, ep_fid.fid);
+}
+
+static int alias_close(struct fid *fid)
+{
+	struct braid_ep_alias *a = alias_of(fid);
+
+	atomic_fetch_sub(&a->ep->aliases, 1);
+	free(a);
+	return 0;
+}
+
+static int alias_control(struct fid *fid, int command, void *arg)
+{
+	struct braid_ep_alias *a = alias_of(fid);
+
+	if (command != FI_GETOPSFLAG && command != FI_SETOPSFLAG)
+		return -FI_ENOSYS;
+	if (command == FI_SETOPSFLAG && arg && (*(uint64_t *)arg & FI_TRIGGER) &&
+	    !(a->ep->info->caps & FI_TRIGGER))
+		return -FI_EBADFLAGS;
+	return ep_opsflag(command, arg, &a->tx_op_flags, &a->rx_op_flags);
+}
+
+struct fi_ops braid_alias_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = alias_close,
+	.bind = braid_nosys_bind,
+	.control = alias_control,
+	.ops_open = braid_nosys_ops_open,
+	.tostr = braid_nosys_tostr,
+	.ops_set = braid_nosys_ops_set,
+};
+
+static ssize_t alias_cancel(fid_t fid, void *context)
+{
+	return ep_cancel(&alias_of(fid)->ep->ep_fid.fid, context);
+}
+
+static int alias_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	return ep_getopt(&alias_of(fid)->ep->ep_fid.fid, level, optname, optval, optlen);
+}
+
+static int alias_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	return ep_setopt(&alias_of(fid)->ep->ep_fid.fid, level, optname, optval, optlen);
+}
+
+static ssize_t alias_rx_size_left(struct fid_ep *ep_fid)
+{
+	return ep_rx_size_left(&braid_ep_of(ep_fid)->ep_fid);
+}
+
+static ssize_t alias_tx_size_left(struct fid_ep *ep_fid)
+{
+	return ep_tx_size_left(&braid_ep_of(ep_fid)->ep_fid);
+}
+
+static struct fi_ops_ep alias_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = alias_cancel,
+	.getopt = alias_getopt,
+	.setopt = alias_setopt,
+	.tx_ctx = ep_tx_ctx,
+	.rx_ctx = ep_rx_ctx,
+	.rx_size_left = alias_rx_size_left,
+	.tx_size_left = alias_tx_size_left,
+};
+
+static int ep_alias_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	return -FI_ENOSYS;	/* the endpoint's name, set on the endpoint */
+}
+
+static int alias_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	return braid_ep_getname(&alias_of(fid)->ep->ep_fid.fid, addr, addrlen);
+}
+
+static struct fi_ops_cm alias_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = ep_alias_setname,
+	.getname = alias_getname,
+	.getpeer = ep_getpeer,
+	.connect = ep_connect,
+	.listen = ep_listen,
+	.accept = ep_accept,
+	.reject = ep_reject,
+	.shutdown = ep_shutdown,
+	.join = ep_join,
+};
+
+/*
+ * fi_ep_alias (fi_endpoint(3)): an RDM endpoint's alias, whose data calls
+ * take the default flags given (FI_TRANSMIT and/or FI_RECV selecting which),
+ * e.g. FI_TRIGGER for transfers held for a counter (fi_trigger(3)).
+ */
+static int ep_alias(struct braid_ep *ep, struct fi_alias *alias)
+{
+	const uint64_t dir = FI_TRANSMIT | FI_RECV;
+	struct braid_ep_alias *a;
+
+	if (!alias || !alias->fid || !(alias->flags & dir))
+		return -FI_EINVAL;
+	if (ep->type != FI_EP_RDM)
+		return -FI_ENOSYS;
+	if ((alias->flags & FI_TRIGGER) && !(ep->info->caps & FI_TRIGGER))
+		return -FI_EBADFLAGS;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -FI_ENOMEM;
+	a->ep = ep;
+	a->tx_op_flags = (alias->flags & FI_TRANSMIT) ? alias->flags & ~dir : ep->tx_op_flags;
+	a->rx_op_flags = (alias->flags & FI_RECV) ? alias->flags & ~dir : ep->rx_op_flags;
+	a->ep_fid = ep->ep_fid;		/* the endpoint's data calls */
+	a->ep_fid.fid.ops = &braid_alias_fi_ops;
+	a->ep_fid.ops = &alias_ep_ops;
+	a->ep_fid.cm = &alias_cm_ops;
+	atomic_fetch_add(&ep->aliases, 1);
+	*alias->fid = &a->ep_fid.fid;
+	return 0;
+}
 
 int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **ep_out, void *context)

@@ -9,7 +9,8 @@
 #include "braid.h"
 
 #define RDM_TX_FLAGS	(FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA | \
-			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
+			 FI_TRIGGER)
 #define RDM_RX_FLAGS	(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA | FI_MULTI_RECV)
 #define RDM_RX_BURST	32
 #define RDM_OUT_BURST	64
@@ -26,9 +27,10 @@ uint64_t braid_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* the endpoint of @ep_fid, or of the alias it is (fi_ep_alias) */
 static inline struct braid_ep *rdm_ep(struct fid_ep *ep_fid)
 {
-	return braid_container_of(ep_fid, struct braid_ep, ep_fid);
+	return braid_ep_of(ep_fid);
 }
 
 static void rdm_flush(struct braid_ep *ep, uint64_t now);
@@ -707,6 +709,12 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		return -FI_EINVAL;
 	if (flags & ~RDM_TX_FLAGS)
 		return -FI_EBADFLAGS;
+	if (flags & FI_TRIGGER) {
+		/* held for its counter (braid_trigger.c); the endpoint must have asked */
+		if (!(ep->info->caps & FI_TRIGGER))
+			return -FI_EBADFLAGS;
+		return braid_trig_msg(ep, iov, count, dest, context, tag, data, flags, tagged);
+	}
 	for (i = 0; i < count; i++)
 		len += iov[i].iov_len;
 	if ((flags & FI_INJECT) && len > ep->info->tx_attr->inject_size)
@@ -739,7 +747,8 @@ static ssize_t rdm_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len, 
 	struct braid_ep *ep = rdm_ep(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(ep, &iov, 1, dest_addr, context, 0, 0, ep->tx_op_flags, false, false);
+	return rdm_send(ep, &iov, 1, dest_addr, context, 0, 0, braid_ep_tx_flags(ep_fid), false,
+			false);
 }
 
 static ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -747,7 +756,8 @@ static ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 {
 	struct braid_ep *ep = rdm_ep(ep_fid);
 
-	return rdm_send(ep, iov, count, dest_addr, context, 0, 0, ep->tx_op_flags, false, false);
+	return rdm_send(ep, iov, count, dest_addr, context, 0, 0, braid_ep_tx_flags(ep_fid), false,
+			false);
 }
 
 static ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
@@ -773,7 +783,7 @@ static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t l
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, 1, dest_addr, context, 0, data,
-			ep->tx_op_flags | FI_REMOTE_CQ_DATA, false, false);
+			braid_ep_tx_flags(ep_fid) | FI_REMOTE_CQ_DATA, false, false);
 }
 
 static ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -871,7 +881,8 @@ static ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *
 	struct braid_ep *ep = rdm_ep(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, 1, src_addr, context, 0, 0, ep->rx_op_flags, false);
+	return rdm_recv(ep, &iov, 1, src_addr, context, 0, 0, braid_ep_rx_flags(ep_fid),
+			false);
 }
 
 static ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -879,7 +890,7 @@ static ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 {
 	struct braid_ep *ep = rdm_ep(ep_fid);
 
-	return rdm_recv(ep, iov, count, src_addr, context, 0, 0, ep->rx_op_flags, false);
+	return rdm_recv(ep, iov, count, src_addr, context, 0, 0, braid_ep_rx_flags(ep_fid), false);
 }
 
 static ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
@@ -912,7 +923,7 @@ static ssize_t rdm_tag_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *
 	struct iovec iov = { buf, len };
 
 	return rdm_recv(ep, &iov, 1, src_addr, context, tag, ignore,
-			ep->rx_op_flags & ~FI_MULTI_RECV, true);
+			braid_ep_rx_flags(ep_fid) & ~FI_MULTI_RECV, true);
 }
 
 static ssize_t rdm_tag_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -922,7 +933,7 @@ static ssize_t rdm_tag_recvv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 	struct braid_ep *ep = rdm_ep(ep_fid);
 
 	return rdm_recv(ep, iov, count, src_addr, context, tag, ignore,
-			ep->rx_op_flags & ~FI_MULTI_RECV, true);
+			braid_ep_rx_flags(ep_fid) & ~FI_MULTI_RECV, true);
 }
 
 static ssize_t rdm_tag_recvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,
@@ -940,7 +951,8 @@ static ssize_t rdm_tag_send(struct fid_ep *ep_fid, const void *buf, size_t len, 
 	struct braid_ep *ep = rdm_ep(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(ep, &iov, 1, dest_addr, context, tag, 0, ep->tx_op_flags, true, false);
+	return rdm_send(ep, &iov, 1, dest_addr, context, tag, 0, braid_ep_tx_flags(ep_fid), true,
+			false);
 }
 
 static ssize_t rdm_tag_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -948,7 +960,8 @@ static ssize_t rdm_tag_sendv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 {
 	struct braid_ep *ep = rdm_ep(ep_fid);
 
-	return rdm_send(ep, iov, count, dest_addr, context, tag, 0, ep->tx_op_flags, true, false);
+	return rdm_send(ep, iov, count, dest_addr, context, tag, 0, braid_ep_tx_flags(ep_fid),
+			true, false);
 }
 
 static ssize_t rdm_tag_sendmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,
@@ -975,7 +988,7 @@ static ssize_t rdm_tag_senddata(struct fid_ep *ep_fid, const void *buf, size_t l
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, 1, dest_addr, context, tag, data,
-			ep->tx_op_flags | FI_REMOTE_CQ_DATA, true, false);
+			braid_ep_tx_flags(ep_fid) | FI_REMOTE_CQ_DATA, true, false);
 }
 
 static ssize_t rdm_tag_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,

@@ -5,13 +5,14 @@
 #include "braid_atomic.h"
 
 #define RMA_FLAGS	(FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA | \
-			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_TRIGGER)
 /* a compare or fetch op carries no remote CQ data (fi_atomic(3)) */
 #define ATOMIC_FLAGS	(RMA_FLAGS & ~FI_REMOTE_CQ_DATA)
 
+/* the endpoint of @ep_fid, or of the alias it is (fi_ep_alias) */
 static inline struct braid_ep *rdm_ep(struct fid_ep *ep_fid)
 {
-	return braid_container_of(ep_fid, struct braid_ep, ep_fid);
+	return braid_ep_of(ep_fid);
 }
 
 int braid_atomic_query(enum fi_datatype dt, enum fi_op op, uint64_t flags, size_t *count)
@@ -70,6 +71,13 @@ static ssize_t rma_op(struct braid_ep *ep, enum braid_rd_rma_kind op, const stru
 		return -FI_EBADFLAGS;
 	if (op == BRAID_RD_RMA_READ && (flags & (FI_REMOTE_CQ_DATA | FI_INJECT)))
 		return -FI_EBADFLAGS;	/* a read carries no data to the target and cannot inject */
+	if (flags & FI_TRIGGER) {
+		/* held for its counter (braid_trigger.c); the endpoint must have asked */
+		if (!(ep->info->caps & FI_TRIGGER))
+			return -FI_EBADFLAGS;
+		return braid_trig_rma(ep, op == BRAID_RD_RMA_READ, iov, count, peer, addr, key,
+				      data, flags, context);
+	}
 	for (i = 0; i < count; i++)
 		len += iov[i].iov_len;
 	if ((flags & FI_INJECT) && len > ep->info->tx_attr->inject_size)
@@ -108,7 +116,7 @@ static ssize_t rdm_read(struct fid_ep *ep_fid, void *buf, size_t len, void *desc
 	struct iovec iov = { buf, len };
 
 	return rma_op(ep, BRAID_RD_RMA_READ, &iov, 1, src_addr, addr, key, 0,
-		      ep->tx_op_flags & ~FI_INJECT, context, false);
+		      braid_ep_tx_flags(ep_fid) & ~FI_INJECT, context, false);
 }
 
 static ssize_t rdm_readv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -118,7 +126,7 @@ static ssize_t rdm_readv(struct fid_ep *ep_fid, const struct iovec *iov, void **
 	struct braid_ep *ep = rdm_ep(ep_fid);
 
 	return rma_op(ep, BRAID_RD_RMA_READ, iov, count, src_addr, addr, key, 0,
-		      ep->tx_op_flags & ~FI_INJECT, context, false);
+		      braid_ep_tx_flags(ep_fid) & ~FI_INJECT, context, false);
 }
 
 static ssize_t rdm_readmsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg, uint64_t flags)
@@ -133,7 +141,7 @@ static ssize_t rdm_write(struct fid_ep *ep_fid, const void *buf, size_t len, voi
 	struct iovec iov = { (void *)buf, len };
 
 	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, 0,
-		      ep->tx_op_flags, context, false);
+		      braid_ep_tx_flags(ep_fid), context, false);
 }
 
 static ssize_t rdm_writev(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -143,7 +151,7 @@ static ssize_t rdm_writev(struct fid_ep *ep_fid, const struct iovec *iov, void *
 	struct braid_ep *ep = rdm_ep(ep_fid);
 
 	return rma_op(ep, BRAID_RD_RMA_WRITE, iov, count, dest_addr, addr, key, 0,
-		      ep->tx_op_flags, context, false);
+		      braid_ep_tx_flags(ep_fid), context, false);
 }
 
 static ssize_t rdm_writemsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg, uint64_t flags)
@@ -168,7 +176,7 @@ static ssize_t rdm_writedata(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct iovec iov = { (void *)buf, len };
 
 	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, data,
-		      ep->tx_op_flags | FI_REMOTE_CQ_DATA, context, false);
+		      braid_ep_tx_flags(ep_fid) | FI_REMOTE_CQ_DATA, context, false);
 }
 
 static ssize_t rdm_inject_writedata(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -240,6 +248,13 @@ static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
 		return -FI_EINVAL;
 	if (flags & ~ATOMIC_FLAGS)
 		return -FI_EBADFLAGS;
+	if (flags & FI_TRIGGER) {
+		if (!(ep->info->caps & FI_TRIGGER))
+			return -FI_EBADFLAGS;
+		if (!braid_atomic_valid(msg->op, msg->datatype, kind))
+			return -FI_EOPNOTSUPP;
+		return braid_trig_atomic(ep, msg, cmp, cmp_count, res, res_count, flags, fetch);
+	}
 	if ((unsigned)msg->op >= FI_ATOMIC_OP_LAST || !dtsize ||
 	    !braid_atomic_valid(msg->op, msg->datatype, kind))
 		return -FI_EOPNOTSUPP;
@@ -264,7 +279,7 @@ static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
 }
 
 /* The vector forms: @n elements from @iov (or, for FI_ATOMIC_READ, from @res) to one remote range. */
-static ssize_t atomic_vec(struct braid_ep *ep, const struct fi_ioc *iov, size_t count,
+static ssize_t atomic_vec(struct fid_ep *ep_fid, const struct fi_ioc *iov, size_t count,
 			  const struct fi_ioc *cmp, size_t cmp_count, struct fi_ioc *res,
 			  size_t res_count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			  enum fi_datatype datatype, enum fi_op op, void *context, bool fetch)
@@ -276,12 +291,13 @@ static ssize_t atomic_vec(struct braid_ep *ep, const struct fi_ioc *iov, size_t 
 		.msg_iov = iov, .iov_count = count, .addr = dest_addr, .rma_iov = &rioc,
 		.rma_iov_count = 1, .datatype = datatype, .op = op, .context = context,
 	};
+	uint64_t flags = braid_ep_tx_flags(ep_fid);
 
 	for (i = 0; v && i < vn; i++)
 		n += v[i].count;
 	rioc.count = n;
-	return atomic_op(ep, &msg, cmp, cmp_count, res, res_count,
-			 fetch ? ep->tx_op_flags & ~FI_INJECT : ep->tx_op_flags, fetch, false);
+	return atomic_op(rdm_ep(ep_fid), &msg, cmp, cmp_count, res, res_count,
+			 fetch ? flags & ~FI_INJECT : flags, fetch, false);
 }
 
 #define ATOMIC_MSG(buf_, count_, dest_, addr_, key_, dt_, op_, ctx_)				\
@@ -299,14 +315,14 @@ static ssize_t rdm_atomic(struct fid_ep *ep_fid, const void *buf, size_t count, 
 	struct braid_ep *ep = rdm_ep(ep_fid);
 	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
 
-	return atomic_op(ep, &msg_, NULL, 0, NULL, 0, ep->tx_op_flags, false, false);
+	return atomic_op(ep, &msg_, NULL, 0, NULL, 0, braid_ep_tx_flags(ep_fid), false, false);
 }
 
 static ssize_t rdm_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov, void **desc,
 			   size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			   enum fi_datatype datatype, enum fi_op op, void *context)
 {
-	return atomic_vec(rdm_ep(ep_fid), iov, count, NULL, 0, NULL, 0, dest_addr, addr, key,
+	return atomic_vec(ep_fid, iov, count, NULL, 0, NULL, 0, dest_addr, addr, key,
 			  datatype, op, context, false);
 }
 
@@ -336,7 +352,8 @@ static ssize_t rdm_fetch_atomic(struct fid_ep *ep_fid, const void *buf, size_t c
 	struct fi_ioc res = { result, count };
 	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
 
-	return atomic_op(ep, &msg_, NULL, 0, &res, 1, ep->tx_op_flags & ~FI_INJECT, true, false);
+	return atomic_op(ep, &msg_, NULL, 0, &res, 1, braid_ep_tx_flags(ep_fid) & ~FI_INJECT, true,
+			 false);
 }
 
 static ssize_t rdm_fetch_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov, void **desc,
@@ -345,7 +362,7 @@ static ssize_t rdm_fetch_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov
 				 uint64_t key, enum fi_datatype datatype, enum fi_op op,
 				 void *context)
 {
-	return atomic_vec(rdm_ep(ep_fid), iov, count, NULL, 0, resultv, result_count, dest_addr,
+	return atomic_vec(ep_fid, iov, count, NULL, 0, resultv, result_count, dest_addr,
 			  addr, key, datatype, op, context, true);
 }
 
@@ -370,7 +387,8 @@ static ssize_t rdm_compare_atomic(struct fid_ep *ep_fid, const void *buf, size_t
 	struct fi_ioc cmp = { (void *)compare, count }, res = { result, count };
 	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
 
-	return atomic_op(ep, &msg_, &cmp, 1, &res, 1, ep->tx_op_flags & ~FI_INJECT, true, false);
+	return atomic_op(ep, &msg_, &cmp, 1, &res, 1, braid_ep_tx_flags(ep_fid) & ~FI_INJECT,
+			 true, false);
 }
 
 static ssize_t rdm_compare_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov, void **desc,
@@ -382,7 +400,7 @@ static ssize_t rdm_compare_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *i
 {
 	if (!comparev)
 		return -FI_EINVAL;
-	return atomic_vec(rdm_ep(ep_fid), iov, count, comparev, compare_count, resultv, result_count,
+	return atomic_vec(ep_fid, iov, count, comparev, compare_count, resultv, result_count,
 			  dest_addr, addr, key, datatype, op, context, true);
 }
 

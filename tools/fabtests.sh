@@ -2,12 +2,19 @@
 # fabtests.sh: run libfabric's own fabtests (runfabtests.sh's quick suite, built outside this
 # repo) against braid and its layerings, and print a test x provider table in Markdown.
 #
-#   tools/fabtests.sh FABTESTS_PREFIX [OUTDIR] [PROVIDER...]
+#   tools/fabtests.sh [--libfabric PREFIX] [--build DIR] FABTESTS_PREFIX [OUTDIR] [PROVIDER...]
 #
 # FABTESTS_PREFIX is where fabtests is installed (FABTESTS_PREFIX/bin/runfabtests.sh and the
-# fi_* programs). OUTDIR (default build/fabtests-out) gets one full log per provider
-# (runfabtests -vvv: every test's commands and output), PROVIDER.status (the exit status of
-# every test process), failures.md (the commands and error lines of every test that did not
+# fi_* programs), built against the libfabric the run uses: the system's (Debian's 1.17.0)
+# unless --libfabric names the prefix of another installed libfabric (1.17.0 to 2.6.0), whose
+# lib/ then comes first in LD_LIBRARY_PATH. --build names the braid build directory whose
+# providers/libbraid-fi.so is tested (default: this repo's build/); it must be built against
+# the same libfabric (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig meson setup DIR), since braid
+# registers with the API of the headers it was built against (fi_braid(7)).
+#
+# OUTDIR (default build/fabtests-out) gets one full log per provider (runfabtests -vvv: every
+# test's commands and output), PROVIDER.status (the exit status of every test process),
+# failures.md (the commands and error lines of every test that did not
 # pass) and table.md (the table printed at the end). Providers default to braid (braid's own
 # RDM endpoint), "braid;ofi_rxm", "braid;ofi_rxd" and tcp, each passed to runfabtests as its
 # provider, which gives it to every test as -p (hints->fabric_attr->prov_name).
@@ -32,19 +39,30 @@
 set -uo pipefail
 
 usage() {
-	echo "usage: $0 FABTESTS_PREFIX [OUTDIR] [PROVIDER...]" >&2
-	echo "  runs FABTESTS_PREFIX/bin/runfabtests.sh -t quick for each provider" >&2
-	echo "  (default: braid \"braid;ofi_rxm\" \"braid;ofi_rxd\" tcp); logs and table.md in OUTDIR" >&2
-	exit 2
+	echo "usage: $0 [--libfabric PREFIX] [--build DIR] FABTESTS_PREFIX [OUTDIR] [PROVIDER...]"
+	echo "  runs FABTESTS_PREFIX/bin/runfabtests.sh -t quick for each provider"
+	echo "  (default: braid \"braid;ofi_rxm\" \"braid;ofi_rxd\" tcp); logs and table.md in OUTDIR"
+	echo "  --libfabric PREFIX  the installed libfabric to run (default: the system's)"
+	echo "  --build DIR         braid's build directory, built against that libfabric (default: build)"
 }
 die() {
 	echo "fabtests.sh: $*" >&2
 	exit 2
 }
 
-[ $# -ge 1 ] || usage
-case "$1" in -h|--help) usage ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
+lfprefix=
+bdir=$repo/build
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h|--help) usage; exit 0 ;;
+	--libfabric) [ $# -ge 2 ] || { usage >&2; exit 2; }; lfprefix=$2; shift 2 ;;
+	--build) [ $# -ge 2 ] || { usage >&2; exit 2; }; bdir=$2; shift 2 ;;
+	-*) echo "fabtests.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+[ $# -ge 1 ] || { usage >&2; exit 2; }
 prefix=$(realpath -e "$1" 2>/dev/null) || die "no such directory: $1"
 outdir=${2:-$repo/build/fabtests-out}
 shift
@@ -64,7 +82,14 @@ unshare --pid --fork --mount-proc true 2>/dev/null ||
 	die "'unshare --pid --fork --mount-proc' fails: run as root (each run needs its own PID namespace, as runfabtests kills every fi_* process it sees)"
 real_timeout=$(command -v timeout)
 
-export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$repo/build/providers}
+if [ -n "$lfprefix" ]; then
+	lfprefix=$(realpath -e "$lfprefix" 2>/dev/null) || die "no such directory: $lfprefix"
+	[ -e "$lfprefix/lib/libfabric.so.1" ] || die "$lfprefix/lib/libfabric.so.1 not found: --libfabric must be an installed libfabric's prefix"
+	export LD_LIBRARY_PATH=$lfprefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+fi_info_bin=fi_info
+[ -n "$lfprefix" ] && [ -x "$lfprefix/bin/fi_info" ] && fi_info_bin=$lfprefix/bin/fi_info
+export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$(realpath -m "$bdir")/providers}
 export FI_BRAID_IFACE=${FI_BRAID_IFACE:-lo}
 case " ${provs[*]}" in *" braid"*)
 	(IFS=:; for d in $FI_PROVIDER_PATH; do [ -f "$d/libbraid-fi.so" ] && exit 0; done; exit 1) ||
@@ -100,6 +125,8 @@ EOF
 chmod +x "$scratch/bin/timeout"
 
 echo "fabtests: $runft -t quick -T $tmo, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+lfname=${lfprefix:-system}
+echo "libfabric: $("$fi_info_bin" --version 2>/dev/null | tr '\n' ' ')($lfname)"
 echo "FI_PROVIDER_PATH=$FI_PROVIDER_PATH FI_BRAID_IFACE=$FI_BRAID_IFACE; logs in $outdir"
 runs=$outdir/runs.tsv
 : > "$runs"

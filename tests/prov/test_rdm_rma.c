@@ -14,6 +14,7 @@
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 #include <rdma/fi_braid.h>
 
 #include "prov_test.h"
@@ -2168,5 +2169,184 @@ Test(fi_atomic, bad_arguments_fail_at_the_call, .timeout = 30)
 	free(big);
 	rp_empty(&r, r.a.tx_cq, "no completion for a failed call");
 	check_u64_guards(0, "the target after failed calls");
+	rp_close(&r);
+}
+
+/*
+ * Triggered operations (fi_trigger(3)): a transfer posted with FI_TRIGGER
+ * waits until its counter reaches the threshold, then goes, in threshold
+ * order; its completion names the triggered context.
+ */
+Test(fi_trigger, write_waits_for_its_threshold_then_completes_with_its_context)
+{
+	static uint8_t tgt[64], src[64], want[64];
+	struct fi_triggered_context tctx = { .event_type = FI_TRIGGER_THRESHOLD };
+	struct fid_cntr *tc;
+	struct region g;
+	struct rp r;
+
+	rp_open(&r, FI_TRIGGER, true, true);
+	tc = pt_cntr_open(r.dom_a, FI_WAIT_UNSPEC);
+	memset(tgt, PAT_T, sizeof(tgt));
+	fill(src, sizeof(src), 7);
+	g = rp_target(&r, tgt, sizeof(tgt), FI_REMOTE_WRITE);
+	tctx.trigger.threshold.cntr = tc;
+	tctx.trigger.threshold.threshold = 2;
+	{
+		struct iovec iov = { src, sizeof(src) };
+		void *desc = rp_ldesc(&r, src, sizeof(src));
+		struct fi_rma_iov riov = { g.base, sizeof(src), g.key };
+		struct fi_msg_rma msg = { .msg_iov = &iov, .desc = &desc, .iov_count = 1,
+					  .addr = r.a.peer, .rma_iov = &riov, .rma_iov_count = 1,
+					  .context = &tctx };
+
+		cr_assert_eq(fi_writemsg(r.a.ep, &msg, FI_TRIGGER | FI_COMPLETION), 0);
+	}
+	rp_empty(&r, r.a.tx_cq, "counter at 0, threshold 2");
+	cr_assert_eq(fi_close(&tc->fid), -FI_EBUSY, "a counter with a held transfer is busy");
+	cr_assert_eq(fi_cntr_add(tc, 1), 0);
+	rp_empty(&r, r.a.tx_cq, "counter at 1, threshold 2");
+	memset(want, PAT_T, sizeof(want));
+	check_bytes(tgt, want, sizeof(tgt), "target before the threshold");
+	cr_assert_eq(fi_cntr_add(tc, 1), 0);
+	rp_comp(&r, r.a.tx_cq, &tctx, FI_RMA | FI_WRITE, "the triggered write");
+	check_bytes(tgt, src, sizeof(tgt), "target after the threshold");
+	cr_assert_eq(rp_cntr_until(&r, r.wr, false, 1), 1, "the write counter counts it");
+	cr_assert_eq(fi_close(&tc->fid), 0);
+	rp_close(&r);
+}
+
+/* Held transfers go in threshold order, whatever order they were posted in. */
+Test(fi_trigger, sends_go_in_threshold_order)
+{
+	struct fi_triggered_context t5 = { .event_type = FI_TRIGGER_THRESHOLD },
+				    t3 = { .event_type = FI_TRIGGER_THRESHOLD };
+	char rbuf[2][16] = { { 0 } };
+	struct fi_cq_data_entry e;
+	struct fid_cntr *tc;
+	struct rp r;
+	int i;
+
+	rp_open(&r, FI_TRIGGER, true, false);
+	tc = pt_cntr_open(r.dom_a, FI_WAIT_UNSPEC);
+	t5.trigger.threshold.cntr = t3.trigger.threshold.cntr = tc;
+	t5.trigger.threshold.threshold = 5;
+	t3.trigger.threshold.threshold = 3;
+	for (i = 0; i < 2; i++)
+		cr_assert_eq(fi_recv(r.b.ep, rbuf[i], sizeof(rbuf[i]), NULL, FI_ADDR_UNSPEC,
+				     &rbuf[i]), 0);
+	{
+		struct iovec iov5 = { "five", 5 }, iov3 = { "three", 6 };
+		struct fi_msg m5 = { .msg_iov = &iov5, .iov_count = 1, .addr = r.a.peer,
+				     .context = &t5 };
+		struct fi_msg m3 = { .msg_iov = &iov3, .iov_count = 1, .addr = r.a.peer,
+				     .context = &t3 };
+
+		cr_assert_eq(fi_sendmsg(r.a.ep, &m5, FI_TRIGGER | FI_COMPLETION), 0);
+		cr_assert_eq(fi_sendmsg(r.a.ep, &m3, FI_TRIGGER | FI_COMPLETION), 0);
+	}
+	rp_empty(&r, r.b.tx_cq, "nothing sent below the thresholds");
+	cr_assert_eq(fi_cntr_set(tc, 10), 0);
+	for (i = 0; i < 2; i++) {
+		struct fi_cq_err_entry err;
+
+		cr_assert_eq(rp_wait(&r, r.b.tx_cq, &e, &err), 1, "receive %d", i);
+		cr_assert(e.flags & FI_RECV);
+		cr_assert_eq(e.op_context, &rbuf[i]);
+	}
+	cr_assert_str_eq(rbuf[0], "three", "the lower threshold went first");
+	cr_assert_str_eq(rbuf[1], "five");
+	rp_comp(&r, r.a.tx_cq, &t3, FI_MSG | FI_SEND, "threshold 3");
+	rp_comp(&r, r.a.tx_cq, &t5, FI_MSG | FI_SEND, "threshold 5");
+	cr_assert_eq(fi_close(&tc->fid), 0);
+	rp_close(&r);
+}
+
+/*
+ * An alias whose default flags hold FI_TRIGGER (fi_ep_alias): its plain
+ * fi_write waits for the endpoint's own write counter, as fabtests'
+ * fi_rdm_rma_trigger does; a held transfer can be cancelled; the endpoint
+ * cannot close before its alias.
+ */
+Test(fi_trigger, alias_with_trigger_flag_and_cancel)
+{
+	static uint8_t tgt[32], src[32];
+	struct fi_triggered_context tctx = { .event_type = FI_TRIGGER_THRESHOLD },
+				    never = { .event_type = FI_TRIGGER_THRESHOLD };
+	struct fid_ep *alias = NULL;
+	uint64_t start, flags = FI_TRANSMIT;
+	struct region g;
+	struct rp r;
+	void *desc;
+
+	rp_open(&r, FI_TRIGGER, true, true);
+	fill(src, sizeof(src), 3);
+	memset(tgt, PAT_T, sizeof(tgt));
+	g = rp_target(&r, tgt, sizeof(tgt), FI_REMOTE_WRITE);
+	desc = rp_ldesc(&r, src, sizeof(src));
+	cr_assert_eq(fi_ep_alias(r.a.ep, &alias, FI_TRANSMIT | FI_TRIGGER), 0);
+	cr_assert_eq(fi_control(&alias->fid, FI_GETOPSFLAG, &flags), 0);
+	cr_assert(flags & FI_TRIGGER);
+	cr_assert_eq(fi_close(&r.a.ep->fid), -FI_EBUSY, "the endpoint outlives its alias");
+	start = fi_cntr_read(r.wr);
+	tctx.trigger.threshold.cntr = r.wr;
+	tctx.trigger.threshold.threshold = start + 1;
+	cr_assert_eq(fi_write(alias, src + 16, 16, desc, r.a.peer, g.base + 16, g.key, &tctx), 0);
+	rp_empty(&r, r.a.tx_cq, "held for the first write");
+	cr_assert_eq(fi_write(r.a.ep, src, 16, desc, r.a.peer, g.base, g.key, NULL), 0);
+	cr_assert_eq(rp_cntr_until(&r, r.wr, false, start + 2), start + 2,
+		     "the write, then the one it triggered");
+	rp_comp(&r, r.a.tx_cq, NULL, FI_RMA | FI_WRITE, "the plain write");
+	rp_comp(&r, r.a.tx_cq, &tctx, FI_RMA | FI_WRITE, "the triggered write");
+	check_bytes(tgt, src, sizeof(tgt), "both halves written");
+
+	never.trigger.threshold.cntr = r.wr;
+	never.trigger.threshold.threshold = start + 1000;
+	cr_assert_eq(fi_write(alias, src, 8, desc, r.a.peer, g.base, g.key, &never), 0);
+	cr_assert_eq(fi_cancel(&alias->fid, &never), 0);
+	rp_comp_err(&r, r.a.tx_cq, &never, FI_ECANCELED, "the cancelled held write");
+	cr_assert_eq(fi_close(&alias->fid), 0);
+	rp_close(&r);
+}
+
+/* Without FI_TRIGGER asked for, no call may trigger, and no alias may hold it. */
+Test(fi_trigger, refused_without_the_capability)
+{
+	struct fi_triggered_context tctx = { .event_type = FI_TRIGGER_THRESHOLD };
+	struct fid_ep *alias = NULL;
+	struct iovec iov = { "x", 1 };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .context = &tctx };
+	struct rp r;
+
+	rp_open(&r, 0, true, false);
+	m.addr = r.a.peer;
+	cr_assert_eq(r.info->caps & FI_TRIGGER, 0);
+	tctx.trigger.threshold.cntr = NULL;
+	cr_assert_eq(fi_sendmsg(r.a.ep, &m, FI_TRIGGER), -FI_EBADFLAGS);
+	cr_assert_eq(fi_ep_alias(r.a.ep, &alias, FI_TRANSMIT | FI_TRIGGER), -FI_EBADFLAGS);
+	rp_close(&r);
+}
+
+/* A triggered context must name a counter of the endpoint's domain. */
+Test(fi_trigger, bad_trigger_context_refused)
+{
+	struct fi_triggered_context tctx = { .event_type = FI_TRIGGER_THRESHOLD };
+	struct iovec iov = { "x", 1 };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .context = &tctx };
+	struct rp r;
+
+	rp_open(&r, FI_TRIGGER, false, true);
+	m.addr = r.a.peer;
+	cr_assert_eq(fi_sendmsg(r.a.ep, &m, FI_TRIGGER), -FI_EINVAL, "no counter");
+	{
+		struct fid_cntr *other = pt_cntr_open(r.dom_b, FI_WAIT_UNSPEC);
+
+		tctx.trigger.threshold.cntr = other;
+		cr_assert_eq(fi_sendmsg(r.a.ep, &m, FI_TRIGGER), -FI_EINVAL,
+			     "a counter of another domain");
+		cr_assert_eq(fi_close(&other->fid), 0);
+	}
+	m.context = NULL;
+	cr_assert_eq(fi_sendmsg(r.a.ep, &m, FI_TRIGGER), -FI_EINVAL, "no triggered context");
 	rp_close(&r);
 }
