@@ -161,7 +161,7 @@ int braid_wait_step(struct braid_wait *wait, const struct timespec *start, int t
 	/* wake for the endpoints' own timers (retransmissions, ACKs): progress is manual */
 	if (cap_ms >= 0 && (left < 0 || cap_ms < left))
 		left = cap_ms;
-	if (wait->obj == FI_WAIT_YIELD) {
+	if (wait->obj == FI_WAIT_YIELD || wait->obj == FI_WAIT_NONE) {
 		sched_yield();
 		return 0;
 	}

@@ -1,7 +1,7 @@
 /*
  * braid_mpi.c: the project's MPI test: ping-pong with a data check from 0 B to
- * 64 MiB, MPI_Probe and MPI_Mprobe/Mrecv, wildcard source and tag. Run with 2
- * ranks; exits 0 only if every check passed.
+ * 64 MiB, MPI_Probe and MPI_Mprobe/Mrecv, wildcard source and tag, MPI_Allreduce
+ * and MPI_Alltoall. Run with 2 ranks; exits 0 only if every check passed.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -132,6 +132,31 @@ int main(int argc, char **argv)
 		}
 		for (int t = 0; t < 20; t++)
 			CHECK(seen[t] == 1, "tag %d seen %d times", 1000 + t, seen[t]);
+	}
+
+	/* 5. collectives: MPI_Allreduce (int64 sums, every element) and MPI_Alltoall, data checked */
+	for (size_t n = 1; n <= (1u << 20); n *= 64) {
+		int64_t *v = (int64_t *)sbuf, *sum = (int64_t *)rbuf;
+
+		for (size_t i = 0; i < n; i++)
+			v[i] = (int64_t)(i * 3 + (size_t)rank * 1000003);
+		MPI_Allreduce(v, sum, (int)n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+		for (size_t i = 0; i < n; i++)
+			if (sum[i] != (int64_t)(i * 6 + 1000003)) {
+				CHECK(0, "allreduce of %zu elements: element %zu is %lld", n, i,
+				      (long long)sum[i]);
+				break;
+			}
+	}
+	for (size_t n = 1024; n <= (1u << 20); n *= 32) {
+		/* block b of rank r's send buffer goes to rank b: seed r * 16 + b */
+		for (int b = 0; b < size; b++)
+			fill(sbuf + (size_t)b * n, n, (unsigned)(rank * 16 + b));
+		memset(rbuf, 0, (size_t)size * n);
+		MPI_Alltoall(sbuf, (int)n, MPI_BYTE, rbuf, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+		for (int b = 0; b < size; b++)
+			CHECK(check(rbuf + (size_t)b * n, n, (unsigned)(b * 16 + rank)),
+			      "alltoall of %zu bytes: the block from rank %d", n, b);
 	}
 
 	MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
