@@ -411,6 +411,20 @@ static void braid_init_env(void)
 
 FI_EXT_INI
 {
+	uint32_t lib = fi_version();
+
+	/*
+	 * Built against newer headers than the library that loads it, braid
+	 * would fill structures (fi_info's attributes, CQ error entries) past
+	 * the end of what that library allocates: it does not register.
+	 */
+	if (FI_VERSION_LT(lib, BRAID_FI_VERSION)) {
+		BRAID_WARN(FI_LOG_CORE, "braid was built against libfabric %u.%u's headers and "
+			   "cannot run with libfabric %u.%u: build it against this libfabric "
+			   "(fi_braid(7), SUPPORTED VERSIONS)\n", FI_MAJOR(BRAID_FI_VERSION),
+			   FI_MINOR(BRAID_FI_VERSION), FI_MAJOR(lib), FI_MINOR(lib));
+		return NULL;
+	}
 	braid_init_env();
 	braid_layering_init();
 	/* libsodium's one-time start (CPU features, its random source): keys need it */
