@@ -272,6 +272,8 @@ struct braid_rd_comp {
 	uint64_t tag, data;
 	/** @peer: the other side's key. */
 	uint64_t peer;
+	/** @rkey: BRAID_RD_COMP_REMOTE: the key of the region the access targeted. */
+	uint64_t rkey;
 };
 
 /*

@@ -268,6 +268,7 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 		.flags = BRAID_RD_COMP_REMOTE,
 		.len = m->len,
 		.peer = conn->key,
+		.rkey = m->rma.rkey,
 	};
 	struct rd_stage *res = NULL;
 	uint8_t status = m->rma.status;

@@ -568,7 +568,12 @@ struct braid_mr {
 	size_t iov_count;
 	uint64_t access, flags;
 	uint64_t key;
-	struct braid_cntr *cntr;
+	/**
+	 * @rcntr: counters bound with fi_mr_bind (FI_REMOTE_READ [0],
+	 * FI_REMOTE_WRITE [1]): each counts the remote accesses of its kind
+	 * that targeted the region (under the domain's mr_lock).
+	 */
+	struct braid_cntr *rcntr[2];
 };
 
 /* A DGRAM header as a keyed endpoint sends and receives it: the tag follows it (protocol.md §2.4). */
@@ -824,6 +829,8 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 void braid_cntr_inc(struct braid_cntr *cntr);
 void braid_cntr_inc_err(struct braid_cntr *cntr);
 /* braid_mr.c */
+/* Count a remote access (@write, or a read) of the region of @key on the counters bound to it. */
+void braid_mr_count(struct braid_domain *dom, uint64_t key, bool write);
 int braid_mr_check(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len,
 		   uint64_t access, void **ptr);
 int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,

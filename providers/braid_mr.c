@@ -16,15 +16,68 @@ static int mr_close(struct fid *fid)
 	pthread_rwlock_wrlock(&dom->mr_lock);
 	braid_map_remove(&dom->mr_keys, mr->key);
 	pthread_rwlock_unlock(&dom->mr_lock);
+	for (int i = 0; i < 2; i++)
+		if (mr->rcntr[i])
+			atomic_fetch_sub(&mr->rcntr[i]->ref, 1);
 	atomic_fetch_sub(&dom->ref, 1);
 	free(mr);
 	return 0;
 }
 
+/*
+ * fi_mr_bind of a counter (fi_mr(3)): it counts the remote reads
+ * (FI_REMOTE_READ) and/or writes (FI_REMOTE_WRITE; at the target every
+ * atomic is a write, fi_cntr(3)) that target this region. The domain must offer FI_RMA_EVENT; one counter
+ * of each kind a region.
+ */
+static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct braid_mr *mr = braid_container_of(fid, struct braid_mr, mr_fid.fid);
+	const uint64_t kinds[2] = { FI_REMOTE_READ, FI_REMOTE_WRITE };
+	struct braid_cntr *cntr;
+	int i;
+
+	if (!bfid || bfid->fclass != FI_CLASS_CNTR)
+		return -FI_EINVAL;
+	cntr = braid_cntr_of(braid_container_of(bfid, struct fid_cntr, fid));
+	if (!cntr || cntr->domain != mr->domain)
+		return -FI_EINVAL;
+	if (!flags || (flags & ~(FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		return -FI_EBADFLAGS;
+	if (!(mr->domain->info->caps & FI_RMA_EVENT))
+		return -FI_EOPNOTSUPP;	/* the application did not ask for remote events */
+	pthread_rwlock_wrlock(&mr->domain->mr_lock);
+	for (i = 0; i < 2; i++) {
+		if ((flags & kinds[i]) && mr->rcntr[i]) {
+			pthread_rwlock_unlock(&mr->domain->mr_lock);
+			return -FI_EALREADY;
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		if (!(flags & kinds[i]))
+			continue;
+		mr->rcntr[i] = cntr;
+		atomic_fetch_add(&cntr->ref, 1);
+	}
+	pthread_rwlock_unlock(&mr->domain->mr_lock);
+	return 0;
+}
+
+void braid_mr_count(struct braid_domain *dom, uint64_t key, bool write)
+{
+	struct braid_mr *mr;
+
+	pthread_rwlock_rdlock(&dom->mr_lock);
+	mr = braid_map_get(&dom->mr_keys, key);
+	if (mr && mr->rcntr[write])
+		braid_cntr_inc(mr->rcntr[write]);
+	pthread_rwlock_unlock(&dom->mr_lock);
+}
+
 static struct fi_ops mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
-	.bind = braid_nosys_bind,
+	.bind = mr_bind,
 	.control = braid_nosys_control,
 	.ops_open = braid_nosys_ops_open,
 	.tostr = braid_nosys_tostr,

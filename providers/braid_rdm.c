@@ -278,6 +278,9 @@ static void rdm_report_rma(struct braid_ep *ep, const struct braid_rd_comp *c)
 			 (remote ? (read ? FI_REMOTE_READ : FI_REMOTE_WRITE) : (read ? FI_READ : FI_WRITE));
 
 	if (remote) {
+		/* counters bound to the region (fi_mr_bind): at the target an atomic is a write */
+		if (ep->info->caps & FI_RMA_EVENT)
+			braid_mr_count(ep->domain, c->rkey, !read || atomic);
 		/* the target: an entry for remote CQ data, or for every access with FI_RMA_EVENT */
 		if (c->flags & BRAID_RD_COMP_CQ_DATA)
 			flags |= FI_REMOTE_CQ_DATA;

@@ -2350,3 +2350,70 @@ Test(fi_trigger, bad_trigger_context_refused)
 	cr_assert_eq(fi_sendmsg(r.a.ep, &m, FI_TRIGGER), -FI_EINVAL, "no triggered context");
 	rp_close(&r);
 }
+
+/*
+ * Counters bound to a region (fi_mr_bind, FI_RMA_EVENT): each counts the
+ * remote accesses of its kind that targeted that region, and no other's;
+ * binding needs FI_RMA_EVENT and takes one counter of each kind.
+ */
+Test(fi_mr_bind, region_counters_count_remote_accesses_to_their_region)
+{
+	static uint64_t tgt[2][8], src[8];
+	struct fid_cntr *cw[2], *cr;
+	struct region g[2];
+	struct rp r;
+	void *desc;
+	int i;
+
+	rp_open(&r, FI_RMA_EVENT, false, true);
+	desc = rp_ldesc(&r, src, sizeof(src));
+	for (i = 0; i < 2; i++) {
+		g[i] = rp_target(&r, tgt[i], sizeof(tgt[i]), FI_REMOTE_WRITE | FI_REMOTE_READ);
+		cw[i] = pt_cntr_open(r.dom_b, FI_WAIT_UNSPEC);
+		cr_assert_eq(fi_mr_bind(g[i].mr, &cw[i]->fid, FI_REMOTE_WRITE), 0);
+	}
+	cr = pt_cntr_open(r.dom_b, FI_WAIT_UNSPEC);
+	cr_assert_eq(fi_mr_bind(g[0].mr, &cr->fid, FI_REMOTE_READ), 0);
+	cr_assert_eq(fi_mr_bind(g[0].mr, &cr->fid, FI_REMOTE_READ), -FI_EALREADY);
+	cr_assert_eq(fi_mr_bind(g[0].mr, &cr->fid, FI_SEND), -FI_EBADFLAGS);
+	cr_assert_eq(fi_close(&cw[0]->fid), -FI_EBUSY, "a bound counter is busy");
+
+	/* three writes to region 0, one to region 1, one read of region 0 */
+	for (i = 0; i < 4; i++) {
+		src[0] = (uint64_t)i;
+		cr_assert_eq(POST(&r, fi_write(r.a.ep, src, 8, desc, r.a.peer, g[i == 3].base,
+					       g[i == 3].key, &src)), 0);
+		rp_comp(&r, r.a.tx_cq, &src, FI_RMA | FI_WRITE, "write");
+	}
+	cr_assert_eq(POST(&r, fi_read(r.a.ep, src, 8, desc, r.a.peer, g[0].base, g[0].key, &src)),
+		     0);
+	rp_comp(&r, r.a.tx_cq, &src, FI_RMA | FI_READ, "read");
+	cr_assert_eq(rp_cntr_until(&r, cw[0], false, 3), 3, "region 0's write counter");
+	cr_assert_eq(rp_cntr_until(&r, cw[1], false, 1), 1, "region 1's write counter");
+	cr_assert_eq(rp_cntr_until(&r, cr, false, 1), 1, "region 0's read counter");
+	cr_assert_eq(fi_cntr_read(cw[0]), 3, "no more than its own");
+	cr_assert_eq(fi_cntr_read(cw[1]), 1);
+	/* closing the regions lets go of their counters */
+	for (size_t m = 0; m < r.nmrs; m++)
+		cr_assert_eq(fi_close(&r.mrs[m]->fid), 0);
+	r.nmrs = 0;
+	cr_assert_eq(fi_close(&cr->fid), 0);
+	for (i = 0; i < 2; i++)
+		cr_assert_eq(fi_close(&cw[i]->fid), 0);
+	rp_close(&r);
+}
+
+Test(fi_mr_bind, needs_rma_event)
+{
+	static uint64_t tgt[8];
+	struct fid_cntr *c;
+	struct region g;
+	struct rp r;
+
+	rp_open(&r, 0, false, false);
+	g = rp_target(&r, tgt, sizeof(tgt), FI_REMOTE_WRITE);
+	c = pt_cntr_open(r.dom_b, FI_WAIT_UNSPEC);
+	cr_assert_eq(fi_mr_bind(g.mr, &c->fid, FI_REMOTE_WRITE), -FI_EOPNOTSUPP);
+	cr_assert_eq(fi_close(&c->fid), 0);
+	rp_close(&r);
+}
