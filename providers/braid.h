@@ -823,6 +823,8 @@ int braid_cq_write_err(struct braid_cq *cq, const struct braid_ep *ep, void *con
  * and credits come back to their owner with them.
  */
 void braid_cq_ep_closed(struct braid_cq *cq, const struct braid_ep *ep);
+/* Whether @cq holds a receive completion of @ep not read yet. */
+bool braid_cq_holds_recv(struct braid_cq *cq, const struct braid_ep *ep);
 /* braid_cntr.c */
 int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		    struct fid_cntr **cntr, void *context);

@@ -185,6 +185,29 @@ static void cq_cancel_slot(const struct braid_cq_slot *s, struct braid_dlist *to
 	braid_dlist_insert_tail(&e->node, to);
 }
 
+bool braid_cq_holds_recv(struct braid_cq *cq, const struct braid_ep *ep)
+{
+	struct braid_dlist *it;
+	bool found = false;
+	size_t i;
+
+	cq_lock(cq);
+	for (i = 0; i < cq->count && !found; i++) {
+		const struct braid_cq_slot *s = &cq->slots[(cq->head + i) % cq->size];
+
+		found = s->ep == ep && (s->entry.flags & FI_RECV);
+	}
+	braid_dlist_foreach(&cq->over, it) {
+		const struct braid_cq_over *o = braid_container_of(it, struct braid_cq_over, node);
+
+		if (found)
+			break;
+		found = o->slot.ep == ep && (o->slot.entry.flags & FI_RECV);
+	}
+	cq_unlock(cq);
+	return found;
+}
+
 void braid_cq_ep_closed(struct braid_cq *cq, const struct braid_ep *ep)
 {
 	struct braid_dlist moved, *it, *tmp;

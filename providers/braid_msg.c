@@ -31,6 +31,12 @@ struct braid_msg {
 	/** @early: receives posted before the QP exists, handed to it in order when it does. */
 	struct early_rx *early;
 	size_t nearly, early_cap;
+	/**
+	 * @shutdown_held: when the peer's disconnect came (ns), while its
+	 * FI_SHUTDOWN waits for the receive completions before it to be read
+	 * (msg_shutdown_release()); 0: none waiting.
+	 */
+	uint64_t shutdown_held;
 };
 
 struct early_rx {
@@ -292,7 +298,7 @@ static int msg_cm_run(struct braid_ep *ep, uint64_t now, const struct sockaddr_i
 			eq_event(ep, FI_CONNECTED, ev.pdata, ev.pdata_len);
 			break;
 		case BRAID_CM_EV_SHUTDOWN:
-			eq_event(ep, FI_SHUTDOWN, NULL, 0);
+			m->shutdown_held = now ? now : 1;	/* msg_shutdown_release() */
 			break;
 		default:	/* REJECTED, TIMEDOUT, ERROR */
 			eq_error(ep, ev.err, ev.pdata, ev.pdata_len);
@@ -634,6 +640,27 @@ static void msg_drain_port(struct braid_ep *ep, uint64_t now)
 		msg_qp_step(touched[i], now);
 }
 
+/*
+ * FI_SHUTDOWN after the receives that came before it: the event waits while
+ * the endpoint's CQ still holds receive completions of this endpoint that
+ * the application has not read, at most the peer timeout
+ * (FI_BRAID_PEER_TIMEOUT_MS). A layer above that closes the connection on
+ * FI_SHUTDOWN (ofi_rxm) reads the data first, instead of losing it to the
+ * close (braid_cq_ep_closed() cancels what is still unread).
+ */
+static void msg_shutdown_release(struct braid_ep *ep, uint64_t now)
+{
+	struct braid_msg *m = ep->msg;
+
+	if (!m->shutdown_held)
+		return;
+	if (ep->rx_cq && braid_cq_holds_recv(ep->rx_cq, ep) &&
+	    now - m->shutdown_held < (uint64_t)braid_cfg.peer_timeout_ms * 1000000ULL)
+		return;
+	m->shutdown_held = 0;
+	eq_event(ep, FI_SHUTDOWN, NULL, 0);
+}
+
 void braid_msg_progress_locked(struct braid_ep *ep)
 {
 	uint64_t now = braid_now_ns();
@@ -646,6 +673,7 @@ void braid_msg_progress_locked(struct braid_ep *ep)
 	msg_cm_poll(ep, now);
 	msg_cm_timer(ep, now);
 	msg_qp_step(ep, now);
+	msg_shutdown_release(ep, now);
 }
 
 int braid_msg_wait_fd(struct braid_ep *ep)

@@ -564,6 +564,44 @@ Test(fi_close, closing_a_connected_endpoint_tells_the_peer)
 	pair_close(&p);
 }
 
+/*
+ * A message that arrived before the peer's disconnect is read before the
+ * disconnect's FI_SHUTDOWN is (the event waits for the receive completions
+ * before it, fi_braid(7)): a layer that closes the connection on FI_SHUTDOWN
+ * (ofi_rxm) does not lose the last message.
+ */
+Test(fi_shutdown, waits_for_the_receives_before_it_to_be_read, .timeout = 30)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 256];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	static char rx[64];
+	struct fi_cq_data_entry c;
+	uint32_t event;
+	struct mpair p;
+	long until;
+	ssize_t ret;
+
+	pair_open(&p);
+	pair_connect(&p, "c", "s", NULL);
+	cr_assert_eq(fi_recv(p.sep, rx, sizeof(rx), NULL, 0, rx), 0);
+	cr_assert_eq(fi_send(p.cep, "last", 5, NULL, 0, NULL), 0);
+	cr_assert_eq(cq_one(p.ccq, NULL, &c), 1, "the send completes (the server's QP took it)");
+	cr_assert_eq(fi_close(&p.cep->fid), 0);
+	p.cep = NULL;
+	/* the EQ drives the server's QP: the message lands in its CQ, the disconnect waits */
+	until = pt_now_ms() + 300;
+	while (pt_now_ms() < until) {
+		ret = fi_eq_read(p.seq, &event, e, sizeof(buf), 0);
+		cr_assert_eq(ret, -FI_EAGAIN, "event %u before the receive was read", event);
+	}
+	cr_assert_eq(fi_cq_read(p.scq, &c, 1), 1);
+	cr_assert(c.flags & FI_RECV);
+	cr_assert_str_eq(rx, "last");
+	eq_expect(p.seq, FI_SHUTDOWN, e, sizeof(buf));
+	cr_assert_eq(e->fid, &p.sep->fid);
+	pair_close(&p);
+}
+
 /* An RMA the target refuses: FI_EACCES at the initiator, nothing touched, and
  * the QP goes to the error state (IBTA: remote access error): later posts
  * fail and the endpoint reports FI_SHUTDOWN. */
