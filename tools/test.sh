@@ -2,7 +2,11 @@
 # test.sh: run braid's whole test suite (unit, provider API, fabtests pairs, examples) and print
 # "N passed, N failed, N skipped" as the last line.
 #
-#   tools/test.sh [--sanitize] [meson test arguments]
+#   tools/test.sh [--sanitize] [--build DIR] [meson test arguments]
+#
+# --build DIR runs the suite from DIR (default build/), e.g. one configured against another
+# libfabric: PKG_CONFIG_PATH=PREFIX/lib/pkgconfig meson setup DIR (fi_braid(7), SUPPORTED
+# VERSIONS); its tests then run with that libfabric.
 #
 # With --sanitize (the default when CI=true) the suite runs a second time from
 # build-asan/, built with AddressSanitizer and UndefinedBehaviorSanitizer
@@ -13,12 +17,25 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+usage() {
+	echo "usage: $0 [--sanitize] [--build DIR] [meson test arguments]"
+}
 sanitize=false
 [ "${CI:-}" = true ] && sanitize=true
-if [ "${1:-}" = --sanitize ]; then
-	sanitize=true
-	shift
-fi
+bdir=build
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h|--help) usage; exit 0 ;;
+	--sanitize) sanitize=true; shift ;;
+	--build)
+		[ $# -ge 2 ] || { usage >&2; exit 2; }
+		bdir=$2
+		shift 2
+		[ -f "$bdir/build.ninja" ] || { echo "test: $bdir is not a meson build directory" >&2; exit 2; }
+		;;
+	*) break ;;
+	esac
+done
 
 total_ok=0 total_fail=0 total_skip=0 rc=0
 
@@ -40,7 +57,7 @@ run_suite() {
 	total_skip=$((total_skip + ${skip:-0}))
 }
 
-run_suite build "$@"
+run_suite "$bdir" "$@"
 
 if $sanitize; then
 	echo "test: the suite again under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/)"
