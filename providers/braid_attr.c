@@ -673,7 +673,8 @@ static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints, uint3
 /*
  * The capabilities an entry of @k gets for @hints (fi_getinfo(3)): what was
  * asked, or without a request all but the ones given only when asked.
- * A primary capability asked without a direction gets every direction
+ * braid's secondary FI_LOCAL_COMM and FI_REMOTE_COMM are reported whether
+ * asked or not. A primary capability asked without a direction gets every direction
  * braid has for it (FI_MSG and FI_TAGGED: FI_SEND and FI_RECV; FI_RMA and
  * FI_ATOMIC: FI_READ, FI_WRITE, FI_REMOTE_READ and FI_REMOTE_WRITE), as
  * libfabric's providers answer: an endpoint that asks for FI_RMA and
@@ -688,7 +689,8 @@ static uint64_t kind_caps_for(const struct ep_kind *k, const struct fi_info *hin
 
 	if (!hints || !hints->caps)
 		return have & ~BRAID_RDM_ASKED_ONLY;
-	caps = hints->caps;
+	/* FI_LOCAL_COMM and FI_REMOTE_COMM: secondary, braid has both, reported (fi_getinfo(3)) */
+	caps = hints->caps | (have & BRAID_DOMAIN_CAPS);
 	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & msg_dir))
 		caps |= have & msg_dir;
 	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & rma_dir))

@@ -550,3 +550,30 @@ Test(fi_getinfo, layering_setting_offers_layered_first)
 	cr_expect_gt(count_layered("braid", &first), 0);
 	cr_expect(!strncmp(first, "braid;ofi_", 10), "first entry %s", first);
 }
+
+/*
+ * FI_LOCAL_COMM and FI_REMOTE_COMM are secondary capabilities braid has: an
+ * entry reports both, in caps and domain caps, however the hints name them
+ * (fabtests' fi_getinfo_test asks for them in domain_attr->caps only, as
+ * ofi_rxd passes them on).
+ */
+Test(fi_getinfo, comm_caps_reported_when_asked_in_domain_caps_only)
+{
+	static const enum fi_ep_type types[] = { FI_EP_RDM, FI_EP_DGRAM, FI_EP_MSG };
+	const uint64_t comm = FI_LOCAL_COMM | FI_REMOTE_COMM;
+	size_t t;
+
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		struct fi_info *hints = pt_hints(types[t]), *info;
+		int ret;
+
+		hints->caps = FI_MSG;
+		hints->domain_attr->caps = FI_LOCAL_COMM;
+		ret = getinfo(NULL, NULL, 0, hints, &info);
+		cr_assert_eq(ret, 0, "fi_getinfo(type %d) = %d", types[t], ret);
+		cr_expect_eq(info->caps & comm, comm);
+		cr_expect_eq(info->domain_attr->caps & comm, comm);
+		fi_freeinfo(info);
+		fi_freeinfo(hints);
+	}
+}
