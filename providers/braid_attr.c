@@ -42,6 +42,15 @@
 #define BRAID_RDM_ASKED_ONLY	(FI_RMA_EVENT | FI_TRIGGER | BRAID_TAGGED_DIRECTED_RECV | \
 				 BRAID_EXACT_DIRECTED_RECV)
 
+/*
+ * RDM: messages match in send order; atomics (requests) execute at the
+ * target in the order issued, reads and writes among them alike
+ * (protocol.md §4.7 "Ordering"), which MPI's accumulate ordering asks for.
+ * RMA writes land as their packets arrive: no FI_ORDER_RMA_* is promised.
+ */
+#define BRAID_RDM_ORDER		(FI_ORDER_SAS | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | \
+				 FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
+
 /* MSG: RoCEv2 RC */
 #define BRAID_MSG_TX_CAPS	(FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
 #define BRAID_MSG_RX_CAPS	(FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE)
@@ -124,7 +133,7 @@ static struct fi_fabric_attr dgram_fabric_attr = {
 static struct fi_tx_attr rdm_tx_attr = {
 	.caps = BRAID_RDM_TX_CAPS & ~FI_TRIGGER,
 	.op_flags = 0,
-	.msg_order = FI_ORDER_SAS,
+	.msg_order = BRAID_RDM_ORDER,
 	.comp_order = BRAID_ORDER_NONE,
 	.iov_limit = BRAID_IOV_LIMIT,
 	.rma_iov_limit = 1,
@@ -133,7 +142,7 @@ static struct fi_tx_attr rdm_tx_attr = {
 static struct fi_rx_attr rdm_rx_attr = {
 	.caps = BRAID_RDM_RX_CAPS & ~FI_RMA_EVENT,
 	.op_flags = 0,
-	.msg_order = FI_ORDER_SAS,
+	.msg_order = BRAID_RDM_ORDER,
 	.comp_order = BRAID_ORDER_NONE,
 	.total_buffered_recv = 0,
 	.iov_limit = BRAID_IOV_LIMIT,

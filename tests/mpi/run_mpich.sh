@@ -118,15 +118,17 @@ echo "run_mpich: one-sided (braid_osc)"
 run braid_osc
 grep -q '^braid_osc: PASS' "$tmp/braid_osc.log" || die "braid_osc did not report PASS"
 grep '^ofi_trace: ' "$tmp/braid_osc.log" | sed 's/^ofi_trace: /    /'
-# MPICH's RMA over braid's fi_write/fi_read and atomics, in each rank
+# MPICH's MPI_Put and MPI_Get over braid's fi_write and fi_read, in each rank. Its accumulates
+# and atomics travel as its own active messages (braid's tagged messages): ch4:ofi keeps network
+# atomics off for windows that a process could also reach through shared memory (its "auto"
+# mode), as every window here can.
 rma=$(grep '^ofi_trace: .* caller=libmpi[^ ]* prov=braid ' "$tmp/braid_osc.log")
 while read -r line; do
 	[ -z "$line" ] && continue
 	w=$(echo "$line" | sed -n 's/.* write=\([0-9]*\) .*/\1/p')
 	r=$(echo "$line" | sed -n 's/.* read=\([0-9]*\) .*/\1/p')
-	a=$(echo "$line" | sed -n 's/.* fetch_atomic=\([0-9]*\) .*/\1/p')
-	[ "${w:-0}" -gt 0 ] && [ "${r:-0}" -gt 0 ] && [ "${a:-0}" -gt 0 ] ||
-		die "a rank's MPICH made no fi_write, fi_read or fi_fetch_atomic on braid: $line"
+	[ "${w:-0}" -gt 0 ] && [ "${r:-0}" -gt 0 ] ||
+		die "a rank's MPICH made no fi_write or fi_read on braid: $line"
 done <<<"$rma"
 [ "$sent" -ge 1000 ] || die "too few UDP datagrams ($sent): the traffic did not go through braid"
 

@@ -2417,3 +2417,46 @@ Test(fi_mr_bind, needs_rma_event)
 	cr_assert_eq(fi_close(&c->fid), 0);
 	rp_close(&r);
 }
+
+/*
+ * Atomics from one initiator execute at the target in the order issued
+ * (FI_ORDER_ATOMIC_RAR/RAW/WAR/WAW, offered in msg_order; protocol.md
+ * §4.7): 256 fetching writes posted back to back each fetch the value the
+ * one before it wrote.
+ */
+Test(fi_fetch_atomic, atomics_execute_in_issue_order, .timeout = 60)
+{
+	const uint64_t order = FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR |
+			       FI_ORDER_ATOMIC_WAW;
+	enum { N = 256 };
+	static uint64_t tgt, val[N], res[N];
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	void *vdesc, *rdesc;
+	struct region g;
+	struct rp r;
+	int i, done = 0;
+
+	rp_open(&r, 0, true, false);
+	cr_assert_eq(r.info->tx_attr->msg_order & order, order, "msg_order %#llx",
+		     (unsigned long long)r.info->tx_attr->msg_order);
+	g = rp_target(&r, &tgt, sizeof(tgt), FI_REMOTE_WRITE | FI_REMOTE_READ);
+	vdesc = rp_ldesc(&r, val, sizeof(val));
+	rdesc = rp_ldesc(&r, res, sizeof(res));
+	for (i = 0; i < N; i++) {
+		val[i] = (uint64_t)i + 1;
+		res[i] = UINT64_MAX;
+		cr_assert_eq(POST(&r, fi_fetch_atomic(r.a.ep, &val[i], 1, vdesc, &res[i], rdesc,
+						      r.a.peer, g.base, g.key, FI_UINT64,
+						      FI_ATOMIC_WRITE, &res[i])), 0, "post %d", i);
+	}
+	while (done < N) {
+		cr_assert_eq(rp_wait(&r, r.a.tx_cq, &e, &err), 1, "completion %d", done);
+		done++;
+	}
+	for (i = 0; i < N; i++)
+		cr_assert_eq(res[i], (uint64_t)i, "write %d fetched %llu, the value of write %d",
+			     i + 1, (unsigned long long)res[i], i);
+	cr_assert(rp_until_equal(&r, &tgt, &(uint64_t){ N }, sizeof(tgt)));
+	rp_close(&r);
+}
