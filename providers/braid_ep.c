@@ -12,9 +12,10 @@
 
 static int ep_bind_rma_cntrs(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags);
 
+/* the endpoint of @fid, or of the alias it is (the alias shares its calls, fi_ep_alias) */
 static struct braid_ep *ep_of(struct fid *fid)
 {
-	return braid_container_of(fid, struct braid_ep, ep_fid.fid);
+	return braid_ep_of(braid_container_of(fid, struct fid_ep, fid));
 }
 
 /* @wire becomes the endpoint's (the one it had is closed) */
@@ -646,7 +647,7 @@ static int ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
 
 static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 {
-	struct braid_ep *ep = braid_container_of(ep_fid, struct braid_ep, ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 
 	size_t sends, recvs;
 
@@ -663,7 +664,7 @@ static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 
 static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
 {
-	struct braid_ep *ep = braid_container_of(ep_fid, struct braid_ep, ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 
 	size_t sends, recvs;
 
@@ -791,65 +792,6 @@ struct fi_ops braid_alias_fi_ops = {
 	.ops_set = braid_nosys_ops_set,
 };
 
-static ssize_t alias_cancel(fid_t fid, void *context)
-{
-	return ep_cancel(&alias_of(fid)->ep->ep_fid.fid, context);
-}
-
-static int alias_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
-{
-	return ep_getopt(&alias_of(fid)->ep->ep_fid.fid, level, optname, optval, optlen);
-}
-
-static int alias_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
-{
-	return ep_setopt(&alias_of(fid)->ep->ep_fid.fid, level, optname, optval, optlen);
-}
-
-static ssize_t alias_rx_size_left(struct fid_ep *ep_fid)
-{
-	return ep_rx_size_left(&braid_ep_of(ep_fid)->ep_fid);
-}
-
-static ssize_t alias_tx_size_left(struct fid_ep *ep_fid)
-{
-	return ep_tx_size_left(&braid_ep_of(ep_fid)->ep_fid);
-}
-
-static struct fi_ops_ep alias_ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = alias_cancel,
-	.getopt = alias_getopt,
-	.setopt = alias_setopt,
-	.tx_ctx = ep_tx_ctx,
-	.rx_ctx = ep_rx_ctx,
-	.rx_size_left = alias_rx_size_left,
-	.tx_size_left = alias_tx_size_left,
-};
-
-static int ep_alias_setname(fid_t fid, void *addr, size_t addrlen)
-{
-	return -FI_ENOSYS;	/* the endpoint's name, set on the endpoint */
-}
-
-static int alias_getname(fid_t fid, void *addr, size_t *addrlen)
-{
-	return braid_ep_getname(&alias_of(fid)->ep->ep_fid.fid, addr, addrlen);
-}
-
-static struct fi_ops_cm alias_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = ep_alias_setname,
-	.getname = alias_getname,
-	.getpeer = ep_getpeer,
-	.connect = ep_connect,
-	.listen = ep_listen,
-	.accept = ep_accept,
-	.reject = ep_reject,
-	.shutdown = ep_shutdown,
-	.join = ep_join,
-};
-
 /*
  * fi_ep_alias (fi_endpoint(3)): an RDM endpoint's alias, whose data calls
  * take the default flags given (FI_TRANSMIT and/or FI_RECV selecting which),
@@ -872,10 +814,8 @@ static int ep_alias(struct braid_ep *ep, struct fi_alias *alias)
 	a->ep = ep;
 	a->tx_op_flags = (alias->flags & FI_TRANSMIT) ? alias->flags & ~dir : ep->tx_op_flags;
 	a->rx_op_flags = (alias->flags & FI_RECV) ? alias->flags & ~dir : ep->rx_op_flags;
-	a->ep_fid = ep->ep_fid;		/* the endpoint's data calls */
+	a->ep_fid = ep->ep_fid;		/* the endpoint's calls, which find it through ep_of() */
 	a->ep_fid.fid.ops = &braid_alias_fi_ops;
-	a->ep_fid.ops = &alias_ep_ops;
-	a->ep_fid.cm = &alias_cm_ops;
 	atomic_fetch_add(&ep->aliases, 1);
 	*alias->fid = &a->ep_fid.fid;
 	return 0;
