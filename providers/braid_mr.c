@@ -27,8 +27,8 @@ static int mr_close(struct fid *fid)
 /*
  * fi_mr_bind of a counter (fi_mr(3)): it counts the remote reads
  * (FI_REMOTE_READ) and/or writes (FI_REMOTE_WRITE; at the target every
- * atomic is a write, fi_cntr(3)) that target this region. The domain must offer FI_RMA_EVENT; one counter
- * of each kind a region.
+ * atomic is a write, fi_cntr(3)) that target this region. The domain must
+ * offer FI_RMA_EVENT; one counter of each kind a region.
  */
 static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {

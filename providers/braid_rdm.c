@@ -27,12 +27,6 @@ uint64_t braid_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* the endpoint of @ep_fid, or of the alias it is (fi_ep_alias) */
-static inline struct braid_ep *rdm_ep(struct fid_ep *ep_fid)
-{
-	return braid_ep_of(ep_fid);
-}
-
 static void rdm_flush(struct braid_ep *ep, uint64_t now);
 
 /* ---- enable / close ---- */
@@ -747,7 +741,7 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 static ssize_t rdm_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
 			    fi_addr_t dest_addr, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, 1, dest_addr, context, 0, 0, braid_ep_tx_flags(ep_fid), false,
@@ -757,7 +751,7 @@ static ssize_t rdm_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len, 
 static ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
 			     size_t count, fi_addr_t dest_addr, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 
 	return rdm_send(ep, iov, count, dest_addr, context, 0, 0, braid_ep_tx_flags(ep_fid), false,
 			false);
@@ -767,7 +761,7 @@ static ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, 
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return rdm_send(rdm_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+	return rdm_send(braid_ep_of(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
 			0, msg->data, flags, false, false);
 }
 
@@ -776,13 +770,13 @@ static ssize_t rdm_msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(rdm_ep(ep_fid), &iov, 1, dest_addr, NULL, 0, 0, FI_INJECT, false, true);
+	return rdm_send(braid_ep_of(ep_fid), &iov, 1, dest_addr, NULL, 0, 0, FI_INJECT, false, true);
 }
 
 static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
 				uint64_t data, fi_addr_t dest_addr, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, 1, dest_addr, context, 0, data,
@@ -794,7 +788,7 @@ static ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(rdm_ep(ep_fid), &iov, 1, dest_addr, NULL, 0, data,
+	return rdm_send(braid_ep_of(ep_fid), &iov, 1, dest_addr, NULL, 0, data,
 			FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
 }
 
@@ -881,7 +875,7 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 static ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
 			    fi_addr_t src_addr, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
 	return rdm_recv(ep, &iov, 1, src_addr, context, 0, 0, braid_ep_rx_flags(ep_fid),
@@ -891,7 +885,7 @@ static ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *
 static ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
 			     size_t count, fi_addr_t src_addr, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 
 	return rdm_recv(ep, iov, count, src_addr, context, 0, 0, braid_ep_rx_flags(ep_fid), false);
 }
@@ -900,7 +894,7 @@ static ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, 
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return rdm_recv(rdm_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+	return rdm_recv(braid_ep_of(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
 			0, 0, flags, false);
 }
 
@@ -922,7 +916,7 @@ struct fi_ops_msg braid_rdm_msg_ops = {
 static ssize_t rdm_tag_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
 			    fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
 	return rdm_recv(ep, &iov, 1, src_addr, context, tag, ignore,
@@ -933,7 +927,7 @@ static ssize_t rdm_tag_recvv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 			     size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
 			     void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 
 	return rdm_recv(ep, iov, count, src_addr, context, tag, ignore,
 			braid_ep_rx_flags(ep_fid) & ~FI_MULTI_RECV, true);
@@ -944,14 +938,14 @@ static ssize_t rdm_tag_recvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return rdm_recv(rdm_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+	return rdm_recv(braid_ep_of(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
 			msg->tag, msg->ignore, flags, true);
 }
 
 static ssize_t rdm_tag_send(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
 			    fi_addr_t dest_addr, uint64_t tag, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, 1, dest_addr, context, tag, 0, braid_ep_tx_flags(ep_fid), true,
@@ -961,7 +955,7 @@ static ssize_t rdm_tag_send(struct fid_ep *ep_fid, const void *buf, size_t len, 
 static ssize_t rdm_tag_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
 			     size_t count, fi_addr_t dest_addr, uint64_t tag, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 
 	return rdm_send(ep, iov, count, dest_addr, context, tag, 0, braid_ep_tx_flags(ep_fid),
 			true, false);
@@ -972,7 +966,7 @@ static ssize_t rdm_tag_sendmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return rdm_send(rdm_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+	return rdm_send(braid_ep_of(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
 			msg->tag, msg->data, flags, true, false);
 }
 
@@ -981,13 +975,13 @@ static ssize_t rdm_tag_inject(struct fid_ep *ep_fid, const void *buf, size_t len
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(rdm_ep(ep_fid), &iov, 1, dest_addr, NULL, tag, 0, FI_INJECT, true, true);
+	return rdm_send(braid_ep_of(ep_fid), &iov, 1, dest_addr, NULL, tag, 0, FI_INJECT, true, true);
 }
 
 static ssize_t rdm_tag_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
 				uint64_t data, fi_addr_t dest_addr, uint64_t tag, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, 1, dest_addr, context, tag, data,
@@ -999,7 +993,7 @@ static ssize_t rdm_tag_injectdata(struct fid_ep *ep_fid, const void *buf, size_t
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(rdm_ep(ep_fid), &iov, 1, dest_addr, NULL, tag, data,
+	return rdm_send(braid_ep_of(ep_fid), &iov, 1, dest_addr, NULL, tag, data,
 			FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
 }
 

@@ -9,12 +9,6 @@
 /* a compare or fetch op carries no remote CQ data (fi_atomic(3)) */
 #define ATOMIC_FLAGS	(RMA_FLAGS & ~FI_REMOTE_CQ_DATA)
 
-/* the endpoint of @ep_fid, or of the alias it is (fi_ep_alias) */
-static inline struct braid_ep *rdm_ep(struct fid_ep *ep_fid)
-{
-	return braid_ep_of(ep_fid);
-}
-
 int braid_atomic_query(enum fi_datatype dt, enum fi_op op, uint64_t flags, size_t *count)
 {
 	enum braid_atomic_kind kind = (flags & FI_COMPARE_ATOMIC) ? BRAID_ATOMIC_COMPARE_KIND :
@@ -105,14 +99,14 @@ static ssize_t rma_msg(struct fid_ep *ep_fid, enum braid_rd_rma_kind op, const s
 		len += msg->msg_iov[i].iov_len;
 	if (msg->rma_iov[0].len != len)
 		return -FI_EINVAL;
-	return rma_op(rdm_ep(ep_fid), op, msg->msg_iov, msg->iov_count, msg->addr,
+	return rma_op(braid_ep_of(ep_fid), op, msg->msg_iov, msg->iov_count, msg->addr,
 		      msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data, flags, msg->context, false);
 }
 
 static ssize_t rdm_read(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
 			fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
 	return rma_op(ep, BRAID_RD_RMA_READ, &iov, 1, src_addr, addr, key, 0,
@@ -123,7 +117,7 @@ static ssize_t rdm_readv(struct fid_ep *ep_fid, const struct iovec *iov, void **
 			 size_t count, fi_addr_t src_addr, uint64_t addr, uint64_t key,
 			 void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 
 	return rma_op(ep, BRAID_RD_RMA_READ, iov, count, src_addr, addr, key, 0,
 		      braid_ep_tx_flags(ep_fid) & ~FI_INJECT, context, false);
@@ -137,7 +131,7 @@ static ssize_t rdm_readmsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg, 
 static ssize_t rdm_write(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
 			 fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
 	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, 0,
@@ -148,7 +142,7 @@ static ssize_t rdm_writev(struct fid_ep *ep_fid, const struct iovec *iov, void *
 			  size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			  void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 
 	return rma_op(ep, BRAID_RD_RMA_WRITE, iov, count, dest_addr, addr, key, 0,
 		      braid_ep_tx_flags(ep_fid), context, false);
@@ -164,7 +158,7 @@ static ssize_t rdm_inject_write(struct fid_ep *ep_fid, const void *buf, size_t l
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return rma_op(rdm_ep(ep_fid), BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, 0,
+	return rma_op(braid_ep_of(ep_fid), BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, 0,
 		      FI_INJECT, NULL, true);
 }
 
@@ -172,7 +166,7 @@ static ssize_t rdm_writedata(struct fid_ep *ep_fid, const void *buf, size_t len,
 			     uint64_t data, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			     void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
 	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, data,
@@ -185,7 +179,7 @@ static ssize_t rdm_inject_writedata(struct fid_ep *ep_fid, const void *buf, size
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return rma_op(rdm_ep(ep_fid), BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, data,
+	return rma_op(braid_ep_of(ep_fid), BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, data,
 		      FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true);
 }
 
@@ -296,7 +290,7 @@ static ssize_t atomic_vec(struct fid_ep *ep_fid, const struct fi_ioc *iov, size_
 	for (i = 0; v && i < vn; i++)
 		n += v[i].count;
 	rioc.count = n;
-	return atomic_op(rdm_ep(ep_fid), &msg, cmp, cmp_count, res, res_count,
+	return atomic_op(braid_ep_of(ep_fid), &msg, cmp, cmp_count, res, res_count,
 			 fetch ? flags & ~FI_INJECT : flags, fetch, false);
 }
 
@@ -312,7 +306,7 @@ static ssize_t rdm_atomic(struct fid_ep *ep_fid, const void *buf, size_t count, 
 			  fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			  enum fi_datatype datatype, enum fi_op op, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
 
 	return atomic_op(ep, &msg_, NULL, 0, NULL, 0, braid_ep_tx_flags(ep_fid), false, false);
@@ -331,7 +325,7 @@ static ssize_t rdm_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_atomic *
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return atomic_op(rdm_ep(ep_fid), msg, NULL, 0, NULL, 0, flags, false, false);
+	return atomic_op(braid_ep_of(ep_fid), msg, NULL, 0, NULL, 0, flags, false, false);
 }
 
 static ssize_t rdm_inject_atomic(struct fid_ep *ep_fid, const void *buf, size_t count,
@@ -340,7 +334,7 @@ static ssize_t rdm_inject_atomic(struct fid_ep *ep_fid, const void *buf, size_t 
 {
 	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, NULL);
 
-	return atomic_op(rdm_ep(ep_fid), &msg_, NULL, 0, NULL, 0, FI_INJECT, false, true);
+	return atomic_op(braid_ep_of(ep_fid), &msg_, NULL, 0, NULL, 0, FI_INJECT, false, true);
 }
 
 static ssize_t rdm_fetch_atomic(struct fid_ep *ep_fid, const void *buf, size_t count, void *desc,
@@ -348,7 +342,7 @@ static ssize_t rdm_fetch_atomic(struct fid_ep *ep_fid, const void *buf, size_t c
 				uint64_t addr, uint64_t key, enum fi_datatype datatype,
 				enum fi_op op, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct fi_ioc res = { result, count };
 	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
 
@@ -374,7 +368,7 @@ static ssize_t rdm_fetch_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_at
 		return -FI_EINVAL;
 	if (flags & FI_INJECT)
 		return -FI_EBADFLAGS;
-	return atomic_op(rdm_ep(ep_fid), msg, NULL, 0, resultv, result_count, flags, true, false);
+	return atomic_op(braid_ep_of(ep_fid), msg, NULL, 0, resultv, result_count, flags, true, false);
 }
 
 static ssize_t rdm_compare_atomic(struct fid_ep *ep_fid, const void *buf, size_t count,
@@ -383,7 +377,7 @@ static ssize_t rdm_compare_atomic(struct fid_ep *ep_fid, const void *buf, size_t
 				  uint64_t addr, uint64_t key, enum fi_datatype datatype,
 				  enum fi_op op, void *context)
 {
-	struct braid_ep *ep = rdm_ep(ep_fid);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct fi_ioc cmp = { (void *)compare, count }, res = { result, count };
 	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
 
@@ -413,7 +407,7 @@ static ssize_t rdm_compare_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_
 		return -FI_EINVAL;
 	if (flags & FI_INJECT)
 		return -FI_EBADFLAGS;
-	return atomic_op(rdm_ep(ep_fid), msg, comparev, compare_count, resultv, result_count,
+	return atomic_op(braid_ep_of(ep_fid), msg, comparev, compare_count, resultv, result_count,
 			 flags, true, false);
 }
 

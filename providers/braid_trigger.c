@@ -251,14 +251,27 @@ static struct braid_cntr *trig_tx_cntr(const struct braid_trig *t)
 	}
 }
 
+/* the completion flags of @t's kind of transfer (fi_cq(3)) */
+static uint64_t trig_comp_flags(const struct braid_trig *t)
+{
+	static const uint64_t flags[] = {
+		[TRIG_MSG] = FI_MSG | FI_SEND,		[TRIG_TAGGED] = FI_TAGGED | FI_SEND,
+		[TRIG_READ] = FI_RMA | FI_READ,		[TRIG_WRITE] = FI_RMA | FI_WRITE,
+		[TRIG_ATOMIC] = FI_ATOMIC | FI_WRITE,	[TRIG_FETCH] = FI_ATOMIC | FI_READ,
+		[TRIG_COMPARE] = FI_ATOMIC | FI_READ,
+	};
+
+	return flags[t->kind];
+}
+
 /* @t ends without being posted: an error completion, as its post would have had */
 static void trig_fail(struct braid_trig *t, int err, int prov_errno)
 {
 	struct braid_cntr *c = trig_tx_cntr(t);
 
 	if (t->ep->tx_cq)
-		(void)braid_cq_write_err(t->ep->tx_cq, t->ep, t->context, 0, 0, NULL, 0, 0, 0,
-					 err, prov_errno, FI_ADDR_NOTAVAIL);
+		(void)braid_cq_write_err(t->ep->tx_cq, t->ep, t->context, trig_comp_flags(t), 0,
+					 NULL, 0, 0, 0, err, prov_errno, FI_ADDR_NOTAVAIL);
 	if (c)
 		braid_cntr_inc_err(c);
 }
@@ -332,9 +345,7 @@ int braid_trig_cancel(struct braid_ep *ep, void *context)
 	pthread_mutex_unlock(&dom->trig_lock);
 	if (!t)
 		return -FI_ENOENT;
-	if (ep->tx_cq)
-		(void)braid_cq_write_err(ep->tx_cq, ep, t->context, 0, 0, NULL, 0, 0, 0,
-					 FI_ECANCELED, BRAID_PERR_CANCELED, FI_ADDR_NOTAVAIL);
+	trig_fail(t, FI_ECANCELED, BRAID_PERR_CANCELED);
 	trig_free(dom, t);
 	return 0;
 }
