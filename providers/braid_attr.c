@@ -874,6 +874,26 @@ err:
 	return NULL;
 }
 
+/*
+ * Does @hints ask for a scalable endpoint (fi_scalable_ep(3): several
+ * transmit or receive contexts on one address, or receive contexts named
+ * by fi_rx_addr)? braid offers none: an endpoint has one transmit and one
+ * receive context, and its packets carry no context index (protocol.md
+ * §2). getinfo says so in the log, as the reason the hints match nothing.
+ */
+static bool scalable_asked(const struct fi_info *hints)
+{
+	const struct fi_ep_attr *ep = hints ? hints->ep_attr : NULL;
+	const struct fi_domain_attr *dom = hints ? hints->domain_attr : NULL;
+
+	if (!hints)
+		return false;
+	return (hints->caps & FI_NAMED_RX_CTX) ||
+	       (ep && ((ep->tx_ctx_cnt > 1 && ep->tx_ctx_cnt != FI_SHARED_CONTEXT) ||
+		       (ep->rx_ctx_cnt > 1 && ep->rx_ctx_cnt != FI_SHARED_CONTEXT))) ||
+	       (dom && (dom->max_ep_tx_ctx > 1 || dom->max_ep_rx_ctx > 1));
+}
+
 int braid_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints, struct fi_info **info)
 {
@@ -895,6 +915,13 @@ int braid_getinfo(uint32_t version, const char *node, const char *service,
 		ret = auth_key_hint(hints->ep_attr->auth_key, hints->ep_attr->auth_key_size);
 		if (ret)
 			return ret;
+	}
+	if (scalable_asked(hints)) {
+		BRAID_INFO(FI_LOG_CORE, "no scalable endpoints: a braid endpoint has one transmit "
+			   "and one receive context (FI_NAMED_RX_CTX, tx_ctx_cnt or rx_ctx_cnt "
+			   "above 1 asked); open one endpoint per thread instead (fi_braid(7) "
+			   "SCALABLE ENDPOINTS)\n");
+		return -FI_ENODATA;
 	}
 	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++)
 		any_kind |= hints_ok(&ep_kinds[k], hints, version);

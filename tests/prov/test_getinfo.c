@@ -368,6 +368,57 @@ Test(fi_getinfo, tx_ctx_cnt_2)
 	expect_nodata(hints, "tx_ctx_cnt 2");
 }
 
+/*
+ * Scalable endpoints (fi_braid(7) SCALABLE ENDPOINTS): hints asking for
+ * named receive contexts or several contexts per endpoint match nothing,
+ * the log says why, and fi_scalable_ep is not implemented.
+ */
+Test(fi_getinfo, scalable_endpoints_refused_with_reason)
+{
+	struct fi_info *hints = pt_hints(FI_EP_RDM);
+	char path[] = "/tmp/braid-getinfo-log-XXXXXX";
+	size_t cap = 1 << 22;
+	char *log = calloc(1, cap);
+	struct fid_ep *sep = NULL;
+	struct pt_dom d;
+	int fd, saved, ret;
+	ssize_t n;
+
+	/* libfabric reads its log settings when it first initialises, here */
+	setenv("FI_LOG_LEVEL", "info", 1);
+	setenv("FI_LOG_PROV", "braid", 1);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	saved = dup(STDERR_FILENO);
+	cr_assert_geq(saved, 0);
+	cr_assert_geq(dup2(fd, STDERR_FILENO), 0);
+	hints->caps |= FI_NAMED_RX_CTX;
+	expect_nodata(hints, "FI_NAMED_RX_CTX");
+	hints = pt_hints(FI_EP_RDM);
+	hints->ep_attr->rx_ctx_cnt = 2;
+	expect_nodata(hints, "rx_ctx_cnt 2");
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	cr_assert_not_null(log);
+	n = pread(fd, log, cap - 1, 0);
+	close(fd);
+	cr_assert_gt(n, 0, "fi_getinfo logged nothing at FI_LOG_LEVEL=info");
+	cr_expect_not_null(strstr(log, "no scalable endpoints"),
+			   "no reason in the %zd bytes logged", n);
+	free(log);
+
+	pt_dom_open(&d);
+	ret = fi_scalable_ep(d.domain, d.info, &sep, NULL);
+	cr_expect_eq(ret, -FI_ENOSYS, "fi_scalable_ep = %d", ret);
+	cr_expect_null(sep);
+	cr_expect_eq(d.info->domain_attr->max_ep_tx_ctx, 1);
+	cr_expect_eq(d.info->domain_attr->max_ep_rx_ctx, 1);
+	cr_expect_eq(d.info->caps & FI_NAMED_RX_CTX, 0);
+	pt_dom_close(&d);
+}
+
 Test(fi_getinfo, node_service_sets_dest)
 {
 	struct fi_info *hints = pt_hints(FI_EP_DGRAM), *info, *cur;
