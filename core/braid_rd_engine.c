@@ -139,7 +139,7 @@ static void heap_down(struct braid_rd *rd, size_t i)
 	heap_set(rd, i, e);
 }
 
-static void heap_remove(struct braid_rd *rd, struct rd_flow *f)
+void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f)
 {
 	size_t i = f->heap_idx;
 
@@ -197,7 +197,7 @@ void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
 		d = f->ack_deadline;
 	if (d == UINT64_MAX) {
 		f->deadline = d;
-		heap_remove(rd, f);
+		rd_heap_remove(rd, f);
 		return;
 	}
 	if (f->heap_idx != SIZE_MAX && d == f->deadline)
@@ -260,289 +260,8 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 	out->entropy = f->paths.p[out->path].entropy;
 }
 
-/* ---- conns and flows ---- */
-
-/* The conn's memory, lists and shared-entry reference go (the peer's counts are the caller's). */
-static void conn_release(struct braid_rd *rd, struct rd_conn *c)
-{
-	if (rd->hot == c)
-		rd->hot = NULL;
-	if (!c->verified || !c->flow)
-		braid_dlist_remove(&c->lru);	/* rd->unproven, or rd->resting */
-	braid_peer_put_evict(c->peer);
-	braid_pool_release(&rd->conn_pool, c);
-}
-
-/* The peer is forgotten. */
-static void conn_free(struct braid_rd *rd, struct rd_conn *c)
-{
-	if (c->verified)
-		rd->stats.peers_verified--;
-	rd->stats.peers--;
-	conn_release(rd, c);
-}
-
-/*
- * An unproven conn may go (§4.9) when it has nothing of ours pending and no
- * message of its own alive outside its flow (a complete one waiting for a
- * receive, an RMA request being served); what its flow holds (messages
- * half-received, which no receive took: an unproven peer's match only whole)
- * goes with it. One that took data goes only once silent for the peer
- * timeout: by then its sender resends nothing, so no retransmission of what
- * was taken can reach a fresh conn and be taken again.
- */
-static bool conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, uint64_t now)
-{
-	uint32_t in_flow = c->flow ? c->flow->msgs_live : 0;
-
-	if (!braid_dlist_empty(&c->sendq) || !braid_dlist_empty(&c->paused) ||
-	    !braid_dlist_empty(&c->rma_ops) || c->msgs != in_flow ||
-	    (c->flow && !rd_out_idle(c->flow, c)))
-		return false;
-	return !c->took ||
-	       now - __atomic_load_n(&c->peer->last_active, __ATOMIC_RELAXED) >= rd->cfg.peer_timeout_ns;
-}
-
-/* Has anything been numbered either way (a fresh conn would not resume it)? */
-static bool conn_numbered(const struct rd_conn *c)
-{
-	return c->snd_nxt || c->next_msg_id || c->rcv_nxt || c->match_next;
-}
-
-/* Our incarnation to peers without state becomes later than @epoch (a forgotten peer's). */
-static void rd_fresh_epoch_after(struct braid_rd *rd, uint32_t epoch)
-{
-	if (!braid_seq_gt(rd->fresh_epoch, epoch)) {
-		rd->fresh_epoch = epoch + 1;
-		if (!rd->fresh_epoch)
-			rd->fresh_epoch = 1;
-	}
-}
-
-/* unproven conns looked at per eviction, at most (the busy ones go to the back) */
-#define RD_EVICT_SCAN	64
-
-/* §4.9: the unproven peer least recently heard from that may go, goes. */
-static bool conn_evict_one(struct braid_rd *rd, uint64_t now)
-{
-	int i;
-
-	for (i = 0; i < RD_EVICT_SCAN && !braid_dlist_empty(&rd->unproven); i++) {
-		struct rd_conn *c = braid_container_of(rd->unproven.next, struct rd_conn, lru);
-
-		if (!conn_evictable(rd, c, now)) {
-			braid_dlist_remove(&c->lru);
-			braid_dlist_insert_tail(&c->lru, &rd->unproven);
-			continue;
-		}
-		/* a peer that numbered anything with us keeps its numbering: were we to
-		 * meet it again at the same incarnation, its next messages would wait
-		 * for ones taken long ago (or ours be taken for old ones), in silence.
-		 * Peers met from now on see a later incarnation of us (§4.9), as after
-		 * giving up on a peer: either side then starts afresh on proof. */
-		if (conn_numbered(c))
-			rd_fresh_epoch_after(rd, c->my_epoch);
-		if (c->flow)
-			rd_flow_fail(rd, c->flow, FI_ECONNABORTED, BRAID_PERR_PEER_UNREACHABLE);
-		braid_map_remove(&rd->conns, c->key);
-		conn_free(rd, c);
-		rd->stats.peers_evicted++;
-		return true;
-	}
-	return false;
-}
-
-static struct rd_conn *conn_alloc(struct braid_rd *rd, uint64_t now)
-{
-	struct rd_conn *c = braid_pool_alloc(&rd->conn_pool);
-
-	if (!c && conn_evict_one(rd, now))
-		c = braid_pool_alloc(&rd->conn_pool);
-	if (!c)
-		rd_drop(rd, BRAID_DROP_PEER_CAP);
-	return c;
-}
-
-/*
- * A conn for @key, numbering from 0, not proven, holding a reference on the
- * domain's shared entry for the peer (made if none): NULL without room.
- */
-static struct rd_conn *conn_new(struct braid_rd *rd, uint64_t key, uint64_t now)
-{
-	struct braid_peer *peer = braid_peer_get(rd->peers, key, 1, NULL);
-	struct rd_conn *c;
-
-	if (!peer)
-		return NULL;
-	c = conn_alloc(rd, now);
-	if (!c) {
-		braid_peer_put_evict(peer);
-		return NULL;
-	}
-	c->key = key;
-	c->ip = (uint32_t)(key >> 16);
-	c->port = (uint16_t)key;
-	c->peer = peer;
-	c->my_epoch = rd->fresh_epoch;
-	braid_dlist_init(&c->sendq);
-	braid_dlist_init(&c->paused);
-	braid_dlist_init(&c->rma_ops);
-	return c;
-}
-
-/* rd->conns values: a conn, or an idle record tagged RD_IDLE_TAG (| RD_IDLE_UNPROVEN) */
-static struct rd_idle *idle_of(void *v)
-{
-	return (uintptr_t)v & RD_IDLE_TAG ? (struct rd_idle *)((uintptr_t)v & ~RD_IDLE_BITS) : NULL;
-}
-
-/*
- * §4.9: a peer with nothing going (no traffic state, nothing queued, no message
- * of its alive, no question about its incarnation out) is remembered in 32 bytes: its numbering and
- * incarnations (and whether it is proven, in the map's tag). Its conn and its
- * reference on the domain's shared entry go (the entry too, unless another
- * endpoint holds it). Without room for the record, the conn stays.
- * Return: true if the conn went.
- */
-static bool conn_rest(struct braid_rd *rd, struct rd_conn *c)
-{
-	struct rd_idle *idle;
-	uintptr_t tag = RD_IDLE_TAG | (c->verified ? 0 : RD_IDLE_UNPROVEN);
-
-	/* a proven peer's challenge asks about a claimed restart: it waits for its answer;
-	 * an unproven peer's goes (its next packet is challenged afresh, §4.9 rule 2) */
-	if (c->flow || c->msgs || (c->verified && c->chal_out) ||
-	    !braid_dlist_empty(&c->sendq) || !braid_dlist_empty(&c->paused) ||
-	    !braid_dlist_empty(&c->rma_ops))
-		return false;
-	idle = braid_pool_alloc(&rd->idle_pool);
-	if (!idle)
-		return false;
-	idle->key = c->key;
-#define RD_IDLE_SAVE(field) idle->field = c->field;
-	RD_IDLE_FIELDS(RD_IDLE_SAVE)
-#undef RD_IDLE_SAVE
-	(void)braid_map_set(&rd->conns, c->key, (void *)((uintptr_t)idle | tag));
-	rd->stats.peers_idle++;
-	conn_release(rd, c);	/* the peer stays, as a record */
-	return true;
-}
-
-/* An idle peer (conn_rest) heard from or sent to again: a conn, numbering where it left off. */
-static struct rd_conn *conn_wake(struct braid_rd *rd, void *v, uint64_t now)
-{
-	struct rd_idle *idle = idle_of(v);
-	struct rd_conn *c = conn_new(rd, idle->key, now);
-
-	if (!c)
-		return NULL;
-#define RD_IDLE_LOAD(field) c->field = idle->field;
-	RD_IDLE_FIELDS(RD_IDLE_LOAD)
-#undef RD_IDLE_LOAD
-	/* what it numbered may have been taken either way: not a first exchange */
-	c->peer_took = true;
-	if ((uintptr_t)v & RD_IDLE_UNPROVEN) {
-		/* still to prove itself (its next packet is challenged again, §4.9 rule 2) */
-		c->took = c->rcv_nxt != 0;
-		braid_dlist_insert_tail(&c->lru, &rd->unproven);
-	} else {
-		c->verified = true;
-		braid_dlist_insert_tail(&c->lru, &rd->resting);	/* until a flow attaches */
-	}
-	(void)braid_map_set(&rd->conns, idle->key, c);
-	braid_pool_release(&rd->idle_pool, idle);
-	rd->stats.peers_idle--;
-	return c;
-}
-
-struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now)
-{
-	void *v;
-	struct rd_conn *c;
-
-	/* a stream's packets and ACKs come from one peer: its conn again, no map walk
-	 * (every conn that goes clears this first: conn_release) */
-	if (rd->hot && rd->hot_key == key)
-		return rd->hot;
-	v = braid_map_get(&rd->conns, key);
-	/* an idle peer is woken only to carry traffic (a packet of data either way);
-	 * lookups for traffic state find none, as for any peer without a flow */
-	if (idle_of(v))
-		return create ? conn_wake(rd, v, now) : NULL;
-	if (v) {
-		rd->hot = v;
-		rd->hot_key = key;
-	}
-	if (v || !create)
-		return v;
-	/* first contact with this peer: from the conn pool; never in steady state */
-	c = conn_new(rd, key, now);
-	if (!c)
-		return NULL;
-	braid_dlist_insert_tail(&c->lru, &rd->unproven);
-	rd->stats.peers++;
-	if (braid_map_insert(&rd->conns, key, c)) {
-		conn_free(rd, c);
-		return NULL;
-	}
-	return c;
-}
-
-/* Heard from @c: it is the most recently used of the unverified. */
-static void conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now)
-{
-	__atomic_store_n(&c->peer->last_active, now, __ATOMIC_RELAXED);	/* shared: other endpoints' engines */
-	if (!c->verified) {
-		braid_dlist_remove(&c->lru);
-		braid_dlist_insert_tail(&c->lru, &rd->unproven);
-	}
-}
-
-static void flow_detach(struct braid_rd *rd, struct rd_flow *f)
-{
-	rd_in_forget(rd, f);
-	heap_remove(rd, f);
-	if (f->ready)
-		braid_dlist_remove(&f->ready_node);
-	braid_dlist_remove(&f->active_node);
-	if (f->stranger) {
-		braid_dlist_remove(&f->stranger_node);
-		rd->unproven_flows--;
-	}
-	if (f->silent)
-		rd->silent_flows--;
-	f->conn->flow = NULL;
-	if (f->conn->verified)
-		braid_dlist_insert_tail(&f->conn->lru, &rd->resting);
-	braid_pool_release(&rd->flows, f);
-	rd->stats.flows_active--;
-}
-
-/*
- * Free the state of a flow that has nothing in flight either way: any, or
- * (@unproven) a stranger's, looked for among strangers' flows only (at most
- * RD_STRANGER_FLOWS: a flood of strangers never walks the active flows).
- */
-static bool flow_reclaim(struct braid_rd *rd, bool unproven)
-{
-	struct braid_dlist *list = unproven ? &rd->strangers : &rd->active, *it;
-
-	braid_dlist_foreach(list, it) {
-		struct rd_flow *f = unproven ?
-			braid_container_of(it, struct rd_flow, stranger_node) :
-			braid_container_of(it, struct rd_flow, active_node);
-
-		if (rd_out_idle(f, f->conn) && rd_in_idle(f) && !f->need_ack) {
-			flow_detach(rd, f);
-			return true;
-		}
-	}
-	return false;
-}
-
-
 /* Room in the deadline heap for one more flow (it holds at most the active ones). */
-static bool heap_room(struct braid_rd *rd)
+bool rd_heap_room(struct braid_rd *rd)
 {
 	struct rd_heap_ent *h;
 	size_t cap;
@@ -556,102 +275,6 @@ static bool heap_room(struct braid_rd *rd)
 	rd->heap = h;
 	rd->heap_cap = cap;
 	return true;
-}
-
-struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
-			       uint64_t now)
-{
-	bool stranger = inbound && !conn->verified;
-	struct rd_flow *f;
-	uint8_t *tail;
-	uint32_t w = rd->cfg.window, slots = rd->slot_mask + 1;
-
-	if (conn->flow)
-		return conn->flow;
-	/* §4.9: strangers' packets hold at most RD_STRANGER_FLOWS flows (and at most
-	 * half), so that strangers holding half-sent messages take neither the flows
-	 * of proven peers nor more than a few MiB; the flows this endpoint makes to
-	 * send (to peers that may never answer) are bounded by max_flows, memory */
-	if (stranger && rd->unproven_flows >= rd_stranger_flows(rd) && !flow_reclaim(rd, true))
-		return NULL;
-	if (!heap_room(rd))
-		return NULL;
-	f = braid_pool_alloc(&rd->flows);
-	if (!f && flow_reclaim(rd, false))
-		f = braid_pool_alloc(&rd->flows);
-	if (!f)
-		return NULL;
-	f->conn = conn;
-	f->stranger = stranger;
-	braid_pathset_init(&f->paths, rd->cfg.paths, rd->cfg.entropies,
-			   rd->cfg.seed ^ conn->key ^ rd->rng++);
-	tail = (uint8_t *)f + sizeof(*f) + rd->cfg.paths * sizeof(struct braid_path);
-	tail = (uint8_t *)(((uintptr_t)tail + 15) & ~(uintptr_t)15);
-	f->tx = (struct rd_txpkt *)tail;
-	tail += slots * sizeof(struct rd_txpkt);
-	f->prack = (struct rd_pathrack *)tail;
-	tail += rd->cfg.paths * sizeof(struct rd_pathrack);
-	for (uint32_t i = 0; i < rd->cfg.paths; i++)
-		braid_dlist_init(&f->prack[i].inflight);
-	f->rcv_bits = (uint64_t *)tail;
-	tail += ((slots + 63) / 64) * sizeof(uint64_t);
-	f->msg_done = (uint64_t *)tail;
-	tail += ((slots + 63) / 64) * sizeof(uint64_t);
-	f->msg_una = conn->next_msg_id;	/* a flow attaches with no send of its conn numbered */
-	f->msgs = (struct rd_msg **)tail;
-	f->snd_una = conn->snd_nxt;
-	f->peer_rwnd = w;
-	braid_dlist_init(&f->txorder);
-	braid_dlist_init(&f->retxq);
-	f->last_progress = now;
-	f->last_rx = now;
-	f->echo_route = BRAID_RD_ROUTE_NONE;
-	f->data_route = BRAID_RD_ROUTE_NONE;
-	rd->cfg.cc->init(&f->cc, rd->cfg.init_cwnd, w, rd->cfg.cc_target_ns);
-	f->heap_idx = SIZE_MAX;
-	braid_dlist_init(&f->ready_node);
-	braid_dlist_insert_tail(&f->active_node, &rd->active);
-	if (conn->verified)
-		braid_dlist_remove(&conn->lru);	/* from rd->resting */
-	conn->flow = f;
-	if (rd->cfg.idle_ns && rd->sweep_at == UINT64_MAX)
-		rd->sweep_at = now + rd->cfg.idle_ns / 4;
-	if (!conn->epoch) {
-		f->silent = true;
-		rd->silent_flows++;
-	}
-	if (stranger) {
-		braid_dlist_insert_tail(&f->stranger_node, &rd->strangers);
-		rd->unproven_flows++;
-	}
-	rd->stats.flows_active++;
-	return f;
-}
-
-/* The peer stopped answering or restarted: fail everything and forget the flow. */
-void rd_flow_fail(struct braid_rd *rd, struct rd_flow *f, int err, int prov_errno)
-{
-	struct rd_conn *conn = f->conn;
-
-	rd_out_fail_sends(rd, conn, err, prov_errno);
-	rd_in_reset(rd, conn, err, prov_errno);
-	rd_rma_pend_drop(rd, conn);
-	flow_detach(rd, f);
-	/* the next exchange starts a fresh sequence space for both directions */
-	conn->snd_nxt = conn->next_msg_id = 0;
-	conn->rcv_nxt = conn->match_next = 0;
-	/*
-	 * We gave up on a live-looking peer (silence), not the peer on us: it
-	 * still holds the old sequence state. We become a new incarnation to it,
-	 * later by one, so that it starts afresh too once we prove it (§4.9);
-	 * else its cumulative ACK would "acknowledge" our fresh packets, which it
-	 * drops as old, and they would be lost in silence.
-	 */
-	if (err != FI_ECONNRESET && err != FI_ECONNABORTED) {
-		conn->my_epoch++;
-		if (!conn->my_epoch)
-			conn->my_epoch = 1;
-	}
 }
 
 /* ---- open / close ---- */
@@ -772,7 +395,7 @@ void braid_rd_close(struct braid_rd *rd)
 	for (i = 0; i < rd->conns.cap; i++) {
 		struct rd_conn *c = rd->conns.vals ? rd->conns.vals[i] : NULL;
 
-		if (!c || !braid_map_get(&rd->conns, rd->conns.keys[i]) || idle_of(c))
+		if (!c || !braid_map_get(&rd->conns, rd->conns.keys[i]) || rd_idle_of(c))
 			continue;	/* an idle peer's record goes with its pool */
 		braid_peer_put_evict(c->peer);
 	}
@@ -979,9 +602,9 @@ static void *conn_rest_now(struct braid_rd *rd, struct rd_conn *c)
 		if (c->flow->ready || c->flow->need_ack || !rd_out_idle(c->flow, c) ||
 		    !rd_in_idle(c->flow))
 			return NULL;
-		flow_detach(rd, c->flow);
+		rd_flow_detach(rd, c->flow);
 	}
-	if (!conn_rest(rd, c))
+	if (!rd_conn_rest(rd, c))
 		return NULL;
 	return braid_map_get(&rd->conns, key);
 }
@@ -1029,7 +652,7 @@ static void rd_forget_walk(struct braid_rd *rd, uint64_t now)
 	for (i = rd->forget_cap == rd->conns.cap ? rd->forget_pos : rd->conns.cap;
 	     i < rd->conns.cap; i++) {
 		void *v = braid_map_at(&rd->conns, i, &key);
-		struct rd_idle *idle = idle_of(v);
+		struct rd_idle *idle = rd_idle_of(v);
 		uintptr_t tag = (uintptr_t)v & RD_IDLE_BITS;
 		uintptr_t age = (tag & RD_IDLE_AGE) >> RD_IDLE_AGE_SHIFT;
 
@@ -1081,7 +704,7 @@ static int rd_input_forget(struct braid_rd *rd, const struct braid_rd_chal_view 
 {
 	uint64_t key = braid_peer_key(src_ip, v->src_port);
 	void *val = braid_map_get(&rd->conns, key);
-	struct rd_idle *idle = idle_of(val);
+	struct rd_idle *idle = rd_idle_of(val);
 	struct braid_rd_chal_view r = {
 		.src_port = rd->cfg.local_port,
 		.flags = BRAID_RD_CHAL_F_FORGET | BRAID_RD_CHAL_F_RESPONSE,
@@ -1129,7 +752,7 @@ static int rd_input_forget(struct braid_rd *rd, const struct braid_rd_chal_view 
 		/* (a record made just now is looked at too, should the echo be lost) */
 		if (rd->cfg.forget_ns && rd->forget_at == UINT64_MAX)
 			rd->forget_at = now + rd->cfg.forget_ns;
-		r.confirm = forget_cookie(rd, idle_of(val));
+		r.confirm = forget_cookie(rd, rd_idle_of(val));
 	} else {
 		r.src_epoch = rd->fresh_epoch;	/* nothing of the asker here */
 	}
@@ -1155,7 +778,7 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 	/* our incarnation as the asker knows it (its conn's or idle record's, if we have one) */
 	{
 		uint64_t key = braid_peer_key(src_ip, v.src_port);
-		struct rd_idle *idle = idle_of(braid_map_get(&rd->conns, key));
+		struct rd_idle *idle = rd_idle_of(braid_map_get(&rd->conns, key));
 
 		conn = rd_conn_get(rd, key, false, now);
 		mine = conn ? conn->my_epoch : idle ? idle->my_epoch : rd->fresh_epoch;
@@ -1182,7 +805,7 @@ static int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint3
 		return rd_drop(rd, BRAID_DROP_UNVERIFIED);
 	conn->chal_out = false;
 	rd->stats.resp_rx++;
-	conn_touch(rd, conn, now);
+	rd_conn_touch(rd, conn, now);
 	if (conn->epoch != v.src_epoch)
 		conn_restart(rd, conn, v.src_epoch);
 	if (!conn->verified) {
@@ -1232,7 +855,7 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 		conn = rd_conn_get(rd, braid_peer_key(src_ip, dv.src_port), true, now);
 		if (!conn)
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		conn_touch(rd, conn, now);
+		rd_conn_touch(rd, conn, now);
 		ret = conn_epoch_check(rd, conn, dv.src_epoch, now);
 		if (ret)
 			return ret;
@@ -1253,7 +876,7 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
 		if (av.dst_epoch != conn->my_epoch)
 			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
-		conn_touch(rd, conn, now);
+		rd_conn_touch(rd, conn, now);
 		ret = conn_epoch_check(rd, conn, av.src_epoch, now);
 		if (ret)
 			return ret;
@@ -1276,7 +899,7 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 			return rd_drop(rd, BRAID_DROP_NO_STATE);
 		if (dst_epoch != conn->my_epoch)
 			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
-		conn_touch(rd, conn, now);
+		rd_conn_touch(rd, conn, now);
 		/* a CTS may overtake the first ACK: it may teach us the epoch */
 		ret = conn_epoch_check(rd, conn, src_epoch, now);
 		if (ret)
@@ -1415,8 +1038,8 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 		    rd_out_idle(f, f->conn) && rd_in_idle(f)) {
 			struct rd_conn *c = f->conn;
 
-			flow_detach(rd, f);
-			if (c->verified && conn_rest(rd, c))
+			rd_flow_detach(rd, f);
+			if (c->verified && rd_conn_rest(rd, c))
 				freed += sizeof(*c) + sizeof(struct braid_peer);
 		}
 	}
@@ -1428,7 +1051,7 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 
 		if (now - last < rd->cfg.idle_ns || ++scan > RD_SWEEP_UNPROVEN)
 			break;
-		if (conn_rest(rd, c))
+		if (rd_conn_rest(rd, c))
 			freed += sizeof(*c) + sizeof(struct braid_peer);
 	}
 	scan = 0;
@@ -1441,16 +1064,16 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 			break;
 		if (c->flow)
 			continue;
-		if (conn_numbered(c)) {
+		if (rd_conn_numbered(c)) {
 			/* numbering to resume: a record (forgotten, its next message would
 			 * wait for ones delivered long ago) */
-			if (!conn_rest(rd, c))
+			if (!rd_conn_rest(rd, c))
 				continue;
 		} else {
-			if (!conn_evictable(rd, c, now))
+			if (!rd_conn_evictable(rd, c, now))
 				continue;
 			braid_map_remove(&rd->conns, c->key);
-			conn_free(rd, c);
+			rd_conn_free(rd, c);
 		}
 		freed += sizeof(*c) + sizeof(struct braid_peer);
 	}

@@ -522,11 +522,23 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
 }
 
 /* braid_rd_engine.c */
+/* braid_rd_conn.c: conns and flows */
 struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now);
+void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now);
+void rd_conn_free(struct braid_rd *rd, struct rd_conn *c);
+bool rd_conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, uint64_t now);
+bool rd_conn_numbered(const struct rd_conn *c);
+bool rd_conn_rest(struct braid_rd *rd, struct rd_conn *c);
+struct rd_idle *rd_idle_of(void *v);
+void rd_fresh_epoch_after(struct braid_rd *rd, uint32_t epoch);
+void rd_flow_detach(struct braid_rd *rd, struct rd_flow *f);
 struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
 			       uint64_t now);
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
+/* the deadline heap */
 void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
+void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
+bool rd_heap_room(struct braid_rd *rd);
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
 bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
