@@ -12,6 +12,8 @@
 #include "braid_seq.h"
 
 #define RD_CTS_MAX	16
+/* heap memory given back since the last malloc_trim() that makes another worth it */
+#define RD_TRIM_BYTES	(256u << 10)
 /* the RTO doubles at most this many times (8x): a live peer's silence (heavy
  * random loss, a host that was not scheduled for a while) must not leave the
  * flow waiting long after it answers again; the peer timeout, not the backoff,
@@ -535,6 +537,16 @@ void rd_flow_detach(struct braid_rd *rd, struct rd_flow *f);
 struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
 			       uint64_t now);
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
+/* braid_rd_proof.c: proof of incarnation, restarts, forgetting (protocol.md §4.9) */
+uint64_t rd_chal_deadline(const struct braid_rd *rd, const struct rd_flow *f);
+void rd_conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
+int rd_conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
+void rd_conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
+int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		  uint64_t now);
+void rd_forget_walk(struct braid_rd *rd, uint64_t now);
+uint32_t rd_random(struct braid_rd *rd);
+
 /* the deadline heap */
 void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
 void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
