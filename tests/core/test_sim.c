@@ -1,11 +1,11 @@
-/* test_sim.c: unit tests of providers/sim/braid_sim.c, the in-process virtual-time fabric. */
+/* test_sim.c: unit tests of sim/braid_sim.c, the in-process virtual-time fabric. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>
 
-#include "sim/braid_sim.h"
+#include "braid_sim.h"
 
 #define PKT_MAX	64
 

@@ -10,7 +10,7 @@
 #include "braid_peer.h"
 #include "braid_rd.h"
 #include "rd_dgram.h"
-#include "sim/braid_sim.h"
+#include "braid_sim.h"
 
 #define H_MAX_NODES	16
 #define H_MAX_COMPS	65536

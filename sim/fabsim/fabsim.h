@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/braid_evq.h"
-#include "sim/braid_fabsim.h"
+#include "braid_evq.h"
+#include "braid_fabsim.h"
 
 /*
  * A run: one fabric, one transport (RD: an engine per host; RC: a queue

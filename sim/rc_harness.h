@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "braid_rc.h"
-#include "sim/braid_sim.h"
+#include "braid_sim.h"
 
 #define RCH_MAX_COMPS	65536
 #define RCH_MAX_MRS	8
