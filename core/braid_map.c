@@ -4,6 +4,7 @@
 #include <rdma/fi_errno.h>
 
 #include "braid/braid_map.h"
+#include "braid/braid_hash.h"
 
 /* A distinct non-NULL marker for deleted slots. */
 static char map_tomb_marker;
@@ -11,13 +12,8 @@ static char map_tomb_marker;
 
 static inline size_t map_hash(uint64_t key)
 {
-	/* splitmix64 finaliser: keys are often sequential or share high bits. */
-	key ^= key >> 30;
-	key *= 0xbf58476d1ce4e5b9ULL;
-	key ^= key >> 27;
-	key *= 0x94d049bb133111ebULL;
-	key ^= key >> 31;
-	return (size_t)key;
+	/* splitmix64's finaliser: keys are often sequential or share high bits. */
+	return (size_t)braid_mix64(key);
 }
 
 void braid_map_construct(struct braid_map *map)

@@ -2,15 +2,11 @@
 #include <string.h>
 
 #include "braid_path.h"
+#include "braid/braid_hash.h"
 
 static uint64_t rng_next(uint64_t *s)
 {
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return braid_splitmix64(s);
 }
 
 static void path_reset(struct braid_path *p, uint16_t entropy)

@@ -6,6 +6,7 @@
 #include <rdma/fi_errno.h>
 
 #include "braid_peer.h"
+#include "braid/braid_hash.h"
 
 /*
  * Lifetime of an entry
@@ -137,12 +138,7 @@ static void peer_rcu_leave(bool temporary)
 /* splitmix64 finaliser: keys share their high (address) bits and differ low. */
 static inline unsigned long peer_hash(uint64_t key)
 {
-	key ^= key >> 30;
-	key *= 0xbf58476d1ce4e5b9ULL;
-	key ^= key >> 27;
-	key *= 0x94d049bb133111ebULL;
-	key ^= key >> 31;
-	return (unsigned long)key;
+	return (unsigned long)braid_mix64(key);
 }
 
 static int peer_match(struct cds_lfht_node *node, const void *key)

@@ -5,6 +5,7 @@
 
 #include "braid_rd_int.h"
 #include "braid/braid_errno.h"
+#include "braid/braid_hash.h"
 
 void braid_rd_config_default(struct braid_rd_config *cfg)
 {
@@ -137,14 +138,9 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 /* A 32-bit random number (cfg.random, or splitmix64 for tests). */
 uint32_t rd_random(struct braid_rd *rd)
 {
-	uint64_t x;
-
 	if (rd->cfg.random)
 		return rd->cfg.random();
-	x = rd->chal_rng += 0x9e3779b97f4a7c15ULL;	/* splitmix64: tests only (cfg.random) */
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return (uint32_t)(x ^ (x >> 31));
+	return (uint32_t)braid_splitmix64(&rd->chal_rng);	/* tests only (cfg.random) */
 }
 
 /* ---- open / close ---- */

@@ -5,6 +5,7 @@
 
 #include "braid_evq.h"
 #include "braid_fabsim.h"
+#include "braid/braid_hash.h"
 
 /* one directed link and the queue that feeds it */
 struct fs_link {
@@ -67,18 +68,10 @@ struct braid_fabsim {
 	size_t in_flight;
 };
 
-/* a 64-bit mixing function (splitmix64's finaliser): ECMP's hash and the generator's output */
-static uint64_t mix64(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 static double rng_unit(struct braid_fabsim *fs)
 {
 	fs->rng += 0x9e3779b97f4a7c15ULL;
-	return (double)(mix64(fs->rng) >> 11) / 9007199254740992.0;
+	return (double)(braid_mix64(fs->rng) >> 11) / 9007199254740992.0;
 }
 
 static bool link_cfg_ok(const struct braid_fabsim_link_cfg *c)
@@ -223,7 +216,7 @@ static int ecmp(const struct braid_fabsim *fs, int src, int dst, uint16_t entrop
 {
 	int lo = src < dst ? src : dst, hi = src < dst ? dst : src;
 	int ts = braid_fabsim_tor_of(fs, src), td = braid_fabsim_tor_of(fs, dst);
-	uint64_t hash = mix64(fs->cfg.seed * 0x2545f4914f6cdd1dULL ^ ((uint64_t)lo << 40) ^
+	uint64_t hash = braid_mix64(fs->cfg.seed * 0x2545f4914f6cdd1dULL ^ ((uint64_t)lo << 40) ^
 			      ((uint64_t)hi << 16) ^ entropy);
 	int cand[BRAID_FABSIM_MAX_SPINES];
 	int n = 0, s;
@@ -235,7 +228,7 @@ static int ecmp(const struct braid_fabsim *fs, int src, int dst, uint16_t entrop
 	for (s = 0; s < fs->cfg.spines; s++)
 		if (spine_routable(fs, ts, td, s, now))
 			cand[n++] = s;
-	return n ? cand[mix64(hash) % (uint64_t)n] : -FI_EHOSTUNREACH;
+	return n ? cand[braid_mix64(hash) % (uint64_t)n] : -FI_EHOSTUNREACH;
 }
 
 int braid_fabsim_route(const struct braid_fabsim *fs, int src, int dst, uint16_t entropy)

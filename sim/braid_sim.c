@@ -4,6 +4,7 @@
 #include <rdma/fi_errno.h>
 
 #include "braid_sim.h"
+#include "braid/braid_hash.h"
 
 #define SIM_MAX_PATHS	256
 #define SIM_MAX_LEN	65536
@@ -120,11 +121,7 @@ struct braid_sim {
 
 static uint64_t splitmix64(uint64_t *x)
 {
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return braid_splitmix64(x);
 }
 
 static inline uint64_t rotl(uint64_t x, int k)

@@ -6,6 +6,7 @@
 
 #include "rd_harness.h"
 #include "braid/braid_errno.h"
+#include "braid/braid_hash.h"
 
 #define US 1000ULL
 #define MS 1000000ULL
@@ -18,10 +19,7 @@ static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 static uint64_t mix64(uint64_t z)
 {
-	z += 0x9e3779b97f4a7c15ULL;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return braid_mix64(z + 0x9e3779b97f4a7c15ULL);
 }
 
 static void fill(uint8_t *b, size_t len, uint64_t key)
