@@ -128,7 +128,7 @@ struct braid_rd_rma_hdr {
 	struct braid_rd_data_hdr d;
 	/** @op: enum braid_rma_op. */
 	uint8_t op;
-	/** @aop, @dt: ATOMIC_REQ, FETCH_REQ: libfabric's enum fi_op and enum fi_datatype numbers. */
+	/** @aop, @dt: ATOMIC_REQ, FETCH_REQ: enum braid_aop and enum braid_adt (libfabric's enum fi_op and enum fi_datatype numbers). */
 	uint8_t aop;
 	uint8_t dt;
 	/** @status: RESP: enum braid_rma_status; else 0. */

@@ -245,7 +245,7 @@ struct braid_rd_rma {
 	uint64_t peer;
 	/** @rkey, @raddr: the target region's key and address (as its mr_check reads them). */
 	uint64_t rkey, raddr;
-	/** @aop, @dt, @count: ATOMIC: enum fi_op, enum fi_datatype, elements. */
+	/** @aop, @dt, @count: ATOMIC: enum braid_aop, enum braid_adt, elements. */
 	uint8_t aop, dt;
 	uint32_t count;
 	/** @data: WRITE with BRAID_RD_CQ_DATA: the target's remote CQ data. */

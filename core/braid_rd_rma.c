@@ -14,7 +14,7 @@ size_t braid_rd_atomic_max(const struct braid_rd *rd)
 
 static bool is_compare(uint8_t aop)
 {
-	return aop >= FI_CSWAP && aop <= FI_MSWAP;
+	return aop >= BRAID_AOP_CSWAP && aop <= BRAID_AOP_MSWAP;
 }
 
 static bool is_request(uint8_t op)
@@ -26,9 +26,9 @@ static bool is_request(uint8_t op)
 /* The bytes of operands (and compare values) an atomic of @count elements carries. */
 static uint64_t atomic_operand_len(uint8_t aop, uint8_t dt, uint32_t count)
 {
-	uint64_t n = (uint64_t)count * braid_atomic_dt_size((enum fi_datatype)dt);
+	uint64_t n = (uint64_t)count * braid_atomic_dt_size((enum braid_adt)dt);
 
-	if (aop == FI_ATOMIC_READ)
+	if (aop == BRAID_AOP_ATOMIC_READ)
 		return 0;
 	return is_compare(aop) ? 2 * n : n;
 }
@@ -76,10 +76,10 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 	case BRAID_RD_RMA_ATOMIC:
 		if (req->flags & BRAID_RD_CQ_DATA)
 			return -FI_EINVAL;
-		if (!braid_atomic_valid((enum fi_op)req->aop, (enum fi_datatype)req->dt,
+		if (!braid_atomic_valid((enum braid_aop)req->aop, (enum braid_adt)req->dt,
 					atomic_kind(req->aop, req->res_count > 0)))
 			return -FI_EOPNOTSUPP;
-		sz = braid_atomic_dt_size((enum fi_datatype)req->dt);
+		sz = braid_atomic_dt_size((enum braid_adt)req->dt);
 		if (!req->count || len != atomic_operand_len(req->aop, req->dt, req->count) ||
 		    (req->res_count && rlen != req->count * sz) ||
 		    (is_compare(req->aop) && !req->res_count))
@@ -312,15 +312,15 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 			status = mr_ok(rd, m, m->rma.ref, BRAID_RD_ACC_READ, &ptr);
 		rlen = m->rma.ref;
 	} else if (atomic) {
-		enum fi_op aop = (enum fi_op)m->rma.aop;
-		enum fi_datatype dt = (enum fi_datatype)m->rma.dt;
+		enum braid_aop aop = (enum braid_aop)m->rma.aop;
+		enum braid_adt dt = (enum braid_adt)m->rma.dt;
 		uint64_t n = (uint64_t)m->rma.ref * braid_atomic_dt_size(dt);
-		uint32_t acc = aop == FI_ATOMIC_READ ? BRAID_RD_ACC_READ :
+		uint32_t acc = aop == BRAID_AOP_ATOMIC_READ ? BRAID_RD_ACC_READ :
 			       (fetch ? BRAID_RD_ACC_READ | BRAID_RD_ACC_WRITE : BRAID_RD_ACC_WRITE);
 		const uint8_t *opnd = atomic_operands(m);
 
 		ev.flags |= BRAID_RD_COMP_ATOMIC | (fetch ? BRAID_RD_COMP_READ : 0) |
-			    (aop != FI_ATOMIC_READ ? BRAID_RD_COMP_WRITE : 0);
+			    (aop != BRAID_AOP_ATOMIC_READ ? BRAID_RD_COMP_WRITE : 0);
 		ev.len = n;
 		if (!braid_atomic_valid(aop, dt, atomic_kind(m->rma.aop, fetch)) || !m->rma.ref ||
 		    m->len != atomic_operand_len(m->rma.aop, m->rma.dt, m->rma.ref) || n > RD_RMA_SEG(rd) ||

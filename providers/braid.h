@@ -26,6 +26,7 @@
 #include "braid/braid_pool.h"
 #include "braid/braid_wire.h"
 #include "braid/braid_errno.h"
+#include "braid_atomic.h"
 #include "braid_auth.h"
 #include "braid_cm.h"
 #include "braid_hdr.h"
@@ -951,6 +952,20 @@ bool braid_rdm_nocomp(const struct braid_ep *ep, uint64_t flags, bool inject);
 void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags);
 /* braid_rdm_rma.c: the most bytes of operands one atomic carries (fi_atomicvalid counts) */
 #define BRAID_ATOMIC_MAX	256
+/*
+ * libfabric's enum fi_op and enum fi_datatype are core's enum braid_aop and
+ * enum braid_adt number for number (the wire carries them: protocol.md
+ * §4.7); values core does not know it refuses.
+ */
+_Static_assert((int)BRAID_AOP_MIN == FI_MIN && (int)BRAID_AOP_ATOMIC_READ == FI_ATOMIC_READ &&
+	       (int)BRAID_AOP_CSWAP == FI_CSWAP && (int)BRAID_AOP_MSWAP == FI_MSWAP,
+	       "enum braid_aop follows enum fi_op");
+_Static_assert((int)BRAID_ADT_INT8 == FI_INT8 && (int)BRAID_ADT_FLOAT == FI_FLOAT &&
+	       (int)BRAID_ADT_LONG_DOUBLE_COMPLEX == FI_LONG_DOUBLE_COMPLEX &&
+	       (int)BRAID_ADT_UINT128 == FI_UINT128, "enum braid_adt follows enum fi_datatype");
+static inline enum braid_aop braid_aop_of(enum fi_op op) { return (enum braid_aop)op; }
+static inline enum braid_adt braid_adt_of(enum fi_datatype dt) { return (enum braid_adt)dt; }
+
 int braid_atomic_query(enum fi_datatype dt, enum fi_op op, uint64_t flags, size_t *count);
 int braid_rdm_cancel_locked(struct braid_ep *ep, void *context);
 uint64_t braid_now_ns(void);

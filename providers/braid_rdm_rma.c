@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "braid.h"
-#include "braid_atomic.h"
 
 #define RMA_FLAGS	(FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA | \
 			 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_TRIGGER)
@@ -17,10 +16,10 @@ int braid_atomic_query(enum fi_datatype dt, enum fi_op op, uint64_t flags, size_
 
 	if ((flags & FI_COMPARE_ATOMIC) && (flags & FI_FETCH_ATOMIC))
 		return -FI_EINVAL;
-	if (!braid_atomic_valid(op, dt, kind))
+	if (!braid_atomic_valid(braid_aop_of(op), braid_adt_of(dt), kind))
 		return -FI_EOPNOTSUPP;
 	if (count)
-		*count = BRAID_ATOMIC_MAX / braid_atomic_dt_size(dt);
+		*count = BRAID_ATOMIC_MAX / braid_atomic_dt_size(braid_adt_of(dt));
 	return 0;
 }
 
@@ -235,7 +234,7 @@ static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
 	};
 	enum braid_atomic_kind kind = cmp ? BRAID_ATOMIC_COMPARE_KIND :
 				      fetch ? BRAID_ATOMIC_FETCH_KIND : BRAID_ATOMIC_WRITE_KIND;
-	size_t dtsize = braid_atomic_dt_size(msg->datatype);
+	size_t dtsize = braid_atomic_dt_size(braid_adt_of(msg->datatype));
 	ssize_t elems, celems = 0, relems = 0;
 
 	if (msg->rma_iov_count != 1 || !msg->rma_iov)
@@ -245,12 +244,12 @@ static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
 	if (flags & FI_TRIGGER) {
 		if (!(ep->info->caps & FI_TRIGGER))
 			return -FI_EBADFLAGS;
-		if (!braid_atomic_valid(msg->op, msg->datatype, kind))
+		if (!braid_atomic_valid(braid_aop_of(msg->op), braid_adt_of(msg->datatype), kind))
 			return -FI_EOPNOTSUPP;
 		return braid_trig_atomic(ep, msg, cmp, cmp_count, res, res_count, flags, fetch);
 	}
 	if ((unsigned)msg->op >= FI_ATOMIC_OP_LAST || !dtsize ||
-	    !braid_atomic_valid(msg->op, msg->datatype, kind))
+	    !braid_atomic_valid(braid_aop_of(msg->op), braid_adt_of(msg->datatype), kind))
 		return -FI_EOPNOTSUPP;
 	if (fetch)
 		relems = ioc_to_iov(res, res_count, dtsize, riov, &req.res_count);

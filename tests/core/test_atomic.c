@@ -9,14 +9,16 @@
 
 #include <rdma/fi_errno.h>
 
+#include <rdma/fi_domain.h>	/* libfabric's collective values, which core refuses */
+
 #include "braid_atomic.h"
 
 /* every value below is worked out by hand, never with braid_atomic.c */
 
-#define NDT	(FI_LONG_DOUBLE_COMPLEX + 1)	/* the point-to-point datatypes */
+#define NDT	(BRAID_ADT_LONG_DOUBLE_COMPLEX + 1)	/* the point-to-point datatypes */
 #define ELEM_MAX	32			/* the largest element (long double complex) */
 
-static const char *const op_names[FI_ATOMIC_OP_LAST] = {
+static const char *const op_names[BRAID_AOP_LAST] = {
 	"MIN", "MAX", "SUM", "PROD", "LOR", "LAND", "BOR", "BAND", "LXOR", "BXOR",
 	"ATOMIC_READ", "ATOMIC_WRITE", "CSWAP", "CSWAP_NE", "CSWAP_LE", "CSWAP_LT",
 	"CSWAP_GE", "CSWAP_GT", "MSWAP",
@@ -27,39 +29,39 @@ static const char *const dt_names[NDT] = {
 	"FLOAT", "DOUBLE", "FLOAT_COMPLEX", "DOUBLE_COMPLEX", "LONG_DOUBLE", "LONG_DOUBLE_COMPLEX",
 };
 
-static bool is_compare_op(enum fi_op op)
+static bool is_compare_op(enum braid_aop op)
 {
-	return op >= FI_CSWAP && op <= FI_MSWAP;
+	return op >= BRAID_AOP_CSWAP && op <= BRAID_AOP_MSWAP;
 }
 
 /* ---- which op on which datatype ---- */
 
-#define INTS	"yyyyyyyy......"	/* one character per datatype FI_INT8..FI_LONG_DOUBLE_COMPLEX */
+#define INTS	"yyyyyyyy......"	/* one character per datatype BRAID_ADT_INT8..BRAID_ADT_LONG_DOUBLE_COMPLEX */
 #define REALS	"yyyyyyyyyy..y."	/* integers, float, double, long double: not complex */
 #define ALL	"yyyyyyyyyyyyyy"
 
 /* the datatypes each op takes, and its kinds of call: "w" write, "f" fetch, "c" compare */
 static const struct {
 	const char *types, *kinds;
-} by_hand[FI_ATOMIC_OP_LAST] = {
-	[FI_MIN] = { REALS, "wf." },	[FI_MAX] = { REALS, "wf." },
-	[FI_SUM] = { ALL, "wf." },	[FI_PROD] = { ALL, "wf." },
-	[FI_LOR] = { INTS, "wf." },	[FI_LAND] = { INTS, "wf." },
-	[FI_BOR] = { INTS, "wf." },	[FI_BAND] = { INTS, "wf." },
-	[FI_LXOR] = { INTS, "wf." },	[FI_BXOR] = { INTS, "wf." },
-	[FI_ATOMIC_READ] = { ALL, ".f." },
-	[FI_ATOMIC_WRITE] = { ALL, "wf." },
-	[FI_CSWAP] = { ALL, "..c" },	[FI_CSWAP_NE] = { ALL, "..c" },
-	[FI_CSWAP_LE] = { REALS, "..c" },	[FI_CSWAP_LT] = { REALS, "..c" },
-	[FI_CSWAP_GE] = { REALS, "..c" },	[FI_CSWAP_GT] = { REALS, "..c" },
-	[FI_MSWAP] = { INTS, "..c" },
+} by_hand[BRAID_AOP_LAST] = {
+	[BRAID_AOP_MIN] = { REALS, "wf." },	[BRAID_AOP_MAX] = { REALS, "wf." },
+	[BRAID_AOP_SUM] = { ALL, "wf." },	[BRAID_AOP_PROD] = { ALL, "wf." },
+	[BRAID_AOP_LOR] = { INTS, "wf." },	[BRAID_AOP_LAND] = { INTS, "wf." },
+	[BRAID_AOP_BOR] = { INTS, "wf." },	[BRAID_AOP_BAND] = { INTS, "wf." },
+	[BRAID_AOP_LXOR] = { INTS, "wf." },	[BRAID_AOP_BXOR] = { INTS, "wf." },
+	[BRAID_AOP_ATOMIC_READ] = { ALL, ".f." },
+	[BRAID_AOP_ATOMIC_WRITE] = { ALL, "wf." },
+	[BRAID_AOP_CSWAP] = { ALL, "..c" },	[BRAID_AOP_CSWAP_NE] = { ALL, "..c" },
+	[BRAID_AOP_CSWAP_LE] = { REALS, "..c" },	[BRAID_AOP_CSWAP_LT] = { REALS, "..c" },
+	[BRAID_AOP_CSWAP_GE] = { REALS, "..c" },	[BRAID_AOP_CSWAP_GT] = { REALS, "..c" },
+	[BRAID_AOP_MSWAP] = { INTS, "..c" },
 };
 
 Test(braid_atomic_valid, every_op_datatype_and_kind)
 {
 	int op, dt, kind;
 
-	for (op = 0; op < FI_ATOMIC_OP_LAST; op++)
+	for (op = 0; op < BRAID_AOP_LAST; op++)
 		for (dt = 0; dt < NDT; dt++)
 			for (kind = 0; kind < 3; kind++) {
 				bool want = by_hand[op].types[dt] == 'y' &&
@@ -73,16 +75,16 @@ Test(braid_atomic_valid, every_op_datatype_and_kind)
 
 Test(braid_atomic_valid, out_of_range_is_false)
 {
-	cr_assert(!braid_atomic_valid(FI_ATOMIC_OP_LAST, FI_INT32, BRAID_ATOMIC_WRITE_KIND));
-	cr_assert(!braid_atomic_valid((enum fi_op)1000, FI_INT32, BRAID_ATOMIC_FETCH_KIND));
-	cr_assert(!braid_atomic_valid((enum fi_op)-1, FI_INT32, BRAID_ATOMIC_FETCH_KIND));
-	cr_assert(!braid_atomic_valid(FI_NOOP, FI_INT32, BRAID_ATOMIC_WRITE_KIND));
-	cr_assert(!braid_atomic_valid(FI_SUM, (enum fi_datatype)99, BRAID_ATOMIC_WRITE_KIND));
-	cr_assert(!braid_atomic_valid(FI_SUM, (enum fi_datatype)-1, BRAID_ATOMIC_WRITE_KIND));
-	cr_assert(!braid_atomic_valid(FI_SUM, FI_VOID, BRAID_ATOMIC_WRITE_KIND));
-	cr_assert(!braid_atomic_valid(FI_SUM, FI_INT32, (enum braid_atomic_kind)3));
-	cr_assert(!braid_atomic_valid(FI_SUM, FI_INT32, (enum braid_atomic_kind)-1));
-	cr_assert(braid_atomic_valid(FI_SUM, FI_INT32, BRAID_ATOMIC_WRITE_KIND), "the control");
+	cr_assert(!braid_atomic_valid(BRAID_AOP_LAST, BRAID_ADT_INT32, BRAID_ATOMIC_WRITE_KIND));
+	cr_assert(!braid_atomic_valid((enum braid_aop)1000, BRAID_ADT_INT32, BRAID_ATOMIC_FETCH_KIND));
+	cr_assert(!braid_atomic_valid((enum braid_aop)-1, BRAID_ADT_INT32, BRAID_ATOMIC_FETCH_KIND));
+	cr_assert(!braid_atomic_valid((enum braid_aop)FI_NOOP, BRAID_ADT_INT32, BRAID_ATOMIC_WRITE_KIND));
+	cr_assert(!braid_atomic_valid(BRAID_AOP_SUM, (enum braid_adt)99, BRAID_ATOMIC_WRITE_KIND));
+	cr_assert(!braid_atomic_valid(BRAID_AOP_SUM, (enum braid_adt)-1, BRAID_ATOMIC_WRITE_KIND));
+	cr_assert(!braid_atomic_valid(BRAID_AOP_SUM, (enum braid_adt)FI_VOID, BRAID_ATOMIC_WRITE_KIND));
+	cr_assert(!braid_atomic_valid(BRAID_AOP_SUM, BRAID_ADT_INT32, (enum braid_atomic_kind)3));
+	cr_assert(!braid_atomic_valid(BRAID_AOP_SUM, BRAID_ADT_INT32, (enum braid_atomic_kind)-1));
+	cr_assert(braid_atomic_valid(BRAID_AOP_SUM, BRAID_ADT_INT32, BRAID_ATOMIC_WRITE_KIND), "the control");
 }
 
 Test(braid_atomic_dt_size, every_datatype)
@@ -93,13 +95,13 @@ Test(braid_atomic_dt_size, every_datatype)
 
 	for (dt = 0; dt < NDT; dt++)
 		cr_assert_eq(braid_atomic_dt_size(dt), want[dt], "%s", dt_names[dt]);
-	cr_assert_eq(braid_atomic_dt_size((enum fi_datatype)99), 0);
-	cr_assert_eq(braid_atomic_dt_size((enum fi_datatype)-1), 0);
+	cr_assert_eq(braid_atomic_dt_size((enum braid_adt)99), 0);
+	cr_assert_eq(braid_atomic_dt_size((enum braid_adt)-1), 0);
 	cr_assert_eq(braid_atomic_dt_size(FI_VOID), 0);
 }
 
 /* apply @op on @dt to one element; Return: what apply returned, *@touched: whether target or result changed */
-static int apply_once(enum fi_op op, enum fi_datatype dt, bool *touched)
+static int apply_once(enum braid_aop op, enum braid_adt dt, bool *touched)
 {
 	uint8_t target[ELEM_MAX], operand[ELEM_MAX] = { 0 }, compare[ELEM_MAX] = { 0 };
 	uint8_t result[ELEM_MAX], mark[ELEM_MAX];
@@ -116,17 +118,17 @@ static int apply_once(enum fi_op op, enum fi_datatype dt, bool *touched)
 Test(braid_atomic_apply, rejects_what_is_not_valid_and_touches_nothing)
 {
 	static const struct {
-		enum fi_op op;
-		enum fi_datatype dt;
+		enum braid_aop op;
+		enum braid_adt dt;
 	} bad[] = {
-		{ FI_BOR, FI_FLOAT }, { FI_BAND, FI_DOUBLE }, { FI_BXOR, FI_LONG_DOUBLE },
-		{ FI_LOR, FI_DOUBLE }, { FI_LAND, FI_FLOAT }, { FI_LXOR, FI_DOUBLE_COMPLEX },
-		{ FI_MIN, FI_FLOAT_COMPLEX }, { FI_MAX, FI_DOUBLE_COMPLEX },
-		{ FI_CSWAP_LT, FI_DOUBLE_COMPLEX }, { FI_CSWAP_GE, FI_LONG_DOUBLE_COMPLEX },
-		{ FI_MSWAP, FI_DOUBLE }, { FI_MSWAP, FI_FLOAT_COMPLEX },
-		{ FI_ATOMIC_OP_LAST, FI_INT32 }, { (enum fi_op)1000, FI_UINT8 },
-		{ (enum fi_op)-1, FI_UINT8 }, { FI_NOOP, FI_INT64 },
-		{ FI_SUM, (enum fi_datatype)99 }, { FI_SUM, (enum fi_datatype)-1 }, { FI_SUM, FI_VOID },
+		{ BRAID_AOP_BOR, BRAID_ADT_FLOAT }, { BRAID_AOP_BAND, BRAID_ADT_DOUBLE }, { BRAID_AOP_BXOR, BRAID_ADT_LONG_DOUBLE },
+		{ BRAID_AOP_LOR, BRAID_ADT_DOUBLE }, { BRAID_AOP_LAND, BRAID_ADT_FLOAT }, { BRAID_AOP_LXOR, BRAID_ADT_DOUBLE_COMPLEX },
+		{ BRAID_AOP_MIN, BRAID_ADT_FLOAT_COMPLEX }, { BRAID_AOP_MAX, BRAID_ADT_DOUBLE_COMPLEX },
+		{ BRAID_AOP_CSWAP_LT, BRAID_ADT_DOUBLE_COMPLEX }, { BRAID_AOP_CSWAP_GE, BRAID_ADT_LONG_DOUBLE_COMPLEX },
+		{ BRAID_AOP_MSWAP, BRAID_ADT_DOUBLE }, { BRAID_AOP_MSWAP, BRAID_ADT_FLOAT_COMPLEX },
+		{ BRAID_AOP_LAST, BRAID_ADT_INT32 }, { (enum braid_aop)1000, BRAID_ADT_UINT8 },
+		{ (enum braid_aop)-1, BRAID_ADT_UINT8 }, { FI_NOOP, BRAID_ADT_INT64 },
+		{ BRAID_AOP_SUM, (enum braid_adt)99 }, { BRAID_AOP_SUM, (enum braid_adt)-1 }, { BRAID_AOP_SUM, FI_VOID },
 	};
 	bool touched;
 	size_t i;
@@ -143,7 +145,7 @@ Test(braid_atomic_apply, accepts_exactly_what_some_kind_takes)
 	bool touched;
 	int op, dt;
 
-	for (op = 0; op < FI_ATOMIC_OP_LAST; op++)
+	for (op = 0; op < BRAID_AOP_LAST; op++)
 		for (dt = 0; dt < NDT; dt++)
 			cr_assert_eq(apply_once(op, dt, &touched),
 				     by_hand[op].types[dt] == 'y' ? 0 : -FI_EOPNOTSUPP,
@@ -154,44 +156,44 @@ Test(braid_atomic_apply, missing_operand_or_compare)
 {
 	uint32_t target = 7, operand = 1, compare = 7, result = 0;
 
-	cr_assert_eq(braid_atomic_apply(FI_SUM, FI_UINT32, &target, NULL, NULL, NULL, 1), -FI_EINVAL);
-	cr_assert_eq(braid_atomic_apply(FI_CSWAP, FI_UINT32, &target, &operand, NULL, &result, 1),
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_SUM, BRAID_ADT_UINT32, &target, NULL, NULL, NULL, 1), -FI_EINVAL);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_CSWAP, BRAID_ADT_UINT32, &target, &operand, NULL, &result, 1),
 		     -FI_EINVAL);
-	cr_assert_eq(braid_atomic_apply(FI_CSWAP, FI_UINT32, &target, NULL, &compare, &result, 1),
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_CSWAP, BRAID_ADT_UINT32, &target, NULL, &compare, &result, 1),
 		     -FI_EINVAL);
 	cr_assert(target == 7 && result == 0, "nothing touched");
-	cr_assert_eq(braid_atomic_apply(FI_SUM, FI_UINT32, &target, NULL, NULL, NULL, 0), 0,
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_SUM, BRAID_ADT_UINT32, &target, NULL, NULL, NULL, 0), 0,
 		     "no elements: nothing needed");
-	cr_assert_eq(braid_atomic_apply(FI_ATOMIC_READ, FI_UINT32, &target, NULL, NULL, &result, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_ATOMIC_READ, BRAID_ADT_UINT32, &target, NULL, NULL, &result, 1), 0);
 	cr_assert_eq(result, 7);
-	cr_assert_eq(braid_atomic_apply(FI_SUM, FI_UINT32, &target, &operand, NULL, NULL, 1), 0,
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_SUM, BRAID_ADT_UINT32, &target, &operand, NULL, NULL, 1), 0,
 		     "compare and result are not needed");
 	cr_assert_eq(target, 8);
 }
 
 /* ---- integers ---- */
 
-static const enum fi_datatype int_types[] = {
-	FI_INT8, FI_UINT8, FI_INT16, FI_UINT16, FI_INT32, FI_UINT32, FI_INT64, FI_UINT64,
+static const enum braid_adt int_types[] = {
+	BRAID_ADT_INT8, BRAID_ADT_UINT8, BRAID_ADT_INT16, BRAID_ADT_UINT16, BRAID_ADT_INT32, BRAID_ADT_UINT32, BRAID_ADT_INT64, BRAID_ADT_UINT64,
 };
 
-static size_t int_size(enum fi_datatype dt)
+static size_t int_size(enum braid_adt dt)
 {
 	switch (dt) {
-	case FI_INT8: case FI_UINT8: return 1;
-	case FI_INT16: case FI_UINT16: return 2;
-	case FI_INT32: case FI_UINT32: return 4;
+	case BRAID_ADT_INT8: case BRAID_ADT_UINT8: return 1;
+	case BRAID_ADT_INT16: case BRAID_ADT_UINT16: return 2;
+	case BRAID_ADT_INT32: case BRAID_ADT_UINT32: return 4;
 	default: return 8;
 	}
 }
 
-static bool int_signed(enum fi_datatype dt)
+static bool int_signed(enum braid_adt dt)
 {
-	return dt == FI_INT8 || dt == FI_INT16 || dt == FI_INT32 || dt == FI_INT64;
+	return dt == BRAID_ADT_INT8 || dt == BRAID_ADT_INT16 || dt == BRAID_ADT_INT32 || dt == BRAID_ADT_INT64;
 }
 
 /* store @v, reduced modulo 2^bits, as the integer @dt at @buf */
-static void int_put(enum fi_datatype dt, void *buf, int64_t v)
+static void int_put(enum braid_adt dt, void *buf, int64_t v)
 {
 	uint8_t u8 = (uint8_t)v;
 	uint16_t u16 = (uint16_t)v;
@@ -206,8 +208,8 @@ static void int_put(enum fi_datatype dt, void *buf, int64_t v)
 	}
 }
 
-/* the integer @dt at @buf, sign- or zero-extended (FI_UINT64: its bits) */
-static int64_t int_get(enum fi_datatype dt, const void *buf)
+/* the integer @dt at @buf, sign- or zero-extended (BRAID_ADT_UINT64: its bits) */
+static int64_t int_get(enum braid_adt dt, const void *buf)
 {
 	uint8_t u8;
 	uint16_t u16;
@@ -224,13 +226,13 @@ static int64_t int_get(enum fi_datatype dt, const void *buf)
 
 /* @op on the target @t with operand @o (and compare @c) leaves @want */
 struct int_case {
-	enum fi_datatype dt;	/* of the typed cases only */
-	enum fi_op op;
+	enum braid_adt dt;	/* of the typed cases only */
+	enum braid_aop op;
 	int64_t t, o, c, want;
 };
 
 /* one element of @dt through @k, with and without a result buffer */
-static void int_case_check(enum fi_datatype dt, const struct int_case *k)
+static void int_case_check(enum braid_adt dt, const struct int_case *k)
 {
 	uint8_t target[8], operand[8], compare[8], result[8];
 	const void *cmp = is_compare_op(k->op) ? compare : NULL;
@@ -240,14 +242,14 @@ static void int_case_check(enum fi_datatype dt, const struct int_case *k)
 	int_put(dt, operand, k->o);
 	int_put(dt, compare, k->c);
 	memset(result, 0xa5, sizeof(result));
-	cr_assert_eq(braid_atomic_apply(k->op, dt, target, k->op == FI_ATOMIC_READ ? NULL : operand,
+	cr_assert_eq(braid_atomic_apply(k->op, dt, target, k->op == BRAID_AOP_ATOMIC_READ ? NULL : operand,
 					cmp, result, 1), 0, "%s on %s", op, dtn);
 	cr_assert_eq(int_get(dt, target), k->want, "%s on %s of %lld, %lld, %lld: %lld, want %lld",
 		     op, dtn, (long long)k->t, (long long)k->o, (long long)k->c,
 		     (long long)int_get(dt, target), (long long)k->want);
 	cr_assert_eq(int_get(dt, result), k->t, "%s on %s: fetched %lld, want %lld", op, dtn,
 		     (long long)int_get(dt, result), (long long)k->t);
-	if (k->op == FI_ATOMIC_READ)
+	if (k->op == BRAID_AOP_ATOMIC_READ)
 		return;
 	int_put(dt, target, k->t);
 	cr_assert_eq(braid_atomic_apply(k->op, dt, target, operand, cmp, NULL, 1), 0);
@@ -256,30 +258,30 @@ static void int_case_check(enum fi_datatype dt, const struct int_case *k)
 
 /* small values every width holds: 12 = 0b1100, 10 = 0b1010 */
 static const struct int_case every_width[] = {
-	{ 0, FI_MIN, 12, 10, 0, 10 },	{ 0, FI_MIN, 10, 12, 0, 10 },
-	{ 0, FI_MAX, 12, 10, 0, 12 },	{ 0, FI_MAX, 10, 12, 0, 12 },
-	{ 0, FI_SUM, 12, 10, 0, 22 },	{ 0, FI_PROD, 12, 10, 0, 120 },
-	{ 0, FI_LOR, 12, 10, 0, 1 },	{ 0, FI_LOR, 0, 10, 0, 1 },
-	{ 0, FI_LOR, 12, 0, 0, 1 },	{ 0, FI_LOR, 0, 0, 0, 0 },
-	{ 0, FI_LAND, 12, 10, 0, 1 },	{ 0, FI_LAND, 0, 10, 0, 0 },
-	{ 0, FI_LAND, 12, 0, 0, 0 },	{ 0, FI_LAND, 0, 0, 0, 0 },
-	{ 0, FI_LXOR, 12, 10, 0, 0 },	{ 0, FI_LXOR, 0, 10, 0, 1 },
-	{ 0, FI_LXOR, 12, 0, 0, 1 },	{ 0, FI_LXOR, 0, 0, 0, 0 },
-	{ 0, FI_BOR, 12, 10, 0, 14 },	{ 0, FI_BAND, 12, 10, 0, 8 },
-	{ 0, FI_BXOR, 12, 10, 0, 6 },
-	{ 0, FI_ATOMIC_READ, 12, 0, 0, 12 },
-	{ 0, FI_ATOMIC_WRITE, 12, 10, 0, 10 },
-	{ 0, FI_CSWAP, 12, 10, 12, 10 },	{ 0, FI_CSWAP, 12, 10, 11, 12 },
-	{ 0, FI_CSWAP_NE, 12, 10, 11, 10 },	{ 0, FI_CSWAP_NE, 12, 10, 12, 12 },
-	{ 0, FI_CSWAP_LE, 12, 10, 11, 10 },	{ 0, FI_CSWAP_LE, 12, 10, 12, 10 },
-	{ 0, FI_CSWAP_LE, 12, 10, 13, 12 },
-	{ 0, FI_CSWAP_LT, 12, 10, 11, 10 },	{ 0, FI_CSWAP_LT, 12, 10, 12, 12 },
-	{ 0, FI_CSWAP_GE, 12, 10, 13, 10 },	{ 0, FI_CSWAP_GE, 12, 10, 12, 10 },
-	{ 0, FI_CSWAP_GE, 12, 10, 11, 12 },
-	{ 0, FI_CSWAP_GT, 12, 10, 13, 10 },	{ 0, FI_CSWAP_GT, 12, 10, 12, 12 },
+	{ 0, BRAID_AOP_MIN, 12, 10, 0, 10 },	{ 0, BRAID_AOP_MIN, 10, 12, 0, 10 },
+	{ 0, BRAID_AOP_MAX, 12, 10, 0, 12 },	{ 0, BRAID_AOP_MAX, 10, 12, 0, 12 },
+	{ 0, BRAID_AOP_SUM, 12, 10, 0, 22 },	{ 0, BRAID_AOP_PROD, 12, 10, 0, 120 },
+	{ 0, BRAID_AOP_LOR, 12, 10, 0, 1 },	{ 0, BRAID_AOP_LOR, 0, 10, 0, 1 },
+	{ 0, BRAID_AOP_LOR, 12, 0, 0, 1 },	{ 0, BRAID_AOP_LOR, 0, 0, 0, 0 },
+	{ 0, BRAID_AOP_LAND, 12, 10, 0, 1 },	{ 0, BRAID_AOP_LAND, 0, 10, 0, 0 },
+	{ 0, BRAID_AOP_LAND, 12, 0, 0, 0 },	{ 0, BRAID_AOP_LAND, 0, 0, 0, 0 },
+	{ 0, BRAID_AOP_LXOR, 12, 10, 0, 0 },	{ 0, BRAID_AOP_LXOR, 0, 10, 0, 1 },
+	{ 0, BRAID_AOP_LXOR, 12, 0, 0, 1 },	{ 0, BRAID_AOP_LXOR, 0, 0, 0, 0 },
+	{ 0, BRAID_AOP_BOR, 12, 10, 0, 14 },	{ 0, BRAID_AOP_BAND, 12, 10, 0, 8 },
+	{ 0, BRAID_AOP_BXOR, 12, 10, 0, 6 },
+	{ 0, BRAID_AOP_ATOMIC_READ, 12, 0, 0, 12 },
+	{ 0, BRAID_AOP_ATOMIC_WRITE, 12, 10, 0, 10 },
+	{ 0, BRAID_AOP_CSWAP, 12, 10, 12, 10 },	{ 0, BRAID_AOP_CSWAP, 12, 10, 11, 12 },
+	{ 0, BRAID_AOP_CSWAP_NE, 12, 10, 11, 10 },	{ 0, BRAID_AOP_CSWAP_NE, 12, 10, 12, 12 },
+	{ 0, BRAID_AOP_CSWAP_LE, 12, 10, 11, 10 },	{ 0, BRAID_AOP_CSWAP_LE, 12, 10, 12, 10 },
+	{ 0, BRAID_AOP_CSWAP_LE, 12, 10, 13, 12 },
+	{ 0, BRAID_AOP_CSWAP_LT, 12, 10, 11, 10 },	{ 0, BRAID_AOP_CSWAP_LT, 12, 10, 12, 12 },
+	{ 0, BRAID_AOP_CSWAP_GE, 12, 10, 13, 10 },	{ 0, BRAID_AOP_CSWAP_GE, 12, 10, 12, 10 },
+	{ 0, BRAID_AOP_CSWAP_GE, 12, 10, 11, 12 },
+	{ 0, BRAID_AOP_CSWAP_GT, 12, 10, 13, 10 },	{ 0, BRAID_AOP_CSWAP_GT, 12, 10, 12, 12 },
 	/* (0b1010 & 0b0011) | (0b1100 & ~0b0011) = 0b0010 | 0b1100 */
-	{ 0, FI_MSWAP, 12, 10, 3, 14 },	{ 0, FI_MSWAP, 12, 10, 0, 12 },
-	{ 0, FI_MSWAP, 12, 10, -1, 10 },
+	{ 0, BRAID_AOP_MSWAP, 12, 10, 3, 14 },	{ 0, BRAID_AOP_MSWAP, 12, 10, 0, 12 },
+	{ 0, BRAID_AOP_MSWAP, 12, 10, -1, 10 },
 };
 
 Test(braid_atomic_apply, every_integer_op_on_every_width)
@@ -291,60 +293,60 @@ Test(braid_atomic_apply, every_integer_op_on_every_width)
 			int_case_check(int_types[i], &every_width[j]);
 }
 
-#define U64(x)	((int64_t)UINT64_C(x))	/* the bits of an FI_UINT64 value */
+#define U64(x)	((int64_t)UINT64_C(x))	/* the bits of an BRAID_ADT_UINT64 value */
 
 /* signedness, wraparound and the high bits: each for its own datatype */
 static const struct int_case typed[] = {
 	/* signed compare signed, unsigned unsigned */
-	{ FI_INT8, FI_MIN, -5, 3, 0, -5 },		{ FI_INT8, FI_MAX, -5, 3, 0, 3 },
-	{ FI_UINT8, FI_MIN, 0xfb, 3, 0, 3 },		{ FI_UINT8, FI_MAX, 0xfb, 3, 0, 0xfb },
-	{ FI_INT16, FI_MIN, -5, 3, 0, -5 },		{ FI_INT16, FI_MAX, -5, 3, 0, 3 },
-	{ FI_UINT16, FI_MIN, 0xfffb, 3, 0, 3 },		{ FI_UINT16, FI_MAX, 0xfffb, 3, 0, 0xfffb },
-	{ FI_INT32, FI_MIN, -5, 3, 0, -5 },		{ FI_INT32, FI_MAX, -5, 3, 0, 3 },
-	{ FI_UINT32, FI_MIN, 0xfffffffb, 3, 0, 3 },
-	{ FI_UINT32, FI_MAX, 0xfffffffb, 3, 0, 0xfffffffb },
-	{ FI_INT64, FI_MIN, -5, 3, 0, -5 },		{ FI_INT64, FI_MAX, -5, 3, 0, 3 },
-	{ FI_UINT64, FI_MIN, U64(0xfffffffffffffffb), 3, 0, 3 },
-	{ FI_UINT64, FI_MAX, U64(0xfffffffffffffffb), 3, 0, U64(0xfffffffffffffffb) },
-	{ FI_INT8, FI_CSWAP_GT, -2, 7, -1, 7 },		/* -1 > -2 */
-	{ FI_UINT8, FI_CSWAP_GT, 0xfe, 7, 1, 0xfe },	/* 1 > 254: no */
-	{ FI_INT16, FI_CSWAP_LT, 5, 9, -7, 9 },		/* -7 < 5 */
-	{ FI_UINT16, FI_CSWAP_LT, 5, 9, 0xfff9, 5 },	/* 65529 < 5: no */
-	{ FI_INT32, FI_CSWAP_GE, -1, 4, 0, 4 },		/* 0 >= -1 */
-	{ FI_UINT32, FI_CSWAP_GE, 0xffffffff, 4, 0, 0xffffffff },
-	{ FI_INT64, FI_CSWAP_LE, 3, 4, INT64_MIN, 4 },
-	{ FI_UINT64, FI_CSWAP_LE, 3, 4, U64(0x8000000000000000), 3 },
+	{ BRAID_ADT_INT8, BRAID_AOP_MIN, -5, 3, 0, -5 },		{ BRAID_ADT_INT8, BRAID_AOP_MAX, -5, 3, 0, 3 },
+	{ BRAID_ADT_UINT8, BRAID_AOP_MIN, 0xfb, 3, 0, 3 },		{ BRAID_ADT_UINT8, BRAID_AOP_MAX, 0xfb, 3, 0, 0xfb },
+	{ BRAID_ADT_INT16, BRAID_AOP_MIN, -5, 3, 0, -5 },		{ BRAID_ADT_INT16, BRAID_AOP_MAX, -5, 3, 0, 3 },
+	{ BRAID_ADT_UINT16, BRAID_AOP_MIN, 0xfffb, 3, 0, 3 },		{ BRAID_ADT_UINT16, BRAID_AOP_MAX, 0xfffb, 3, 0, 0xfffb },
+	{ BRAID_ADT_INT32, BRAID_AOP_MIN, -5, 3, 0, -5 },		{ BRAID_ADT_INT32, BRAID_AOP_MAX, -5, 3, 0, 3 },
+	{ BRAID_ADT_UINT32, BRAID_AOP_MIN, 0xfffffffb, 3, 0, 3 },
+	{ BRAID_ADT_UINT32, BRAID_AOP_MAX, 0xfffffffb, 3, 0, 0xfffffffb },
+	{ BRAID_ADT_INT64, BRAID_AOP_MIN, -5, 3, 0, -5 },		{ BRAID_ADT_INT64, BRAID_AOP_MAX, -5, 3, 0, 3 },
+	{ BRAID_ADT_UINT64, BRAID_AOP_MIN, U64(0xfffffffffffffffb), 3, 0, 3 },
+	{ BRAID_ADT_UINT64, BRAID_AOP_MAX, U64(0xfffffffffffffffb), 3, 0, U64(0xfffffffffffffffb) },
+	{ BRAID_ADT_INT8, BRAID_AOP_CSWAP_GT, -2, 7, -1, 7 },		/* -1 > -2 */
+	{ BRAID_ADT_UINT8, BRAID_AOP_CSWAP_GT, 0xfe, 7, 1, 0xfe },	/* 1 > 254: no */
+	{ BRAID_ADT_INT16, BRAID_AOP_CSWAP_LT, 5, 9, -7, 9 },		/* -7 < 5 */
+	{ BRAID_ADT_UINT16, BRAID_AOP_CSWAP_LT, 5, 9, 0xfff9, 5 },	/* 65529 < 5: no */
+	{ BRAID_ADT_INT32, BRAID_AOP_CSWAP_GE, -1, 4, 0, 4 },		/* 0 >= -1 */
+	{ BRAID_ADT_UINT32, BRAID_AOP_CSWAP_GE, 0xffffffff, 4, 0, 0xffffffff },
+	{ BRAID_ADT_INT64, BRAID_AOP_CSWAP_LE, 3, 4, INT64_MIN, 4 },
+	{ BRAID_ADT_UINT64, BRAID_AOP_CSWAP_LE, 3, 4, U64(0x8000000000000000), 3 },
 	/* wraparound, two's complement */
-	{ FI_INT8, FI_SUM, 127, 1, 0, -128 },		{ FI_UINT8, FI_SUM, 255, 1, 0, 0 },
-	{ FI_INT8, FI_PROD, -128, -1, 0, -128 },	{ FI_UINT8, FI_PROD, 16, 16, 0, 0 },
-	{ FI_INT16, FI_SUM, 32767, 1, 0, -32768 },
-	{ FI_INT16, FI_PROD, -300, 300, 0, -24464 },	/* -90000 + 2 * 65536 - 65536 */
-	{ FI_UINT16, FI_PROD, 65535, 65535, 0, 1 },	/* 0xfffe0001 */
-	{ FI_INT32, FI_SUM, INT32_MAX, 1, 0, INT32_MIN },
-	{ FI_UINT32, FI_SUM, 0xffffffff, 2, 0, 1 },	{ FI_UINT32, FI_PROD, 0x10000, 0x10000, 0, 0 },
-	{ FI_INT64, FI_SUM, INT64_MAX, 1, 0, INT64_MIN },
-	{ FI_INT64, FI_PROD, INT64_MIN, -1, 0, INT64_MIN },
-	{ FI_UINT64, FI_SUM, U64(0xffffffffffffffff), 2, 0, 1 },
-	{ FI_UINT64, FI_PROD, U64(0x100000000), U64(0x100000000), 0, 0 },
-	{ FI_UINT64, FI_PROD, U64(0x100000001), 3, 0, U64(0x300000003) },
+	{ BRAID_ADT_INT8, BRAID_AOP_SUM, 127, 1, 0, -128 },		{ BRAID_ADT_UINT8, BRAID_AOP_SUM, 255, 1, 0, 0 },
+	{ BRAID_ADT_INT8, BRAID_AOP_PROD, -128, -1, 0, -128 },	{ BRAID_ADT_UINT8, BRAID_AOP_PROD, 16, 16, 0, 0 },
+	{ BRAID_ADT_INT16, BRAID_AOP_SUM, 32767, 1, 0, -32768 },
+	{ BRAID_ADT_INT16, BRAID_AOP_PROD, -300, 300, 0, -24464 },	/* -90000 + 2 * 65536 - 65536 */
+	{ BRAID_ADT_UINT16, BRAID_AOP_PROD, 65535, 65535, 0, 1 },	/* 0xfffe0001 */
+	{ BRAID_ADT_INT32, BRAID_AOP_SUM, INT32_MAX, 1, 0, INT32_MIN },
+	{ BRAID_ADT_UINT32, BRAID_AOP_SUM, 0xffffffff, 2, 0, 1 },	{ BRAID_ADT_UINT32, BRAID_AOP_PROD, 0x10000, 0x10000, 0, 0 },
+	{ BRAID_ADT_INT64, BRAID_AOP_SUM, INT64_MAX, 1, 0, INT64_MIN },
+	{ BRAID_ADT_INT64, BRAID_AOP_PROD, INT64_MIN, -1, 0, INT64_MIN },
+	{ BRAID_ADT_UINT64, BRAID_AOP_SUM, U64(0xffffffffffffffff), 2, 0, 1 },
+	{ BRAID_ADT_UINT64, BRAID_AOP_PROD, U64(0x100000000), U64(0x100000000), 0, 0 },
+	{ BRAID_ADT_UINT64, BRAID_AOP_PROD, U64(0x100000001), 3, 0, U64(0x300000003) },
 	/* all the bits of the width */
-	{ FI_INT8, FI_BXOR, -1, 0x0f, 0, -16 },		{ FI_INT16, FI_MSWAP, -1, 0, 0xff, -256 },
-	{ FI_INT32, FI_BAND, -1, 0x0f0f0f0f, 0, 0x0f0f0f0f },
-	{ FI_UINT64, FI_BXOR, U64(0xffff0000ffff0000), U64(0x0f0f0f0f0f0f0f0f), 0,
+	{ BRAID_ADT_INT8, BRAID_AOP_BXOR, -1, 0x0f, 0, -16 },		{ BRAID_ADT_INT16, BRAID_AOP_MSWAP, -1, 0, 0xff, -256 },
+	{ BRAID_ADT_INT32, BRAID_AOP_BAND, -1, 0x0f0f0f0f, 0, 0x0f0f0f0f },
+	{ BRAID_ADT_UINT64, BRAID_AOP_BXOR, U64(0xffff0000ffff0000), U64(0x0f0f0f0f0f0f0f0f), 0,
 	  U64(0xf0f00f0ff0f00f0f) },
-	{ FI_UINT64, FI_BAND, U64(0xffff0000ffff0000), U64(0x0f0f0f0f0f0f0f0f), 0,
+	{ BRAID_ADT_UINT64, BRAID_AOP_BAND, U64(0xffff0000ffff0000), U64(0x0f0f0f0f0f0f0f0f), 0,
 	  U64(0x0f0f00000f0f0000) },
-	{ FI_UINT64, FI_BOR, U64(0xff00000000000000), 0xff, 0, U64(0xff000000000000ff) },
-	{ FI_UINT64, FI_MSWAP, U64(0x1111111111111111), U64(0x2222222222222222),
+	{ BRAID_ADT_UINT64, BRAID_AOP_BOR, U64(0xff00000000000000), 0xff, 0, U64(0xff000000000000ff) },
+	{ BRAID_ADT_UINT64, BRAID_AOP_MSWAP, U64(0x1111111111111111), U64(0x2222222222222222),
 	  U64(0xffffffff00000000), U64(0x2222222211111111) },
-	{ FI_INT64, FI_MSWAP, 0, -1, U64(0x8000000000000001), U64(0x8000000000000001) },
-	{ FI_UINT16, FI_LOR, 0x100, 0, 0, 1 },		{ FI_UINT32, FI_LXOR, 0x10000, 0, 0, 1 },
-	{ FI_INT8, FI_LAND, -128, -1, 0, 1 },
-	{ FI_UINT64, FI_LAND, U64(0x10000000000), 1, 0, 1 },
-	{ FI_INT64, FI_LXOR, INT64_MIN, U64(0x100000000), 0, 0 },
-	{ FI_UINT64, FI_CSWAP, U64(0x8000000000000001), 5, 1, U64(0x8000000000000001) },
-	{ FI_UINT64, FI_CSWAP_NE, U64(0x8000000000000001), 5, 1, 5 },
-	{ FI_UINT32, FI_CSWAP, 0x10005, 5, 5, 0x10005 },
+	{ BRAID_ADT_INT64, BRAID_AOP_MSWAP, 0, -1, U64(0x8000000000000001), U64(0x8000000000000001) },
+	{ BRAID_ADT_UINT16, BRAID_AOP_LOR, 0x100, 0, 0, 1 },		{ BRAID_ADT_UINT32, BRAID_AOP_LXOR, 0x10000, 0, 0, 1 },
+	{ BRAID_ADT_INT8, BRAID_AOP_LAND, -128, -1, 0, 1 },
+	{ BRAID_ADT_UINT64, BRAID_AOP_LAND, U64(0x10000000000), 1, 0, 1 },
+	{ BRAID_ADT_INT64, BRAID_AOP_LXOR, INT64_MIN, U64(0x100000000), 0, 0 },
+	{ BRAID_ADT_UINT64, BRAID_AOP_CSWAP, U64(0x8000000000000001), 5, 1, U64(0x8000000000000001) },
+	{ BRAID_ADT_UINT64, BRAID_AOP_CSWAP_NE, U64(0x8000000000000001), 5, 1, 5 },
+	{ BRAID_ADT_UINT32, BRAID_AOP_CSWAP, 0x10005, 5, 5, 0x10005 },
 };
 
 Test(braid_atomic_apply, signedness_wraparound_and_high_bits)
@@ -361,57 +363,57 @@ Test(braid_atomic_apply, int128)
 	unsigned __int128 t = UINT64_MAX, o = 1, r = 0, c = 0;
 	__int128 s = -1, so = 1;
 
-	cr_assert_eq(braid_atomic_dt_size(FI_INT128), 16);
-	cr_assert_eq(braid_atomic_dt_size(FI_UINT128), 16);
-	cr_assert(braid_atomic_valid(FI_MSWAP, FI_UINT128, BRAID_ATOMIC_COMPARE_KIND));
-	cr_assert_eq(braid_atomic_apply(FI_SUM, FI_UINT128, &t, &o, NULL, &r, 1), 0);
+	cr_assert_eq(braid_atomic_dt_size(BRAID_ADT_INT128), 16);
+	cr_assert_eq(braid_atomic_dt_size(BRAID_ADT_UINT128), 16);
+	cr_assert(braid_atomic_valid(BRAID_AOP_MSWAP, BRAID_ADT_UINT128, BRAID_ATOMIC_COMPARE_KIND));
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_SUM, BRAID_ADT_UINT128, &t, &o, NULL, &r, 1), 0);
 	cr_assert(t == (unsigned __int128)1 << 64, "the carry crosses 64 bits");
 	cr_assert(r == UINT64_MAX);
 	o = (unsigned __int128)0xab << 100;
 	c = (unsigned __int128)0xff << 100;
-	cr_assert_eq(braid_atomic_apply(FI_MSWAP, FI_UINT128, &t, &o, &c, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MSWAP, BRAID_ADT_UINT128, &t, &o, &c, NULL, 1), 0);
 	cr_assert(t == (((unsigned __int128)0xab << 100) | ((unsigned __int128)1 << 64)));
-	cr_assert_eq(braid_atomic_apply(FI_MIN, FI_INT128, &s, &so, NULL, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MIN, BRAID_ADT_INT128, &s, &so, NULL, NULL, 1), 0);
 	cr_assert(s == -1, "signed: -1 < 1");
-	cr_assert_eq(braid_atomic_apply(FI_MIN, FI_UINT128, &s, &so, NULL, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MIN, BRAID_ADT_UINT128, &s, &so, NULL, NULL, 1), 0);
 	cr_assert(s == 1, "unsigned: 1 < 2^128 - 1");
 }
 #else
 Test(braid_atomic_apply, int128_unsupported)
 {
-	cr_assert_eq(braid_atomic_dt_size(FI_INT128), 0);
-	cr_assert(!braid_atomic_valid(FI_SUM, FI_UINT128, BRAID_ATOMIC_WRITE_KIND));
+	cr_assert_eq(braid_atomic_dt_size(BRAID_ADT_INT128), 0);
+	cr_assert(!braid_atomic_valid(BRAID_AOP_SUM, BRAID_ADT_UINT128, BRAID_ATOMIC_WRITE_KIND));
 }
 #endif
 
 /* ---- reals ---- */
 
-static const enum fi_datatype real_types[] = { FI_FLOAT, FI_DOUBLE, FI_LONG_DOUBLE };
+static const enum braid_adt real_types[] = { BRAID_ADT_FLOAT, BRAID_ADT_DOUBLE, BRAID_ADT_LONG_DOUBLE };
 
-static void real_put(enum fi_datatype dt, void *buf, long double v)
+static void real_put(enum braid_adt dt, void *buf, long double v)
 {
 	float f = (float)v;
 	double d = (double)v;
 
-	if (dt == FI_FLOAT)
+	if (dt == BRAID_ADT_FLOAT)
 		memcpy(buf, &f, sizeof(f));
-	else if (dt == FI_DOUBLE)
+	else if (dt == BRAID_ADT_DOUBLE)
 		memcpy(buf, &d, sizeof(d));
 	else
 		memcpy(buf, &v, sizeof(v));
 }
 
-static long double real_get(enum fi_datatype dt, const void *buf)
+static long double real_get(enum braid_adt dt, const void *buf)
 {
 	float f;
 	double d;
 	long double l;
 
-	if (dt == FI_FLOAT) {
+	if (dt == BRAID_ADT_FLOAT) {
 		memcpy(&f, buf, sizeof(f));
 		return f;
 	}
-	if (dt == FI_DOUBLE) {
+	if (dt == BRAID_ADT_DOUBLE) {
 		memcpy(&d, buf, sizeof(d));
 		return d;
 	}
@@ -420,28 +422,28 @@ static long double real_get(enum fi_datatype dt, const void *buf)
 }
 
 struct real_case {
-	enum fi_op op;
+	enum braid_aop op;
 	long double t, o, c, want;
 };
 
 /* values exact in a float */
 static const struct real_case real_cases[] = {
-	{ FI_MIN, 1.5, 2.25, 0, 1.5 },		{ FI_MIN, 2.25, 1.5, 0, 1.5 },
-	{ FI_MIN, -0.5, 0.25, 0, -0.5 },	{ FI_MIN, 0.25, -0.5, 0, -0.5 },
-	{ FI_MAX, 1.5, 2.25, 0, 2.25 },		{ FI_MAX, 2.25, 1.5, 0, 2.25 },
-	{ FI_MAX, -3, -0.5, 0, -0.5 },
-	{ FI_SUM, 1.5, 2.25, 0, 3.75 },		{ FI_SUM, -1.5, 0.25, 0, -1.25 },
-	{ FI_PROD, 1.5, 2.25, 0, 3.375 },	{ FI_PROD, -2, 0.75, 0, -1.5 },
-	{ FI_ATOMIC_READ, 1.5, 0, 0, 1.5 },	{ FI_ATOMIC_WRITE, 1.5, 2.25, 0, 2.25 },
-	{ FI_CSWAP, 1.5, 2.25, 1.5, 2.25 },	{ FI_CSWAP, 1.5, 2.25, 1.25, 1.5 },
-	{ FI_CSWAP_NE, 1.5, 2.25, 1.25, 2.25 },	{ FI_CSWAP_NE, 1.5, 2.25, 1.5, 1.5 },
-	{ FI_CSWAP_LE, 1.5, 2.25, 1.25, 2.25 },	{ FI_CSWAP_LE, 1.5, 2.25, 1.5, 2.25 },
-	{ FI_CSWAP_LE, 1.5, 2.25, 1.75, 1.5 },
-	{ FI_CSWAP_LT, 1.5, 2.25, 1.25, 2.25 },	{ FI_CSWAP_LT, 1.5, 2.25, 1.5, 1.5 },
-	{ FI_CSWAP_GE, 1.5, 2.25, 1.75, 2.25 },	{ FI_CSWAP_GE, 1.5, 2.25, 1.5, 2.25 },
-	{ FI_CSWAP_GE, 1.5, 2.25, 1.25, 1.5 },
-	{ FI_CSWAP_GT, 1.5, 2.25, 1.75, 2.25 },	{ FI_CSWAP_GT, 1.5, 2.25, 1.5, 1.5 },
-	{ FI_CSWAP_GT, -1, 4, -0.5, 4 },	{ FI_CSWAP_LT, -1, 4, -0.5, -1 },
+	{ BRAID_AOP_MIN, 1.5, 2.25, 0, 1.5 },		{ BRAID_AOP_MIN, 2.25, 1.5, 0, 1.5 },
+	{ BRAID_AOP_MIN, -0.5, 0.25, 0, -0.5 },	{ BRAID_AOP_MIN, 0.25, -0.5, 0, -0.5 },
+	{ BRAID_AOP_MAX, 1.5, 2.25, 0, 2.25 },		{ BRAID_AOP_MAX, 2.25, 1.5, 0, 2.25 },
+	{ BRAID_AOP_MAX, -3, -0.5, 0, -0.5 },
+	{ BRAID_AOP_SUM, 1.5, 2.25, 0, 3.75 },		{ BRAID_AOP_SUM, -1.5, 0.25, 0, -1.25 },
+	{ BRAID_AOP_PROD, 1.5, 2.25, 0, 3.375 },	{ BRAID_AOP_PROD, -2, 0.75, 0, -1.5 },
+	{ BRAID_AOP_ATOMIC_READ, 1.5, 0, 0, 1.5 },	{ BRAID_AOP_ATOMIC_WRITE, 1.5, 2.25, 0, 2.25 },
+	{ BRAID_AOP_CSWAP, 1.5, 2.25, 1.5, 2.25 },	{ BRAID_AOP_CSWAP, 1.5, 2.25, 1.25, 1.5 },
+	{ BRAID_AOP_CSWAP_NE, 1.5, 2.25, 1.25, 2.25 },	{ BRAID_AOP_CSWAP_NE, 1.5, 2.25, 1.5, 1.5 },
+	{ BRAID_AOP_CSWAP_LE, 1.5, 2.25, 1.25, 2.25 },	{ BRAID_AOP_CSWAP_LE, 1.5, 2.25, 1.5, 2.25 },
+	{ BRAID_AOP_CSWAP_LE, 1.5, 2.25, 1.75, 1.5 },
+	{ BRAID_AOP_CSWAP_LT, 1.5, 2.25, 1.25, 2.25 },	{ BRAID_AOP_CSWAP_LT, 1.5, 2.25, 1.5, 1.5 },
+	{ BRAID_AOP_CSWAP_GE, 1.5, 2.25, 1.75, 2.25 },	{ BRAID_AOP_CSWAP_GE, 1.5, 2.25, 1.5, 2.25 },
+	{ BRAID_AOP_CSWAP_GE, 1.5, 2.25, 1.25, 1.5 },
+	{ BRAID_AOP_CSWAP_GT, 1.5, 2.25, 1.75, 2.25 },	{ BRAID_AOP_CSWAP_GT, 1.5, 2.25, 1.5, 1.5 },
+	{ BRAID_AOP_CSWAP_GT, -1, 4, -0.5, 4 },	{ BRAID_AOP_CSWAP_LT, -1, 4, -0.5, -1 },
 };
 
 Test(braid_atomic_apply, every_real_op_on_float_double_long_double)
@@ -451,7 +453,7 @@ Test(braid_atomic_apply, every_real_op_on_float_double_long_double)
 
 	for (i = 0; i < sizeof(real_types) / sizeof(real_types[0]); i++)
 		for (j = 0; j < sizeof(real_cases) / sizeof(real_cases[0]); j++) {
-			enum fi_datatype dt = real_types[i];
+			enum braid_adt dt = real_types[i];
 			const struct real_case *k = &real_cases[j];
 
 			real_put(dt, target, k->t);
@@ -473,47 +475,47 @@ Test(braid_atomic_apply, nan_compares_false_but_not_equal)
 {
 	double t = NAN, o = 1, c = NAN;
 
-	cr_assert_eq(braid_atomic_apply(FI_CSWAP, FI_DOUBLE, &t, &o, &c, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_CSWAP, BRAID_ADT_DOUBLE, &t, &o, &c, NULL, 1), 0);
 	cr_assert(isnan(t), "NaN == NaN is false");
-	cr_assert_eq(braid_atomic_apply(FI_MAX, FI_DOUBLE, &t, &o, NULL, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MAX, BRAID_ADT_DOUBLE, &t, &o, NULL, NULL, 1), 0);
 	cr_assert(isnan(t), "1 > NaN is false");
-	cr_assert_eq(braid_atomic_apply(FI_CSWAP_NE, FI_DOUBLE, &t, &o, &c, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_CSWAP_NE, BRAID_ADT_DOUBLE, &t, &o, &c, NULL, 1), 0);
 	cr_assert_eq(t, 1, "NaN != NaN is true");
 	o = NAN;
-	cr_assert_eq(braid_atomic_apply(FI_MIN, FI_DOUBLE, &t, &o, NULL, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MIN, BRAID_ADT_DOUBLE, &t, &o, NULL, NULL, 1), 0);
 	cr_assert_eq(t, 1, "NaN < 1 is false");
 }
 
 /* ---- complex ---- */
 
-static const enum fi_datatype complex_types[] = {
-	FI_FLOAT_COMPLEX, FI_DOUBLE_COMPLEX, FI_LONG_DOUBLE_COMPLEX,
+static const enum braid_adt complex_types[] = {
+	BRAID_ADT_FLOAT_COMPLEX, BRAID_ADT_DOUBLE_COMPLEX, BRAID_ADT_LONG_DOUBLE_COMPLEX,
 };
 
-static void complex_put(enum fi_datatype dt, void *buf, long double complex v)
+static void complex_put(enum braid_adt dt, void *buf, long double complex v)
 {
 	float complex f = (float complex)v;
 	double complex d = (double complex)v;
 
-	if (dt == FI_FLOAT_COMPLEX)
+	if (dt == BRAID_ADT_FLOAT_COMPLEX)
 		memcpy(buf, &f, sizeof(f));
-	else if (dt == FI_DOUBLE_COMPLEX)
+	else if (dt == BRAID_ADT_DOUBLE_COMPLEX)
 		memcpy(buf, &d, sizeof(d));
 	else
 		memcpy(buf, &v, sizeof(v));
 }
 
-static long double complex complex_get(enum fi_datatype dt, const void *buf)
+static long double complex complex_get(enum braid_adt dt, const void *buf)
 {
 	float complex f;
 	double complex d;
 	long double complex l;
 
-	if (dt == FI_FLOAT_COMPLEX) {
+	if (dt == BRAID_ADT_FLOAT_COMPLEX) {
 		memcpy(&f, buf, sizeof(f));
 		return f;
 	}
-	if (dt == FI_DOUBLE_COMPLEX) {
+	if (dt == BRAID_ADT_DOUBLE_COMPLEX) {
 		memcpy(&d, buf, sizeof(d));
 		return d;
 	}
@@ -528,7 +530,7 @@ static long double complex cx(long double re, long double im)
 }
 
 struct complex_case {
-	enum fi_op op;
+	enum braid_aop op;
 	long double complex t, o, c, want;
 };
 
@@ -536,22 +538,22 @@ Test(braid_atomic_apply, every_complex_op)
 {
 	const long double complex t = cx(1, 2), o = cx(3, -1);
 	const struct complex_case cases[] = {
-		{ FI_SUM, t, o, 0, cx(4, 1) },
-		{ FI_PROD, t, o, 0, cx(5, 5) },	/* 3 - i + 6i - 2i^2 */
-		{ FI_ATOMIC_READ, t, 0, 0, t },
-		{ FI_ATOMIC_WRITE, t, o, 0, o },
-		{ FI_CSWAP, t, o, cx(1, 2), o },
-		{ FI_CSWAP, t, o, cx(1, -2), t },	/* the imaginary parts differ */
-		{ FI_CSWAP, t, o, cx(2, 2), t },	/* the real parts differ */
-		{ FI_CSWAP_NE, t, o, cx(1, -2), o },
-		{ FI_CSWAP_NE, t, o, cx(1, 2), t },
+		{ BRAID_AOP_SUM, t, o, 0, cx(4, 1) },
+		{ BRAID_AOP_PROD, t, o, 0, cx(5, 5) },	/* 3 - i + 6i - 2i^2 */
+		{ BRAID_AOP_ATOMIC_READ, t, 0, 0, t },
+		{ BRAID_AOP_ATOMIC_WRITE, t, o, 0, o },
+		{ BRAID_AOP_CSWAP, t, o, cx(1, 2), o },
+		{ BRAID_AOP_CSWAP, t, o, cx(1, -2), t },	/* the imaginary parts differ */
+		{ BRAID_AOP_CSWAP, t, o, cx(2, 2), t },	/* the real parts differ */
+		{ BRAID_AOP_CSWAP_NE, t, o, cx(1, -2), o },
+		{ BRAID_AOP_CSWAP_NE, t, o, cx(1, 2), t },
 	};
 	uint8_t target[32], operand[32], compare[32], result[32];
 	size_t i, j;
 
 	for (i = 0; i < sizeof(complex_types) / sizeof(complex_types[0]); i++)
 		for (j = 0; j < sizeof(cases) / sizeof(cases[0]); j++) {
-			enum fi_datatype dt = complex_types[i];
+			enum braid_adt dt = complex_types[i];
 			const struct complex_case *k = &cases[j];
 			long double complex got;
 
@@ -574,10 +576,10 @@ Test(braid_atomic_apply, complex_is_real_then_imaginary)
 {
 	double target[2] = { 1, 2 }, operand[2] = { 3, -1 };
 
-	cr_assert_eq(braid_atomic_apply(FI_PROD, FI_DOUBLE_COMPLEX, target, operand, NULL, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_PROD, BRAID_ADT_DOUBLE_COMPLEX, target, operand, NULL, NULL, 1), 0);
 	cr_assert(target[0] == 5 && target[1] == 5, "(1 + 2i)(3 - i) = 5 + 5i, got %g, %g",
 		  target[0], target[1]);
-	cr_assert_eq(braid_atomic_apply(FI_SUM, FI_DOUBLE_COMPLEX, target, operand, NULL, NULL, 1), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_SUM, BRAID_ADT_DOUBLE_COMPLEX, target, operand, NULL, NULL, 1), 0);
 	cr_assert(target[0] == 8 && target[1] == 4);
 }
 
@@ -613,7 +615,7 @@ Test(braid_atomic_apply, cswap_array_unaligned_writes_only_where_equal)
 	uint8_t *tp = guarded(tb, sizeof(tb), 1, t, sizeof(t));
 	uint32_t got[4];
 
-	cr_assert_eq(braid_atomic_apply(FI_CSWAP, FI_UINT32, tp, guarded(ob, sizeof(ob), 3, o, sizeof(o)),
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_CSWAP, BRAID_ADT_UINT32, tp, guarded(ob, sizeof(ob), 3, o, sizeof(o)),
 					guarded(cb, sizeof(cb), 5, c, sizeof(c)),
 					guarded(rb, sizeof(rb), 7, NULL, 0), 4), 0);
 	memcpy(got, tp, sizeof(got));
@@ -639,20 +641,20 @@ Test(braid_atomic_apply, arrays_of_other_types_unaligned)
 	uint8_t *tp;
 
 	tp = guarded(tb, sizeof(tb), 3, dt, sizeof(dt));
-	cr_assert_eq(braid_atomic_apply(FI_SUM, FI_DOUBLE, tp, guarded(ob, sizeof(ob), 1, dop, sizeof(dop)),
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_SUM, BRAID_ADT_DOUBLE, tp, guarded(ob, sizeof(ob), 1, dop, sizeof(dop)),
 					NULL, NULL, 3), 0);
 	cr_assert_arr_eq(tp, dwant, sizeof(dwant));
 	cr_assert(guard_intact(tb, sizeof(tb), 3, sizeof(dt)));
 
 	tp = guarded(tb, sizeof(tb), 1, it, sizeof(it));
-	cr_assert_eq(braid_atomic_apply(FI_MIN, FI_INT16, tp, guarded(ob, sizeof(ob), 5, iop, sizeof(iop)),
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MIN, BRAID_ADT_INT16, tp, guarded(ob, sizeof(ob), 5, iop, sizeof(iop)),
 					NULL, guarded(rb, sizeof(rb), 3, NULL, 0), 5), 0);
 	cr_assert_arr_eq(tp, iwant, sizeof(iwant));
 	cr_assert_arr_eq(rb + 3, it, sizeof(it));
 	cr_assert(guard_intact(tb, sizeof(tb), 1, sizeof(it)) && guard_intact(rb, sizeof(rb), 3, sizeof(it)));
 
 	tp = guarded(tb, sizeof(tb), 7, ut, sizeof(ut));
-	cr_assert_eq(braid_atomic_apply(FI_MSWAP, FI_UINT64, tp, guarded(ob, sizeof(ob), 2, uop, sizeof(uop)),
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MSWAP, BRAID_ADT_UINT64, tp, guarded(ob, sizeof(ob), 2, uop, sizeof(uop)),
 					guarded(cb, sizeof(cb), 5, umask, sizeof(umask)),
 					guarded(rb, sizeof(rb), 1, NULL, 0), 2), 0);
 	cr_assert_arr_eq(tp, uwant, sizeof(uwant));
@@ -661,7 +663,7 @@ Test(braid_atomic_apply, arrays_of_other_types_unaligned)
 
 	/* (1 + i)(1 - i) = 2; (2i)(2i) = -4 */
 	tp = guarded(tb, sizeof(tb), 5, ct, sizeof(ct));
-	cr_assert_eq(braid_atomic_apply(FI_PROD, FI_DOUBLE_COMPLEX, tp,
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_PROD, BRAID_ADT_DOUBLE_COMPLEX, tp,
 					guarded(ob, sizeof(ob), 3, cop, sizeof(cop)), NULL, NULL, 2), 0);
 	cr_assert_arr_eq(tp, cwant, sizeof(cwant));
 	cr_assert(guard_intact(tb, sizeof(tb), 5, sizeof(ct)));
@@ -673,7 +675,7 @@ Test(braid_atomic_apply, read_array_fetches_and_leaves_the_target)
 	uint8_t tb[16], rb[16];
 	uint8_t *tp = guarded(tb, sizeof(tb), 3, t, sizeof(t));
 
-	cr_assert_eq(braid_atomic_apply(FI_ATOMIC_READ, FI_UINT8, tp, NULL, NULL,
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_ATOMIC_READ, BRAID_ADT_UINT8, tp, NULL, NULL,
 					guarded(rb, sizeof(rb), 1, NULL, 0), 5), 0);
 	cr_assert_arr_eq(rb + 1, t, sizeof(t));
 	cr_assert_arr_eq(tp, t, sizeof(t));
@@ -684,7 +686,7 @@ Test(braid_atomic_apply, operand_may_be_the_target)
 {
 	int32_t v[3] = { 3, -4, 1000 };
 
-	cr_assert_eq(braid_atomic_apply(FI_SUM, FI_INT32, v, v, NULL, NULL, 3), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_SUM, BRAID_ADT_INT32, v, v, NULL, NULL, 3), 0);
 	cr_assert(v[0] == 6 && v[1] == -8 && v[2] == 2000);
 }
 
@@ -692,13 +694,13 @@ Test(braid_atomic_apply, count_zero_touches_nothing)
 {
 	uint32_t t = 5, o = 1, r = 9;
 
-	cr_assert_eq(braid_atomic_apply(FI_SUM, FI_UINT32, &t, &o, NULL, &r, 0), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_SUM, BRAID_ADT_UINT32, &t, &o, NULL, &r, 0), 0);
 	cr_assert(t == 5 && r == 9);
 }
 
 /*
  * On a read-only page, an op that assigns nothing must not write: a failed
- * compare, FI_MIN/FI_MAX keeping the target, FI_ATOMIC_READ. A store, even
+ * compare, BRAID_AOP_MIN/BRAID_AOP_MAX keeping the target, BRAID_AOP_ATOMIC_READ. A store, even
  * of the same bytes, would fault.
  */
 Test(braid_atomic_apply, stores_nothing_when_the_op_assigns_nothing)
@@ -712,21 +714,21 @@ Test(braid_atomic_apply, stores_nothing_when_the_op_assigns_nothing)
 	cr_assert(p != MAP_FAILED);
 	memcpy(p + 1, t, sizeof(t));
 	cr_assert_eq(mprotect(p, (size_t)page, PROT_READ), 0);
-	for (op = FI_CSWAP; op <= FI_CSWAP_GT; op++) {
+	for (op = BRAID_AOP_CSWAP; op <= BRAID_AOP_CSWAP_GT; op++) {
 		/* a compare value that fails: c == t fails !=, c < t fails >= and >, c > t the others */
-		int64_t d = op == FI_CSWAP_NE ? 0 : op == FI_CSWAP_GE || op == FI_CSWAP_GT ? -1 : 1;
+		int64_t d = op == BRAID_AOP_CSWAP_NE ? 0 : op == BRAID_AOP_CSWAP_GE || op == BRAID_AOP_CSWAP_GT ? -1 : 1;
 
 		for (i = 0; i < 2; i++)
 			c[i] = t[i] + d;
 		memset(r, 0, sizeof(r));
-		cr_assert_eq(braid_atomic_apply(op, FI_INT64, p + 1, o, c, r, 2), 0);
+		cr_assert_eq(braid_atomic_apply(op, BRAID_ADT_INT64, p + 1, o, c, r, 2), 0);
 		cr_assert_arr_eq(r, t, sizeof(t), "%s fetched", op_names[op]);
 	}
 	o[0] = 12, o[1] = -11;	/* equal, above: not below */
-	cr_assert_eq(braid_atomic_apply(FI_MIN, FI_INT64, p + 1, o, NULL, NULL, 2), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MIN, BRAID_ADT_INT64, p + 1, o, NULL, NULL, 2), 0);
 	o[0] = 11, o[1] = -12;	/* below, equal: not above */
-	cr_assert_eq(braid_atomic_apply(FI_MAX, FI_INT64, p + 1, o, NULL, NULL, 2), 0);
-	cr_assert_eq(braid_atomic_apply(FI_ATOMIC_READ, FI_INT64, p + 1, NULL, NULL, r, 2), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_MAX, BRAID_ADT_INT64, p + 1, o, NULL, NULL, 2), 0);
+	cr_assert_eq(braid_atomic_apply(BRAID_AOP_ATOMIC_READ, BRAID_ADT_INT64, p + 1, NULL, NULL, r, 2), 0);
 	cr_assert_arr_eq(p + 1, t, sizeof(t));
 	munmap(p, (size_t)page);
 }

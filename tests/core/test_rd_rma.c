@@ -1,8 +1,8 @@
 /* test_rd_rma.c: RMA and atomics over the RD engine in the sim (protocol.md §4.7): every write placed once and byte-identical, every read right, every atomic applied exactly once, under loss, duplication, reordering and path death; key, range and permission violations refused and the target untouched; a dead target fails them in bounded time. */
 #include <criterion/criterion.h>
-#include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
+#include "braid_atomic.h"
 #include "rd_harness.h"
 #include "braid/braid_errno.h"
 
@@ -148,8 +148,8 @@ static void run_scenario(uint64_t seed, const struct scenario *sc)
 			struct braid_rd_rma r = {
 				.op = BRAID_RD_RMA_ATOMIC, .iov = &iov, .iov_count = 1,
 				.res = &res, .res_count = 1, .peer = h_key(1), .rkey = KEY_RW,
-				.raddr = (uint64_t)(uintptr_t)(rw + counter_at), .aop = FI_SUM,
-				.dt = FI_UINT64, .count = 1, .context = (void *)(uintptr_t)(k + 1),
+				.raddr = (uint64_t)(uintptr_t)(rw + counter_at), .aop = BRAID_AOP_SUM,
+				.dt = BRAID_ADT_UINT64, .count = 1, .context = (void *)(uintptr_t)(k + 1),
 			};
 
 			operand[a] = (uint64_t)a * 7 + 1;
@@ -246,7 +246,7 @@ Test(braid_rd_rma, atomics_apply_in_order)
 		struct braid_rd_rma r = {
 			.op = BRAID_RD_RMA_ATOMIC, .iov = &iov, .iov_count = 1, .res = &res,
 			.res_count = 1, .peer = h_key(1), .rkey = KEY_RW,
-			.raddr = (uint64_t)(uintptr_t)rw, .aop = FI_SUM, .dt = FI_UINT64, .count = 1,
+			.raddr = (uint64_t)(uintptr_t)rw, .aop = BRAID_AOP_SUM, .dt = BRAID_ADT_UINT64, .count = 1,
 			.context = (void *)(uintptr_t)(i + 1),
 		};
 
@@ -304,7 +304,7 @@ Test(braid_rd_rma, violations_refused)
 			/* an atomic on the read-only region */
 			{ .op = BRAID_RD_RMA_ATOMIC, .iov = &one_iov, .iov_count = 1, .res = &res,
 			  .res_count = 1, .rkey = KEY_RO, .raddr = (uint64_t)(uintptr_t)ro,
-			  .aop = FI_SUM, .dt = FI_UINT64, .count = 1 },
+			  .aop = BRAID_AOP_SUM, .dt = BRAID_ADT_UINT64, .count = 1 },
 		};
 
 		for (i = 0; i < 5; i++) {
@@ -346,28 +346,28 @@ Test(braid_rd_rma, bad_arguments)
 	cr_assert_eq(h_init(&h, 2, 2, &p, &c, 5), 0);
 	{
 		struct braid_rd_rma bor_float = { .op = BRAID_RD_RMA_ATOMIC, .iov = &ifl, .iov_count = 1,
-						  .peer = h_key(1), .aop = FI_BOR, .dt = FI_FLOAT,
+						  .peer = h_key(1), .aop = BRAID_AOP_BOR, .dt = BRAID_ADT_FLOAT,
 						  .count = 1 };
 		struct braid_rd_rma short_operand = { .op = BRAID_RD_RMA_ATOMIC, .iov = &ia,
-						      .iov_count = 1, .peer = h_key(1), .aop = FI_SUM,
-						      .dt = FI_UINT64, .count = 2 };
+						      .iov_count = 1, .peer = h_key(1), .aop = BRAID_AOP_SUM,
+						      .dt = BRAID_ADT_UINT64, .count = 2 };
 		struct braid_rd_rma cswap_no_result = { .op = BRAID_RD_RMA_ATOMIC, .iov = iab,
 							.iov_count = 2, .peer = h_key(1),
-							.aop = FI_CSWAP, .dt = FI_UINT64, .count = 1 };
+							.aop = BRAID_AOP_CSWAP, .dt = BRAID_ADT_UINT64, .count = 1 };
 		struct braid_rd_rma read_with_data = { .op = BRAID_RD_RMA_READ, .res = &ir,
 						       .res_count = 1, .peer = h_key(1),
 						       .flags = BRAID_RD_CQ_DATA };
 		struct braid_rd_rma no_peer = { .op = BRAID_RD_RMA_WRITE, .iov = &ia, .iov_count = 1 };
 		struct braid_rd_rma read_as_write = { .op = BRAID_RD_RMA_ATOMIC, .iov = NULL,
-						      .peer = h_key(1), .aop = FI_ATOMIC_READ,
-						      .dt = FI_UINT64, .count = 1 };
+						      .peer = h_key(1), .aop = BRAID_AOP_ATOMIC_READ,
+						      .dt = BRAID_ADT_UINT64, .count = 1 };
 
 		cr_assert_eq(braid_rd_rma(h.nodes[0].rd, &bor_float, 0), -FI_EOPNOTSUPP);
 		cr_assert_eq(braid_rd_rma(h.nodes[0].rd, &short_operand, 0), -FI_EINVAL);
 		cr_assert_eq(braid_rd_rma(h.nodes[0].rd, &cswap_no_result, 0), -FI_EINVAL);
 		cr_assert_eq(braid_rd_rma(h.nodes[0].rd, &read_with_data, 0), -FI_EINVAL);
 		cr_assert_eq(braid_rd_rma(h.nodes[0].rd, &no_peer, 0), -FI_EINVAL);
-		/* FI_ATOMIC_READ is a fetch op: without a result buffer it is not a write */
+		/* BRAID_AOP_ATOMIC_READ is a fetch op: without a result buffer it is not a write */
 		cr_assert_eq(braid_rd_rma(h.nodes[0].rd, &read_as_write, 0), -FI_EOPNOTSUPP);
 	}
 	cr_assert_eq(h.nodes[0].ncomps, 0);

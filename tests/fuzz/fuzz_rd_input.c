@@ -10,9 +10,9 @@
  * application's buffers, and every datagram sent must pass the receive checks.
  */
 #include <stdbool.h>
-#include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
+#include "braid_atomic.h"
 #include "braid_hdr.h"
 #include "braid_peer.h"
 #include "braid_rd.h"
@@ -221,8 +221,8 @@ static void rd_ops(struct rd_fuzz *f)
 		  .raddr = 0x2000, .data = 0x77, .flags = BRAID_RD_CQ_DATA,
 		  .context = (void *)104 },
 		{ .op = BRAID_RD_RMA_ATOMIC, .iov = &opnd, .iov_count = 1, .res = &fetched,
-		  .res_count = 1, .peer = peer, .rkey = 0x99, .raddr = 0x3000, .aop = FI_SUM,
-		  .dt = FI_UINT64, .count = 1, .context = (void *)105 },
+		  .res_count = 1, .peer = peer, .rkey = 0x99, .raddr = 0x3000, .aop = BRAID_AOP_SUM,
+		  .dt = BRAID_ADT_UINT64, .count = 1, .context = (void *)105 },
 	};
 
 	braid_rd_send(f->rd, &s0, f->now);

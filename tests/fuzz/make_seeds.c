@@ -9,11 +9,11 @@
  */
 #include <errno.h>
 #include <sys/stat.h>
-#include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 #include <sodium.h>
 
 #include "braid_auth.h"
+#include "braid_atomic.h"
 #include "braid_hdr.h"
 #include "braid_roce.h"
 #include "fuzz_common.h"
@@ -192,13 +192,13 @@ static void rd_seeds(void)
 					   .rkey = FRD_REGION_KEY, .raddr = FRD_REGION_BASE };
 	fuzz_put_rec(f, PEER, pkt, rd_data(pkt, &v, 0));
 	v = rd_view(1, 1, 0, 8);
-	v.rma = (struct braid_rma_fields){ .op = BRAID_RMA_FETCH_REQ, .aop = FI_SUM,
-					   .dt = FI_UINT64, .ref = 1, .rkey = FRD_REGION_KEY,
+	v.rma = (struct braid_rma_fields){ .op = BRAID_RMA_FETCH_REQ, .aop = BRAID_AOP_SUM,
+					   .dt = BRAID_ADT_UINT64, .ref = 1, .rkey = FRD_REGION_KEY,
 					   .raddr = FRD_REGION_BASE + 64 };
 	fuzz_put_rec(f, PEER, pkt, rd_data(pkt, &v, 8));
 	v.psn = v.msg_id = 2;
 	v.msg_len = 16;
-	v.rma.aop = FI_CSWAP;
+	v.rma.aop = BRAID_AOP_CSWAP;
 	fuzz_put_rec(f, PEER | FRD_CTL_JUMP, pkt, rd_data(pkt, &v, 16));
 	fuzz_put_rec(f, PEER, pkt, rd_ack(pkt, 8, 0));
 	done(f);
