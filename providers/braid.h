@@ -587,6 +587,8 @@ struct braid_av_shm {
 	uint64_t cap;
 	/** @read_only: opened FI_READ; @creator: this process made it and removes its name at close. */
 	bool read_only, creator;
+	/** @write_lock: a writer's threads take it around the segment's write lock (braid_av_shm_lock). */
+	pthread_mutex_t write_lock;
 	/** @path: its shm_open(3) name. */
 	char path[BRAID_AV_NAME_MAX + 32];
 };

@@ -234,6 +234,7 @@ int braid_av_shm_open(struct braid_av_shm *s, const char *name, bool read_only, 
 		return ret;
 	s->map = (uint64_t *)((char *)s->hdr + BRAID_AV_SHM_MAP_OFF);
 	s->ent = (struct braid_av_shm_entry *)((char *)s->hdr + braid_av_shm_ent_off(s->cap));
+	pthread_mutex_init(&s->write_lock, NULL);
 	return 0;
 }
 
@@ -253,8 +254,10 @@ static void shm_unlink_own(const struct braid_av_shm *s)
 
 void braid_av_shm_close(struct braid_av_shm *s)
 {
-	if (s->hdr)
+	if (s->hdr) {
 		munmap(s->hdr, s->size);
+		pthread_mutex_destroy(&s->write_lock);
+	}
 	if (s->fd >= 0) {
 		if (s->creator)
 			shm_unlink_own(s);
@@ -264,23 +267,30 @@ void braid_av_shm_close(struct braid_av_shm *s)
 	s->fd = -1;
 }
 
+/* the process's threads first (an OFD lock does not tell them apart), then the other processes */
 int braid_av_shm_lock(struct braid_av_shm *s)
 {
 	long long deadline = shm_now_ns() + AV_SHM_WAIT_NS;
 	long pause = 10000;
 	int ret;
 
+	pthread_mutex_lock(&s->write_lock);
 	while ((ret = shm_lock_try(s->fd, F_WRLCK, BRAID_AV_SHM_LOCK_WRITE)) == -FI_EAGAIN) {
-		if (shm_now_ns() > deadline)
-			return -FI_EBUSY;
+		if (shm_now_ns() > deadline) {
+			ret = -FI_EBUSY;
+			break;
+		}
 		shm_backoff(&pause);
 	}
+	if (ret)
+		pthread_mutex_unlock(&s->write_lock);
 	return ret;
 }
 
 void braid_av_shm_unlock(struct braid_av_shm *s)
 {
 	(void)shm_lock_try(s->fd, F_UNLCK, BRAID_AV_SHM_LOCK_WRITE);
+	pthread_mutex_unlock(&s->write_lock);
 }
 
 int braid_av_shm_state(const struct braid_av_shm *s, uint64_t *count, uint64_t *removed)

@@ -365,6 +365,76 @@ Test(named_av, second_writer_joins)
 	pt_dom_close(&d);
 }
 
+/* ---- writers at once ---- */
+
+#define CW_THREADS	3
+#define CW_EACH		2500	/* more than one batch of the AV's lock */
+
+struct cw_arg {
+	struct fid_av *av;
+	int t;
+	int ret;
+};
+
+static void *cw_insert(void *p)
+{
+	struct cw_arg *a = p;
+	struct sockaddr_in *sins = calloc(CW_EACH, sizeof(*sins));
+	int i;
+
+	for (i = 0; i < CW_EACH; i++) {
+		sins[i].sin_family = AF_INET;
+		sins[i].sin_addr.s_addr = htonl(0x0a000000u | ((uint32_t)a->t << 16) | (uint32_t)i);
+		sins[i].sin_port = htons(1000);
+	}
+	a->ret = fi_av_insert(a->av, sins, CW_EACH, NULL, 0, NULL);
+	free(sins);
+	return NULL;
+}
+
+/* Two threads on one open and a third on another open of the name: each address lands at an index of its own. */
+Test(named_av, concurrent_writers)
+{
+	const char *name = av_name("writers");
+	struct cw_arg args[CW_THREADS];
+	pthread_t th[CW_THREADS];
+	static bool seen[CW_THREADS][CW_EACH];
+	struct pt_dom d;
+	struct fid_av *w1, *w2, *r;
+	int i;
+
+	pt_dom_open(&d);
+	w1 = writer_open(&d, name, CW_THREADS * CW_EACH, NULL);
+	w2 = writer_open(&d, name, 0, NULL);
+	for (i = 0; i < CW_THREADS; i++) {
+		args[i] = (struct cw_arg){ .av = i < 2 ? w1 : w2, .t = i };
+		cr_assert_eq(pthread_create(&th[i], NULL, cw_insert, &args[i]), 0);
+	}
+	for (i = 0; i < CW_THREADS; i++) {
+		cr_assert(pt_join_within(th[i], NULL, NULL), "an insert did not return");
+		cr_expect_eq(args[i].ret, CW_EACH, "thread %d inserted %d", i, args[i].ret);
+	}
+	r = reader_open(&d, name, NULL);
+	for (i = 0; i < CW_THREADS * CW_EACH; i++) {
+		struct sockaddr_in sin;
+		size_t len = sizeof(sin);
+		uint32_t ip;
+
+		cr_assert_eq(fi_av_lookup(r, (fi_addr_t)i, &sin, &len), 0, "index %d", i);
+		ip = ntohl(sin.sin_addr.s_addr);
+		cr_assert_eq(ip >> 24, 10);
+		cr_assert_lt((ip >> 16) & 0xff, CW_THREADS);
+		cr_assert_lt(ip & 0xffff, CW_EACH);
+		cr_assert(!seen[(ip >> 16) & 0xff][ip & 0xffff], "index %d holds an address twice", i);
+		seen[(ip >> 16) & 0xff][ip & 0xffff] = true;
+	}
+	cr_expect_eq(lookup_ret(w2, CW_THREADS * CW_EACH), -FI_EINVAL);
+	cr_expect_eq(fi_close(&r->fid), 0);
+	cr_expect_eq(fi_close(&w2->fid), 0);
+	cr_expect_eq(fi_close(&w1->fid), 0);
+	pt_dom_close(&d);
+}
+
 /* ---- segments another process made or spoiled ---- */
 
 /*
