@@ -827,7 +827,9 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	/* domain capabilities are the domain's, not the transmit or receive context's */
 	info->tx_attr->caps = caps & k->tx_caps;
 	info->rx_attr->caps = caps & kind_rx_caps(k, version);
-	info->domain_attr->caps = caps & BRAID_AV_DOMAIN_CAPS;
+	/* and what the domain hints asked (domain_attr_ok() checked it is the kind's) */
+	info->domain_attr->caps = (caps | (hints->domain_attr ? hints->domain_attr->caps : 0)) &
+				  BRAID_AV_DOMAIN_CAPS;
 	info->domain_attr->mr_mode = mr_mode;
 	if (hints->addr_format == FI_SOCKADDR)
 		info->addr_format = FI_SOCKADDR;

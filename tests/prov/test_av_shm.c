@@ -114,12 +114,14 @@ static int lookup_ret(struct fid_av *av, fi_addr_t fa)
 
 /* ---- fi_getinfo ---- */
 
-static struct fi_info *getinfo_shared(enum fi_ep_type type)
+/* braid's own entry for @type with FI_SHARED_AV asked in the caps, or in the domain's (@in_domain) */
+static struct fi_info *getinfo_shared_in(enum fi_ep_type type, bool in_domain)
 {
 	struct fi_info *hints = pt_hints(type), *list = NULL;
 	int ret;
 
-	hints->caps = FI_MSG | FI_SHARED_AV;
+	hints->caps = FI_MSG | (in_domain ? 0 : FI_SHARED_AV);
+	hints->domain_attr->caps = in_domain ? FI_SHARED_AV : 0;
 	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &list);
 	fi_freeinfo(hints);
 	if (ret)
@@ -127,16 +129,22 @@ static struct fi_info *getinfo_shared(enum fi_ep_type type)
 	return pt_take_plain_braid(list);
 }
 
+static struct fi_info *getinfo_shared(enum fi_ep_type type)
+{
+	return getinfo_shared_in(type, false);
+}
+
 Test(named_av, getinfo_reports_shared_av)
 {
 	enum fi_ep_type types[] = { FI_EP_RDM, FI_EP_DGRAM };
 	size_t i;
 
-	for (i = 0; i < 2; i++) {
-		struct fi_info *info = getinfo_shared(types[i]);
+	for (i = 0; i < 4; i++) {
+		struct fi_info *info = getinfo_shared_in(types[i / 2], i % 2);
 
-		cr_assert_not_null(info, "no braid entry for FI_SHARED_AV, type %d", types[i]);
-		cr_expect(info->caps & FI_SHARED_AV, "caps lack FI_SHARED_AV");
+		cr_assert_not_null(info, "no braid entry for FI_SHARED_AV, type %d", types[i / 2]);
+		if (i % 2 == 0)
+			cr_expect(info->caps & FI_SHARED_AV, "caps lack FI_SHARED_AV");
 		cr_expect(info->domain_attr->caps & FI_SHARED_AV, "domain caps lack FI_SHARED_AV");
 		fi_freeinfo(info);
 	}
@@ -147,6 +155,15 @@ Test(named_av, getinfo_msg_has_no_shared_av)
 	struct fi_info *hints = pt_hints(FI_EP_MSG), *list = NULL, *cur;
 	int ret;
 
+	hints->caps = FI_MSG;
+	hints->domain_attr->caps = FI_SHARED_AV;
+	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &list);
+	fi_freeinfo(hints);
+	for (cur = ret ? NULL : list; cur; cur = cur->next)
+		cr_expect(!pt_is_plain_braid(cur), "braid's MSG domain offered FI_SHARED_AV");
+	fi_freeinfo(list);
+	list = NULL;
+	hints = pt_hints(FI_EP_MSG);
 	hints->caps = FI_MSG | FI_SHARED_AV;
 	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &list);
 	fi_freeinfo(hints);
