@@ -530,6 +530,20 @@ static struct fi_ops_av av_ops = {
 };
 
 /*
+ * Room for @count addresses now (fi_av(3) count, the addresses the
+ * application expects to insert), so that inserting them never stops sends
+ * for a rehash; best effort: without the memory now, the AV grows as it
+ * goes. Before the AV is shared with anyone.
+ */
+static void av_reserve(struct braid_av *av, size_t count)
+{
+	if (count && count <= AV_MAX) {
+		(void)av_resize_locked(av, count);
+		(void)braid_map_reserve(&av->rev, count);
+	}
+}
+
+/*
  * A named AV (fi_av(3) name): open its segment (made if it does not exist,
  * unless FI_READ), read what it holds, and hand the application the
  * segment's fi_addr_t array as fi_av_attr.map_addr, whatever it passed
@@ -550,6 +564,9 @@ static int av_open_shared(struct braid_av *av, struct fi_av_attr *attr)
 		av->shm = NULL;
 		return ret;
 	}
+	/* room for all the segment holds: taking in another process's inserts
+	 * on the receive path then allocates nothing */
+	av_reserve(av, av->shm->cap);
 	pthread_mutex_lock(&av->lock);
 	ret = av_sync_locked(av);
 	pthread_mutex_unlock(&av->lock);
@@ -565,7 +582,6 @@ int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	struct braid_domain *dom;
 	struct braid_av *av;
 	enum fi_av_type type;
-	size_t count;
 	int ret;
 
 	if (!domain || !attr || !av_out)
@@ -603,15 +619,8 @@ int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 			return ret;
 		}
 	}
-	/* fi_av(3) count, the addresses the application expects to insert: room
-	 * for them now, so that inserting them never stops sends for a rehash
-	 * (best effort: without the memory now, the AV grows as it goes); a
-	 * named AV holds what its segment does at most */
-	count = av->shm && av->shm->cap < attr->count ? av->shm->cap : attr->count;
-	if (count && count <= AV_MAX) {
-		(void)av_resize_locked(av, count);
-		(void)braid_map_reserve(&av->rev, count);
-	}
+	if (!av->shm)
+		av_reserve(av, attr->count);
 	atomic_init(&av->ref, 0);
 	atomic_fetch_add(&dom->ref, 1);
 	attr->type = type;
