@@ -584,6 +584,63 @@ Test(named_av, writer_garbage_after_open)
 	pt_dom_close(&d);
 }
 
+/* Random bytes over random parts of a live segment, again and again: every call returns one of its codes. */
+Test(named_av, random_garbage)
+{
+	const char *name = av_name("random");
+	struct sockaddr_in a = pt_sin("127.0.0.1", 7001);
+	size_t size = braid_av_shm_size(64);
+	unsigned int seed = 12345;
+	struct pt_dom d;
+	struct fid_av *w, *r, *r2;
+	fi_addr_t *rmap, fa;
+	char path[PATH_LEN];
+	uint8_t *seg;
+	int fd, i, j, ret;
+
+	pt_dom_open(&d);
+	w = writer_open(&d, name, 64, NULL);
+	for (i = 0; i < 8; i++)
+		cr_assert_eq(fi_av_insert(w, &a, 1, &fa, 0, NULL), 1);
+	r = reader_open(&d, name, &rmap);
+	shm_path_of(name, path, sizeof(path));
+	fd = shm_open(path, O_RDWR, 0);
+	cr_assert_geq(fd, 0);
+	seg = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(seg, MAP_FAILED);
+	for (i = 0; i < 500; i++) {
+		/* the header's counts (bytes 24..47) half the time, else anywhere after the magic */
+		size_t off = rand_r(&seed) % 2 ? 24 + (size_t)rand_r(&seed) % 24 :
+				8 + (size_t)rand_r(&seed) % (size - 8);
+		size_t len = 1 + rand_r(&seed) % 16;
+
+		for (j = 0; j < (int)len && off + j < size; j++)
+			seg[off + j] = (uint8_t)rand_r(&seed);
+		for (j = 0; j < 4; j++) {
+			fi_addr_t idx = rand_r(&seed) % 80;
+
+			ret = lookup_ret(r, idx);
+			cr_assert(ret == 0 || ret == -FI_EINVAL, "reader lookup = %d", ret);
+			ret = lookup_ret(w, idx);
+			cr_assert(ret == 0 || ret == -FI_EINVAL, "writer lookup = %d", ret);
+		}
+		ret = fi_av_insert(w, &a, 1, &fa, 0, NULL);
+		cr_assert(ret == 1 || ret == 0 || ret == -FI_EIO, "insert = %d", ret);
+		fa = rand_r(&seed) % 80;
+		ret = fi_av_remove(w, &fa, 1, 0);
+		cr_assert(ret == 0 || ret == -FI_EINVAL || ret == -FI_EIO, "remove = %d", ret);
+		(void)rmap[rand_r(&seed) % 64];
+	}
+	cr_expect_eq(fi_close(&r->fid), 0);
+	/* a header of garbage sizes: a new reader is refused */
+	memset(seg + 8, 0xff, 40);
+	cr_expect_eq(av_open_named(d.domain, name, FI_READ, 0, FI_AV_TABLE, &r2, NULL), -FI_EIO);
+	munmap(seg, size);
+	close(fd);
+	cr_expect_eq(fi_close(&w->fid), 0);
+	pt_dom_close(&d);
+}
+
 Test(named_av, segment_left_by_dead_processes)
 {
 	const char *name = av_name("stale");
