@@ -81,7 +81,11 @@ static bool shm_unlinked(int fd)
 	return !fstat(fd, &st) && st.st_nlink == 0;
 }
 
-/* Map @fd as it is and check the header before believing any of it. */
+/*
+ * Map @fd as it is and check the header before believing any of it.
+ * -FI_EAGAIN: it is empty, not made yet (its maker is between creating the
+ * name and locking it, and another opener holds the lock meanwhile).
+ */
 static int shm_attach(struct braid_av_shm *s, int fd)
 {
 	const struct braid_av_shm_hdr *h;
@@ -91,6 +95,8 @@ static int shm_attach(struct braid_av_shm *s, int fd)
 
 	if (fstat(fd, &st))
 		return -errno;
+	if (st.st_size == 0)
+		return -FI_EAGAIN;
 	if (st.st_size < (off_t)sizeof(*h) ||
 	    st.st_size > (off_t)braid_av_shm_size(BRAID_AV_SHM_MAX_CAP))
 		return -FI_EIO;
@@ -197,8 +203,11 @@ static int shm_open_reader(struct braid_av_shm *s)
 		ret = -FI_EAGAIN;
 	else if (!ret && !shm_others_use(fd))
 		ret = -FI_ENOENT;	/* left by processes that are gone: no AV of that name exists */
-	if (!ret)
+	if (!ret) {
 		ret = shm_attach(s, fd);
+		if (ret == -FI_EAGAIN)
+			ret = -FI_ENOENT;	/* not made yet: there is no such AV so far */
+	}
 	if (ret) {
 		close(fd);
 		return ret;

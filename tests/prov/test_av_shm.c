@@ -641,6 +641,26 @@ Test(named_av, random_garbage)
 	pt_dom_close(&d);
 }
 
+/* An empty segment someone holds: its maker has not made it yet. */
+Test(named_av, segment_not_made_yet)
+{
+	const char *name = av_name("unmade");
+	struct pt_dom d;
+	struct fid_av *av;
+	int fd = fake_segment(name, 0, NULL, true);
+
+	pt_dom_open(&d);
+	cr_expect_eq(av_open_named(d.domain, name, FI_READ, 0, FI_AV_TABLE, &av, NULL), -FI_ENOENT);
+	/* a writer waits for the holder to let go, a bounded time */
+	cr_expect_eq(av_open_named(d.domain, name, 0, 4, FI_AV_TABLE, &av, NULL), -FI_EBUSY);
+	close(fd);
+	/* let go: the writer makes it */
+	cr_assert_eq(av_open_named(d.domain, name, 0, 4, FI_AV_TABLE, &av, NULL), 0);
+	cr_expect_eq(lookup_ret(av, 0), -FI_EINVAL);
+	cr_expect_eq(fi_close(&av->fid), 0);
+	pt_dom_close(&d);
+}
+
 Test(named_av, segment_left_by_dead_processes)
 {
 	const char *name = av_name("stale");
