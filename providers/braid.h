@@ -22,6 +22,7 @@
 
 #include "braid_compat.h"
 #include "braid/braid_list.h"
+#include "braid/braid_av_shm.h"
 #include "braid/braid_map.h"
 #include "braid/braid_pool.h"
 #include "braid/braid_wire.h"
@@ -560,6 +561,37 @@ struct braid_av {
 	struct braid_map rev;
 	struct braid_eq *eq;
 	pthread_mutex_t lock;
+	/**
+	 * @shm: a named AV's shared segment (fi_av(3) name), NULL for an
+	 * unnamed one. The arrays above are then this process's copy of the
+	 * segment's first @count entries, brought up to date under @lock
+	 * before every use (av_sync_locked); an index is never reused.
+	 */
+	struct braid_av_shm *shm;
+	/** @shm_removed: the segment's removal count the copy has seen. */
+	uint64_t shm_removed;
+	/** @shm_bad: the segment was found corrupt (said once in the log). */
+	bool shm_bad;
+};
+
+/** struct braid_av_shm - a named AV's segment as one process has it open (braid_av_shm.c). */
+struct braid_av_shm {
+	/** @fd: the segment, open while the AV is: its locks tell who uses it. */
+	int fd;
+	/** @hdr, @size: the mapping (read-only for an AV opened FI_READ). */
+	struct braid_av_shm_hdr *hdr;
+	size_t size;
+	/** @map: the fi_addr_t array (fi_av_attr.map_addr); @ent: the addresses. */
+	uint64_t *map;
+	struct braid_av_shm_entry *ent;
+	/** @cap: entries it holds, checked at open and never read from the segment again. */
+	uint64_t cap;
+	/** @read_only: opened FI_READ; @creator: this process made it and removes its name at close. */
+	bool read_only, creator;
+	/** @write_lock: a writer's threads take it around the segment's write lock (braid_av_shm_lock). */
+	pthread_mutex_t write_lock;
+	/** @path: its shm_open(3) name. */
+	char path[BRAID_AV_NAME_MAX + 32];
 };
 
 struct braid_mr {
@@ -788,6 +820,30 @@ int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 int braid_parse_addr_str(const char *str, struct sockaddr_in *sin);
 int braid_av_lookup_addr(struct braid_av *av, fi_addr_t fi_addr, struct sockaddr_in *sin);
 fi_addr_t braid_av_reverse(struct braid_av *av, struct in_addr ip, uint16_t port);
+
+/* braid_av_shm.c: a named AV's shared segment (include/braid/braid_av_shm.h) */
+/*
+ * Open the segment of AV name @name: with @read_only an existing one
+ * (-FI_ENOENT if there is none, or only one left by processes that are
+ * gone), else the existing one or a new one of @count entries (0: the
+ * default). Returns 0, -FI_EINVAL (a bad name or count), -FI_EIO (a
+ * corrupt segment), -FI_EBUSY (another process kept it locked for a
+ * second) or the system's error.
+ */
+int braid_av_shm_open(struct braid_av_shm *s, const char *name, bool read_only, size_t count);
+/* Unmap and close it; its creator removes its name first. */
+void braid_av_shm_close(struct braid_av_shm *s);
+/* Writers: take (0 or -FI_EBUSY after a second) and release the lock around an insert or remove. */
+int braid_av_shm_lock(struct braid_av_shm *s);
+void braid_av_shm_unlock(struct braid_av_shm *s);
+/* The published count (-FI_EIO if over the capacity) and removal count. */
+int braid_av_shm_state(const struct braid_av_shm *s, uint64_t *count, uint64_t *removed);
+/* Index @idx (< cap) is in the AV; and its address, if it is and the address is valid. */
+bool braid_av_shm_live(const struct braid_av_shm *s, uint64_t idx);
+bool braid_av_shm_get(const struct braid_av_shm *s, uint64_t idx, struct sockaddr_in *sin);
+/* Writer, holding the lock: publish @sin as index @idx (the count), or take @idx out; returns the removal count. */
+void braid_av_shm_publish(struct braid_av_shm *s, uint64_t idx, const struct sockaddr_in *sin);
+uint64_t braid_av_shm_unpublish(struct braid_av_shm *s, uint64_t idx);
 /* braid_cq.c */
 int braid_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		  struct fid_cq **cq, void *context);

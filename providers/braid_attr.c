@@ -14,7 +14,9 @@
 #define BRAID_DGRAM_TX_CAPS	(FI_MSG | FI_SEND)
 #define BRAID_DGRAM_RX_CAPS	(FI_MSG | FI_RECV | FI_SOURCE)
 #define BRAID_DOMAIN_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define BRAID_DGRAM_CAPS	(BRAID_DGRAM_TX_CAPS | BRAID_DGRAM_RX_CAPS | BRAID_DOMAIN_CAPS)
+/* named AVs shared between processes (braid_av_shm.c): the domains of AV users, RDM and DGRAM */
+#define BRAID_AV_DOMAIN_CAPS	(BRAID_DOMAIN_CAPS | FI_SHARED_AV)
+#define BRAID_DGRAM_CAPS	(BRAID_DGRAM_TX_CAPS | BRAID_DGRAM_RX_CAPS | BRAID_AV_DOMAIN_CAPS)
 #define BRAID_TX_OP_FLAGS	(FI_INJECT | FI_COMPLETION | FI_INJECT_COMPLETE | \
 				 FI_TRANSMIT_COMPLETE)
 #define BRAID_RX_OP_FLAGS	(FI_COMPLETION)
@@ -26,7 +28,7 @@
 #define BRAID_RDM_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | \
 				 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT | \
 				 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)
-#define BRAID_RDM_CAPS		(BRAID_RDM_TX_CAPS | BRAID_RDM_RX_CAPS | BRAID_DOMAIN_CAPS)
+#define BRAID_RDM_CAPS		(BRAID_RDM_TX_CAPS | BRAID_RDM_RX_CAPS | BRAID_AV_DOMAIN_CAPS)
 #define BRAID_RDM_TX_OP_FLAGS	(BRAID_TX_OP_FLAGS | FI_DELIVERY_COMPLETE)
 /*
  * What API 2.0 added to the receive side (fi_getinfo(3)), offered to
@@ -599,7 +601,7 @@ static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr 
 		return false;
 	if (!braid_domain_attr_new_fields_ok(h))
 		return false;
-	if (h->caps & ~BRAID_DOMAIN_CAPS)
+	if (h->caps & ~(kind_caps(k, version) & BRAID_AV_DOMAIN_CAPS))
 		return false;
 	if (h->cq_data_size > t->cq_data_size || h->mr_key_size > t->mr_key_size)
 		return false;
@@ -796,6 +798,7 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 		info->caps = caps;
 		info->tx_attr->caps = caps & k->tx_caps;
 		info->rx_attr->caps = caps & kind_rx_caps(k, version);
+		info->domain_attr->caps = caps & BRAID_AV_DOMAIN_CAPS;
 	}
 
 	info->src_addr = dup_sin(src);
@@ -824,7 +827,9 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	/* domain capabilities are the domain's, not the transmit or receive context's */
 	info->tx_attr->caps = caps & k->tx_caps;
 	info->rx_attr->caps = caps & kind_rx_caps(k, version);
-	info->domain_attr->caps = caps & BRAID_DOMAIN_CAPS;
+	/* and what the domain hints asked (domain_attr_ok() checked it is the kind's) */
+	info->domain_attr->caps = (caps | (hints->domain_attr ? hints->domain_attr->caps : 0)) &
+				  BRAID_AV_DOMAIN_CAPS;
 	info->domain_attr->mr_mode = mr_mode;
 	if (hints->addr_format == FI_SOCKADDR)
 		info->addr_format = FI_SOCKADDR;

@@ -1,4 +1,5 @@
-/* braid_av.c: address vectors (fi_av(3)): map and table, IPv4 sockaddr addresses, reverse lookup for FI_SOURCE. */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* braid_av.c: address vectors (fi_av(3)): map and table, IPv4 sockaddr addresses, reverse lookup for FI_SOURCE, named AVs shared between processes. */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sched.h>
@@ -25,11 +26,60 @@ static bool av_valid_locked(struct braid_av *av, fi_addr_t fi_addr)
 	return fi_addr < av->count && av->valid[fi_addr];
 }
 
+static int64_t av_add_locked(struct braid_av *av, const struct sockaddr_in *sin);
+static int64_t av_skip_locked(struct braid_av *av);
+static void av_del_locked(struct braid_av *av, uint32_t a);
+
+/*
+ * A named AV: bring this process's copy up to date with the segment
+ * (include/braid/braid_av_shm.h): the entries published since, then, if
+ * anything was removed since the last look, the removals. Entries are
+ * published once and removed once, so what was read stays true until the
+ * removal count moves. Returns 0 or -FI_EIO (a corrupt segment: the copy
+ * stays as it was), -FI_ENOMEM (the rest on a later call).
+ */
+static int av_sync_locked(struct braid_av *av)
+{
+	struct braid_av_shm *s = av->shm;
+	uint64_t count, removed, i;
+	int ret;
+
+	if (!s)
+		return 0;
+	ret = braid_av_shm_state(s, &count, &removed);
+	if (!ret && count < av->count)
+		ret = -FI_EIO;	/* counts only grow */
+	if (ret) {
+		if (!av->shm_bad)
+			BRAID_WARN(FI_LOG_AV, "AV segment %s is corrupt (count %llu)\n",
+				   s->path, (unsigned long long)count);
+		av->shm_bad = true;
+		return ret;
+	}
+	for (i = av->count; i < count; i++) {
+		struct sockaddr_in sin;
+		int64_t idx;
+
+		/* an index removed before we saw it, or holding garbage: a hole */
+		idx = braid_av_shm_get(s, i, &sin) ? av_add_locked(av, &sin) : av_skip_locked(av);
+		if (idx < 0)
+			return (int)idx;
+	}
+	if (removed != av->shm_removed) {
+		for (i = 0; i < av->count; i++)
+			if (av->valid[i] && !braid_av_shm_live(s, i))
+				av_del_locked(av, (uint32_t)i);
+		av->shm_removed = removed;
+	}
+	return 0;
+}
+
 int braid_av_lookup_addr(struct braid_av *av, fi_addr_t fi_addr, struct sockaddr_in *sin)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&av->lock);
+	(void)av_sync_locked(av);	/* failing, the entries seen so far still serve */
 	if (av_valid_locked(av, fi_addr))
 		*sin = av->addrs[fi_addr];
 	else
@@ -43,9 +93,25 @@ fi_addr_t braid_av_reverse(struct braid_av *av, struct in_addr ip, uint16_t port
 	void *v;
 
 	pthread_mutex_lock(&av->lock);
+	(void)av_sync_locked(av);
 	v = braid_map_get(&av->rev, av_key(ip, port));
 	pthread_mutex_unlock(&av->lock);
 	return v ? (fi_addr_t)((uintptr_t)v - 1) : FI_ADDR_NOTAVAIL;
+}
+
+static void av_free(struct braid_av *av)
+{
+	if (av->shm) {
+		braid_av_shm_close(av->shm);
+		free(av->shm);
+	}
+	braid_map_destruct(&av->rev);
+	free(av->addrs);
+	free(av->valid);
+	free(av->same_next);
+	free(av->same_prev);
+	pthread_mutex_destroy(&av->lock);
+	free(av);
 }
 
 static int av_close(struct fid *fid)
@@ -56,14 +122,8 @@ static int av_close(struct fid *fid)
 		return -FI_EBUSY;
 	if (av->eq)
 		atomic_fetch_sub(&av->eq->ref, 1);
-	braid_map_destruct(&av->rev);
-	free(av->addrs);
-	free(av->valid);
-	free(av->same_next);
-	free(av->same_prev);
-	pthread_mutex_destroy(&av->lock);
 	atomic_fetch_sub(&av->domain->ref, 1);
-	free(av);
+	av_free(av);
 	return 0;
 }
 
@@ -131,6 +191,23 @@ static int av_grow_locked(struct braid_av *av)
 	return av_resize_locked(av, cap > AV_MAX ? AV_MAX : cap);
 }
 
+/* FI_AV_MAP reuses removed entries; a table, and a named AV of either type, never does */
+static bool av_reuses(const struct braid_av *av)
+{
+	return av->type == FI_AV_MAP && !av->shm;
+}
+
+/* A hole: the next index, not in the AV (a named AV's entry removed before this process saw it). */
+static int64_t av_skip_locked(struct braid_av *av)
+{
+	int ret = av_grow_locked(av);
+
+	if (ret)
+		return ret;
+	av->valid[av->count] = 0;
+	return (int64_t)av->count++;
+}
+
 /*
  * Add one checked address in O(1); returns its fi_addr or a negative FI_E*.
  * FI_AV_TABLE hands out consecutive indexes, as fi_av(3) says; FI_AV_MAP
@@ -143,7 +220,7 @@ static int64_t av_add_locked(struct braid_av *av, const struct sockaddr_in *sin)
 	void *v;
 	int ret;
 
-	if (av->type == FI_AV_MAP && av->free_head != AV_NONE) {
+	if (av_reuses(av) && av->free_head != AV_NONE) {
 		idx = av->free_head;
 		av->free_head = av->same_next[idx];
 	} else {
@@ -160,7 +237,7 @@ static int64_t av_add_locked(struct braid_av *av, const struct sockaddr_in *sin)
 		ret = braid_map_insert(&av->rev, key, (void *)(uintptr_t)(idx + 1));
 		if (ret) {
 			/* give the entry back (a table's is always its last) */
-			if (av->type == FI_AV_MAP) {
+			if (av_reuses(av)) {
 				av->same_next[idx] = av->free_head;
 				av->free_head = idx;
 			} else {
@@ -212,10 +289,56 @@ static void av_del_locked(struct braid_av *av, uint32_t a)
 		else
 			av->same_prev[head] = prev;	/* it was the tail */
 	}
-	if (av->type == FI_AV_MAP) {
+	if (av_reuses(av)) {
 		av->same_next[a] = av->free_head;
 		av->free_head = a;
 	}
+}
+
+/* A named AV's writer, holding the segment's lock: add @sin and publish it at the same index. */
+static int64_t av_add_shared_locked(struct braid_av *av, const struct sockaddr_in *sin)
+{
+	int64_t idx;
+
+	if (av->count >= av->shm->cap)
+		return -FI_ENOSPC;	/* each index is handed out once */
+	idx = av_add_locked(av, sin);
+	if (idx >= 0)
+		braid_av_shm_publish(av->shm, (uint64_t)idx, sin);
+	return idx;
+}
+
+/*
+ * Start a change to @av: a named AV's writer takes the segment's lock and
+ * brings its copy up to date first. On success @av->lock is held; undo
+ * with av_change_end().
+ */
+static int av_change_begin(struct braid_av *av)
+{
+	int ret;
+
+	if (av->shm) {
+		if (av->shm->read_only)
+			return -FI_EPERM;	/* opened FI_READ */
+		ret = braid_av_shm_lock(av->shm);
+		if (ret)
+			return ret;
+	}
+	pthread_mutex_lock(&av->lock);
+	ret = av_sync_locked(av);
+	if (ret) {
+		pthread_mutex_unlock(&av->lock);
+		if (av->shm)
+			braid_av_shm_unlock(av->shm);
+	}
+	return ret;
+}
+
+static void av_change_end(struct braid_av *av)
+{
+	pthread_mutex_unlock(&av->lock);
+	if (av->shm)
+		braid_av_shm_unlock(av->shm);
 }
 
 static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
@@ -225,7 +348,7 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 	const uint8_t *addrs = addr;	/* the caller's array may be unaligned (a message buffer) */
 	int *sync_err = (flags & FI_SYNC_ERR) ? context : NULL;
 	bool async = av->flags & FI_EVENT;
-	int inserted = 0;
+	int inserted = 0, ret;
 	size_t i;
 
 	if (flags & ~(FI_MORE | FI_SYNC_ERR))
@@ -237,7 +360,9 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 	if (async && !av->eq)
 		return -FI_ENOEQ;
 
-	pthread_mutex_lock(&av->lock);
+	ret = av_change_begin(av);
+	if (ret)
+		return ret;
 	for (i = 0; i < count; i++) {
 		struct sockaddr_in sin;
 		int64_t idx;
@@ -251,7 +376,7 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 		memcpy(&sin, addrs + i * sizeof(sin), sizeof(sin));
 		idx = av_check_addr(&sin);
 		if (!idx)
-			idx = av_add_locked(av, &sin);
+			idx = av->shm ? av_add_shared_locked(av, &sin) : av_add_locked(av, &sin);
 		if (idx < 0) {
 			if (fi_addr)
 				fi_addr[i] = FI_ADDR_NOTAVAIL;
@@ -274,7 +399,7 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 			sync_err[i] = 0;
 		inserted++;
 	}
-	pthread_mutex_unlock(&av->lock);
+	av_change_end(av);
 
 	if (async) {
 		struct fi_eq_entry ev = {
@@ -326,7 +451,9 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count, ui
 		return -FI_EBADFLAGS;
 	if (count && !fi_addr)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&av->lock);
+	ret = av_change_begin(av);
+	if (ret)
+		return ret;
 	for (i = 0; i < count; i++) {
 		if (i && i % AV_BATCH == 0) {
 			pthread_mutex_unlock(&av->lock);
@@ -337,9 +464,11 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count, ui
 			ret = -FI_EINVAL;
 			continue;
 		}
+		if (av->shm)
+			av->shm_removed = braid_av_shm_unpublish(av->shm, fi_addr[i]);
 		av_del_locked(av, (uint32_t)fi_addr[i]);
 	}
-	pthread_mutex_unlock(&av->lock);
+	av_change_end(av);
 	return ret;
 }
 
@@ -400,12 +529,60 @@ static struct fi_ops_av av_ops = {
 	.straddr = av_straddr,
 };
 
+/*
+ * Room for @count addresses now (fi_av(3) count, the addresses the
+ * application expects to insert), so that inserting them never stops sends
+ * for a rehash; best effort: without the memory now, the AV grows as it
+ * goes. Before the AV is shared with anyone.
+ */
+static void av_reserve(struct braid_av *av, size_t count)
+{
+	if (count && count <= AV_MAX) {
+		(void)av_resize_locked(av, count);
+		(void)braid_map_reserve(&av->rev, count);
+	}
+}
+
+/*
+ * A named AV (fi_av(3) name): open its segment (made if it does not exist,
+ * unless FI_READ), read what it holds, and hand the application the
+ * segment's fi_addr_t array as fi_av_attr.map_addr, whatever it passed
+ * there: entry i is the fi_addr of the i-th address inserted (i), in every
+ * process that opens the name.
+ */
+static int av_open_shared(struct braid_av *av, struct fi_av_attr *attr)
+{
+	int ret;
+
+	av->shm = calloc(1, sizeof(*av->shm));
+	if (!av->shm)
+		return -FI_ENOMEM;
+	ret = braid_av_shm_open(av->shm, attr->name, attr->flags & FI_READ, attr->count);
+	if (ret) {
+		BRAID_INFO(FI_LOG_AV, "named AV \"%s\": %s\n", attr->name, fi_strerror(-ret));
+		free(av->shm);
+		av->shm = NULL;
+		return ret;
+	}
+	/* room for all the segment holds: taking in another process's inserts
+	 * on the receive path then allocates nothing */
+	av_reserve(av, av->shm->cap);
+	pthread_mutex_lock(&av->lock);
+	ret = av_sync_locked(av);
+	pthread_mutex_unlock(&av->lock);
+	if (ret)
+		return ret;
+	attr->map_addr = av->shm->map;
+	return 0;
+}
+
 int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		  struct fid_av **av_out, void *context)
 {
 	struct braid_domain *dom;
 	struct braid_av *av;
 	enum fi_av_type type;
+	int ret;
 
 	if (!domain || !attr || !av_out)
 		return -FI_EINVAL;
@@ -423,8 +600,8 @@ int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		return -FI_EBADFLAGS;
 	if (attr->rx_ctx_bits)
 		return -FI_EINVAL;	/* no scalable endpoints */
-	if (attr->name || (attr->flags & FI_READ))
-		return -FI_ENOSYS;	/* named (shared) AVs are not supported */
+	if ((attr->flags & FI_READ) && !attr->name)
+		return -FI_EINVAL;	/* fi_av(3): a read-only AV is a named one that exists */
 
 	av = calloc(1, sizeof(*av));
 	if (!av)
@@ -434,14 +611,16 @@ int braid_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	av->flags = attr->flags;
 	av->free_head = AV_NONE;
 	braid_map_construct(&av->rev);
-	/* fi_av(3) count, the addresses the application expects to insert: room
-	 * for them now, so that inserting them never stops sends for a rehash
-	 * (best effort: without the memory now, the AV grows as it goes) */
-	if (attr->count && attr->count <= AV_MAX) {
-		(void)av_resize_locked(av, attr->count);
-		(void)braid_map_reserve(&av->rev, attr->count);
-	}
 	pthread_mutex_init(&av->lock, NULL);
+	if (attr->name) {
+		ret = av_open_shared(av, attr);
+		if (ret) {
+			av_free(av);
+			return ret;
+		}
+	}
+	if (!av->shm)
+		av_reserve(av, attr->count);
 	atomic_init(&av->ref, 0);
 	atomic_fetch_add(&dom->ref, 1);
 	attr->type = type;
