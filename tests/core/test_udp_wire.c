@@ -1,6 +1,7 @@
-/* test_udp_wire.c: the UDP wire's receive (providers/udp/braid_udp.c): the home socket first, the path sockets (ACKs, CTS) looked at every receive while the home socket is quiet, every other one while it has data, and first after a burst the home socket filled. */
+/* test_udp_wire.c: the UDP wire's receive (providers/udp/braid_udp.c): the home socket first, the path sockets (ACKs, CTS) looked at every receive while the home socket is quiet, every other one while it has data, and first after a burst the home socket filled; GRO runs; lent payloads. Each test waits for its datagrams with a fence datagram, not a sleep. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -26,6 +27,41 @@ static int plain_socket(uint16_t *port)
 	return fd;
 }
 
+/* Every test runs on one CPU, so that delivered() can tell when its datagrams have arrived. */
+static void pin_cpu(void)
+{
+	cpu_set_t set;
+	int cpu = sched_getcpu();
+
+	cr_assert_geq(cpu, 0);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+/*
+ * Wait until every datagram this thread has sent has reached its socket.
+ * Loopback hands each datagram to the sending CPU's backlog queue, which
+ * delivers in order: once a fence datagram sent after them has arrived (a
+ * blocking receive, 5 s at most), they have arrived too.
+ */
+static void delivered(void)
+{
+	static int fence = -1;
+	static uint16_t port;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tmo = { .tv_sec = 5 };
+	char b;
+
+	if (fence < 0) {
+		fence = plain_socket(&port);
+		cr_assert_eq(setsockopt(fence, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)), 0);
+	}
+	a.sin_port = htons(port);
+	cr_assert_eq(sendto(fence, "f", 1, 0, (struct sockaddr *)&a, sizeof(a)), 1);
+	cr_assert_eq(recv(fence, &b, 1, 0), 1, "the fence datagram did not come back in 5 s");
+}
+
 static void send_to(int fd, uint16_t port, char tag)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
@@ -48,7 +84,7 @@ static int rx(struct braid_wire *w, char *tags)
 		pkts[i].iov = &iov[i];
 		pkts[i].iovcnt = 1;
 	}
-	usleep(2000);	/* loopback delivery is synchronous, but be generous */
+	delivered();
 	n = ops->rx_burst(w, pkts, 8);
 	for (i = 0; i < n; i++)
 		tags[i] = buf[i][0];
@@ -56,7 +92,7 @@ static int rx(struct braid_wire *w, char *tags)
 	return n;
 }
 
-Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_busy)
+Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_busy, .init = pin_cpu)
 {
 	struct braid_wire_params p = { .paths = 2 };
 	struct braid_wire *w;
@@ -136,7 +172,7 @@ Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_bu
  * GSO arrives whole at a GRO socket, as a NIC's GRO would hand it over); a
  * wire without it gets the datagrams one by one, as before.
  */
-Test(udp_wire, a_gro_wire_takes_a_coalesced_run_in_one_receive_and_a_plain_one_datagram_by_datagram)
+Test(udp_wire, a_gro_wire_takes_a_coalesced_run_in_one_receive_and_a_plain_one_datagram_by_datagram, .init = pin_cpu)
 {
 	static uint8_t run[3000], got[8][65536];
 	struct braid_wire_params p = { .paths = 2 };
@@ -173,7 +209,7 @@ Test(udp_wire, a_gro_wire_takes_a_coalesced_run_in_one_receive_and_a_plain_one_d
 		out.addr = to->name;
 		cr_assert_eq(ops->tx_burst(tx, &out, 1), 1);
 		cr_assert_eq(out.status, 0);
-		usleep(2000);
+		delivered();
 		memset(in, 0, sizeof(in));
 		for (i = 0; i < 8; i++) {
 			iovs[i] = (struct iovec){ got[i], braid_wire_rx_max(to) };
@@ -203,7 +239,7 @@ Test(udp_wire, a_gro_wire_takes_a_coalesced_run_in_one_receive_and_a_plain_one_d
 	out.iovcnt = 1;
 	out.addr = gro->name;
 	cr_assert_eq(ops->tx_burst(tx, &out, 1), 1);
-	usleep(2000);
+	delivered();
 	in[0].gso_size = 0xbeef;
 	cr_assert_eq(ops->rx_burst(gro, in, 1), 1);
 	cr_assert_eq(in[0].len, 500);
@@ -223,7 +259,7 @@ Test(udp_wire, a_gro_wire_takes_a_coalesced_run_in_one_receive_and_a_plain_one_d
  */
 static uint8_t lend_src[3 * 65536], lend_dst[65536];
 
-Test(udp_wire, lent_payloads_arrive_whole_and_the_peek_tells_when)
+Test(udp_wire, lent_payloads_arrive_whole_and_the_peek_tells_when, .init = pin_cpu)
 {
 	struct braid_wire_params p = { .paths = 2, .lend_min = 16384, .sockbuf = 4 << 20 };
 	const size_t offs[] = { 0, 1, 4095, 4097, 12345 }, lens[] = { 61440, 65000, 60000, 20000, 40000 };
@@ -261,7 +297,7 @@ Test(udp_wire, lent_payloads_arrive_whole_and_the_peek_tells_when)
 			cr_assert_eq(tx->tx_lent, lent + 1, "datagram %d lent", i);
 		else
 			cr_assert_eq(tx->tx_lent, lent, "datagram %d copied (short or not marked)", i);
-		usleep(2000);
+		delivered();
 		cr_assert_eq(ops->rx_peek(rx, peek, sizeof(peek), &from, &rx_ns), whole);
 		cr_assert_eq(memcmp(peek, hdr, sizeof(hdr)), 0);
 		cr_assert_gt(rx_ns, 0, "the peek tells when it came");
