@@ -24,6 +24,10 @@ test_name=test_chaos
 . "$(dirname "$0")/fabric_lib.sh"
 chaos=$build/tests/fabric/chaos
 [ -x "$chaos" ] || { echo "SKIP: $chaos not built"; exit 77; }
+# path 1's delay needs the fabric's delay stage: the one built beside the test
+[ -x "$build/tools/braid_fabric_delay" ] ||
+	{ echo "SKIP: $build/tools/braid_fabric_delay not built (libnetfilter-queue-dev)"; exit 77; }
+export BRAID_FABRIC_DELAY=$build/tools/braid_fabric_delay
 env="env FI_PROVIDER_PATH=$build/providers FI_BRAID_PEER_TIMEOUT_MS=1500"
 
 "$fabric" up --paths 4 --hosts 3 >"$tmp/up.out" 2>&1 || fail "fabric up: $(tail -3 "$tmp/up.out")"
