@@ -5,11 +5,11 @@
 #include "braid_rc.h"
 #include "braid_rd.h"
 
-#define S_EP	FI_BRAID_SCOPE_EP
-#define S_PEER	FI_BRAID_SCOPE_PEER
-#define S_PATH	FI_BRAID_SCOPE_PATH
+#define S_EP	BRAID_SCOPE_EP
+#define S_PEER	BRAID_SCOPE_PEER
+#define S_PATH	BRAID_SCOPE_PATH
 
-#define D(pfx, f, k, u, m, sc)	{ pfx #f, u, m, sc, FI_BRAID_##k },
+#define D(pfx, f, k, u, m, sc)	{ pfx #f, u, m, sc, BRAID_CTR_##k },
 #define D_EP(f, k, u, m)	D("ep.", f, k, u, m, S_EP)
 #define D_EP_DROP(e, n, m)	D("ep.drop.", n, COUNTER, "packets", m, S_EP)
 #define D_RD_PATH(f, k, u, m)	D("rd.", f, k, u, m, S_EP | S_PEER | S_PATH)
@@ -21,7 +21,7 @@
 #define D_RD_PEER_G(f, k, u, m)	D("rd.", f, k, u, m, S_PEER)
 #define D_RD_PATH_G(f, k, u, m)	D("rd.path.", f, k, u, m, S_PATH)
 
-static const struct fi_braid_stat_desc table[] = {
+static const struct braid_ctr_desc table[] = {
 	BRAID_EP_COUNTERS(D_EP)
 	BRAID_DROP_TABLE(D_EP_DROP)
 	BRAID_RD_PATH_COUNTERS(D_RD_PATH)
@@ -48,7 +48,7 @@ _Static_assert(sizeof(struct braid_rd_stats) ==
 _Static_assert(sizeof(struct braid_rc_stats) ==
 	       8 * (0 BRAID_RC_COUNTERS(BRAID_CTR_ONE) + BRAID_RC_DROP_MAX), "RC counters");
 
-size_t braid_ctr_table(const struct fi_braid_stat_desc **descs)
+size_t braid_ctr_table(const struct braid_ctr_desc **descs)
 {
 	*descs = table;
 	return N_TABLE;

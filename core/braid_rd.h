@@ -553,7 +553,7 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd);
 
 /**
  * braid_rd_snapshot_peers() - the peer records of a snapshot (struct
- * fi_braid_stat_peer, rdma/fi_braid.h): one per peer with traffic state, in
+ * braid_ctr_peer_rec, braid_counters.h): one per peer with traffic state, in
  * the order it was made, each with its counters and gauges and a row per
  * path, as many as fit in @len bytes of @buf (8-byte aligned).
  * Return: bytes written; *@peers: records written.

@@ -1,4 +1,4 @@
-/* braid_rd_stat.c: the RD engine's peer and path rows of a counter snapshot (braid_counters.h, rdma/fi_braid.h). */
+/* braid_rd_stat.c: the RD engine's peer and path rows of a counter snapshot (braid_counters.h). */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,7 +102,7 @@ size_t braid_rd_snapshot_peers(const struct braid_rd *rd, void *buf, size_t len,
 {
 	const size_t n_peer = sizeof(struct braid_rd_peer_ctr) / 8 + (0 BRAID_RD_PEER_GAUGES(ONE));
 	const size_t n_path = sizeof(struct braid_rd_path_ctr) / 8 + (0 BRAID_RD_PATH_GAUGES(ONE));
-	const size_t rec = sizeof(struct fi_braid_stat_peer) +
+	const size_t rec = sizeof(struct braid_ctr_peer_rec) +
 			   8 * (n_peer + (size_t)rd->cfg.paths * n_path);
 	const struct braid_dlist *it;
 	size_t off = 0;
@@ -110,7 +110,7 @@ size_t braid_rd_snapshot_peers(const struct braid_rd *rd, void *buf, size_t len,
 	*peers = 0;
 	braid_dlist_foreach(&rd->active, it) {
 		const struct rd_flow *fl = braid_container_of(it, struct rd_flow, active_node);
-		struct fi_braid_stat_peer *p = (struct fi_braid_stat_peer *)((uint8_t *)buf + off);
+		struct braid_ctr_peer_rec *p = (struct braid_ctr_peer_rec *)((uint8_t *)buf + off);
 		struct in_addr a = { .s_addr = htonl(fl->conn->ip) };
 		char ip[INET_ADDRSTRLEN];
 		uint64_t *v;

@@ -8,7 +8,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,7 @@ static void ep_row(struct braid_ep *ep, uint64_t *v)
 static ssize_t ep_snapshot(struct braid_ep *ep, void *buf, size_t len, uint64_t now)
 {
 	struct fi_braid_stat_ep *s = buf;
-	uint32_t n_ep = braid_ctr_row_len(FI_BRAID_SCOPE_EP);
+	uint32_t n_ep = braid_ctr_row_len(BRAID_SCOPE_EP);
 	size_t off = sizeof(*s) + 8 * (size_t)n_ep;
 	char ip[INET_ADDRSTRLEN] = "0.0.0.0";
 
@@ -62,8 +64,8 @@ static ssize_t ep_snapshot(struct braid_ep *ep, void *buf, size_t len, uint64_t 
 	memset(s, 0, sizeof(*s));
 	s->ep_type = (uint32_t)ep->type;
 	s->n_ep = n_ep;
-	s->n_peer = braid_ctr_row_len(FI_BRAID_SCOPE_PEER);
-	s->n_path = braid_ctr_row_len(FI_BRAID_SCOPE_PATH);
+	s->n_peer = braid_ctr_row_len(BRAID_SCOPE_PEER);
+	s->n_path = braid_ctr_row_len(BRAID_SCOPE_PATH);
 	s->id = ep->stat_id;
 	s->time_ns = now;
 	if (ep->wire) {
@@ -125,7 +127,7 @@ static void stale_sweep(const char *dir, uint64_t ns)
 
 static int file_make(void)
 {
-	const struct fi_braid_stat_desc *t;
+	const struct braid_ctr_desc *t;
 	size_t n = braid_ctr_table(&t), i;
 	struct braid_statfile_hdr *h;
 	size_t desc_off = (sizeof(*h) + 63) & ~(size_t)63;
@@ -283,9 +285,43 @@ void braid_stat_publish(struct braid_ep *ep, uint64_t now)
 
 /* ---- fi_open_ops(FI_BRAID_STAT_OPS) ---- */
 
+/*
+ * core's counter table as rdma/fi_braid.h's types: made once, on the first
+ * call (the table is fixed for the life of the process).
+ */
+_Static_assert(BRAID_SCOPE_EP == FI_BRAID_SCOPE_EP && BRAID_SCOPE_PEER == FI_BRAID_SCOPE_PEER &&
+	       BRAID_SCOPE_PATH == FI_BRAID_SCOPE_PATH && BRAID_CTR_COUNTER == FI_BRAID_COUNTER &&
+	       BRAID_CTR_GAUGE == FI_BRAID_GAUGE, "scope and kind values as fi_braid.h's");
+/* core writes the peer records of a snapshot straight into the caller's buffer */
+_Static_assert(sizeof(struct braid_ctr_peer_rec) == sizeof(struct fi_braid_stat_peer) &&
+	       offsetof(struct braid_ctr_peer_rec, paths) == offsetof(struct fi_braid_stat_peer, paths) &&
+	       offsetof(struct braid_ctr_peer_rec, addr) == offsetof(struct fi_braid_stat_peer, addr) &&
+	       offsetof(struct braid_ctr_peer_rec, v) == offsetof(struct fi_braid_stat_peer, v),
+	       "a peer record is laid out as struct fi_braid_stat_peer");
+static struct fi_braid_stat_desc *stat_descs;
+static size_t stat_ndescs;
+static pthread_once_t stat_descs_once = PTHREAD_ONCE_INIT;
+
+static void stat_descs_make(void)
+{
+	const struct braid_ctr_desc *t;
+	size_t n = braid_ctr_table(&t), i;
+	struct fi_braid_stat_desc *d = calloc(n, sizeof(*d));
+
+	if (!d)
+		return;
+	for (i = 0; i < n; i++)
+		d[i] = (struct fi_braid_stat_desc){ t[i].name, t[i].unit, t[i].help, t[i].scopes,
+						    t[i].kind };
+	stat_descs = d;
+	stat_ndescs = n;
+}
+
 static size_t stat_table(const struct fi_braid_stat_desc **descs)
 {
-	return braid_ctr_table(descs);
+	pthread_once(&stat_descs_once, stat_descs_make);
+	*descs = stat_descs;
+	return stat_ndescs;
 }
 
 static ssize_t stat_snapshot(struct fid *fid, void *buf, size_t len)
@@ -311,7 +347,7 @@ static int stat_value(struct fid *fid, const char *name, uint64_t *value)
 
 	if (!braid_fid_is_ep(fid) || !name || !value)
 		return -FI_EINVAL;
-	i = braid_ctr_find(name, FI_BRAID_SCOPE_EP);
+	i = braid_ctr_find(name, BRAID_SCOPE_EP);
 	if (i < 0)
 		return -FI_ENOENT;
 	ep = braid_container_of(fid, struct braid_ep, ep_fid.fid);

@@ -487,7 +487,7 @@ static void print_json(uint64_t now)
 
 static void print_table(void)
 {
-	const struct fi_braid_stat_desc *t;
+	const struct braid_ctr_desc *t;
 	size_t n = braid_ctr_table(&t), i;
 
 	printf("%-28s %-5s %-7s %-10s %s\n", "name", "scope", "kind", "unit", "meaning");

@@ -5,7 +5,8 @@
  * unit and meaning, in X-macro lists (as braid_errno.h does for errors). The
  * lists generate the structs the engines count into and the descriptor
  * table that both faces read (fi_open_ops, include/rdma/fi_braid.h, and the
- * published snapshots braid-stat shows), so a counter cannot be counted
+ * published snapshots braid-stat shows; the provider maps this header's
+ * types to fi_braid.h's), so a counter cannot be counted
  * under one name and shown under another.
  *
  * An entry: X(field, kind, unit, meaning). kind is COUNTER (monotonic) or
@@ -21,7 +22,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <rdma/fi_braid.h>	/* the descriptor and snapshot layouts, FI_BRAID_SCOPE_*, FI_BRAID_COUNTER/GAUGE */
+/* The rows an entry is in: scope bits (rdma/fi_braid.h's FI_BRAID_SCOPE_*, the same values). */
+#define BRAID_SCOPE_EP		1u	/* the endpoint (totals) */
+#define BRAID_SCOPE_PEER	2u	/* a peer with traffic state (RDM) */
+#define BRAID_SCOPE_PATH	4u	/* one of that peer's paths (RDM) */
+
+/* An entry's kind (FI_BRAID_COUNTER, FI_BRAID_GAUGE). */
+#define BRAID_CTR_COUNTER	0	/* counts events; only grows */
+#define BRAID_CTR_GAUGE		1	/* a level, read when the snapshot was taken */
+
+/**
+ * struct braid_ctr_desc - one entry of the table (the provider hands it to
+ * applications as struct fi_braid_stat_desc, rdma/fi_braid.h).
+ */
+struct braid_ctr_desc {
+	/** @name: "ep.rx_dgrams", "rd.retx_pkts", "rd.drop.duplicate", "rd.path.srtt_ns", ... */
+	const char *name;
+	/** @unit: "packets", "bytes", "ns", ... */
+	const char *unit;
+	/** @help: what it counts. */
+	const char *help;
+	/** @scopes: BRAID_SCOPE_* bits: the rows it is in. */
+	uint8_t scopes;
+	/** @kind: BRAID_CTR_COUNTER or BRAID_CTR_GAUGE. */
+	uint8_t kind;
+};
+
+/**
+ * struct braid_ctr_peer_rec - a peer record of a snapshot, the layout of
+ * struct fi_braid_stat_peer (rdma/fi_braid.h), which the provider checks.
+ */
+struct braid_ctr_peer_rec {
+	/** @size: bytes of the record, its path rows included. */
+	uint32_t size;
+	/** @paths: path rows after the peer's values. */
+	uint32_t paths;
+	/** @addr: the peer's address, "a.b.c.d:port". */
+	char addr[32];
+	uint64_t v[];
+};
 
 /* ---- the RD engine (native FI_EP_RDM) ---- */
 
@@ -154,9 +193,9 @@ struct braid_rd_path_ctr {
  * drops, endpoint), the RC list and its drops, the RD peer gauges, the RD
  * path gauges. Return: its length; *@descs: the entries.
  */
-size_t braid_ctr_table(const struct fi_braid_stat_desc **descs);
+size_t braid_ctr_table(const struct braid_ctr_desc **descs);
 
-/** braid_ctr_row_len() - values in a row of scope @scope (one FI_BRAID_SCOPE_* bit). */
+/** braid_ctr_row_len() - values in a row of scope @scope (one BRAID_SCOPE_* bit). */
 uint32_t braid_ctr_row_len(unsigned int scope);
 
 /**

@@ -24,7 +24,7 @@ static int idx(const char *name, unsigned int scope)
 struct snap {
 	const struct braid_rd_stats *ep;
 	uint32_t peers, n_peer, n_path;
-	const struct fi_braid_stat_peer *peer;	/* the first */
+	const struct braid_ctr_peer_rec *peer;	/* the first */
 };
 
 static void snap_take(struct braid_rd *rd, struct snap *s)
@@ -32,9 +32,9 @@ static void snap_take(struct braid_rd *rd, struct snap *s)
 	size_t len = braid_rd_snapshot_peers(rd, snap_buf, sizeof(snap_buf), &s->peers);
 
 	s->ep = braid_rd_get_stats(rd);
-	s->n_peer = braid_ctr_row_len(FI_BRAID_SCOPE_PEER);
-	s->n_path = braid_ctr_row_len(FI_BRAID_SCOPE_PATH);
-	s->peer = (const struct fi_braid_stat_peer *)snap_buf;
+	s->n_peer = braid_ctr_row_len(BRAID_SCOPE_PEER);
+	s->n_path = braid_ctr_row_len(BRAID_SCOPE_PATH);
+	s->peer = (const struct braid_ctr_peer_rec *)snap_buf;
 	cr_assert(s->peers == 0 || len == s->peers * s->peer->size, "records of one size each");
 }
 
@@ -45,12 +45,12 @@ static const uint64_t *path_row(const struct snap *s, uint32_t i)
 
 static uint64_t peer_val(const struct snap *s, const char *name)
 {
-	return s->peer->v[idx(name, FI_BRAID_SCOPE_PEER)];
+	return s->peer->v[idx(name, BRAID_SCOPE_PEER)];
 }
 
 static uint64_t path_val(const struct snap *s, uint32_t i, const char *name)
 {
-	return path_row(s, i)[idx(name, FI_BRAID_SCOPE_PATH)];
+	return path_row(s, i)[idx(name, BRAID_SCOPE_PATH)];
 }
 
 /* The endpoint row of an engine with one peer equals that peer's row; paths add up to the peer. */
@@ -61,7 +61,7 @@ static void check_adds_up(struct braid_rd *rd, const char *who)
 	static const char *const peer_ctrs[] = { "rd.rx_data", "rd.rx_bytes", "rd.tx_acks",
 		"rd.rx_acks", "rd.msgs_sent", "rd.msgs_received", "rd.rack_losses", "rd.tlp_probes",
 		"rd.rto_fires", "rd.drop.duplicate" };
-	const struct fi_braid_stat_desc *t;
+	const struct braid_ctr_desc *t;
 	uint64_t ep[sizeof(struct braid_rd_stats) / 8];
 	struct snap s;
 	size_t i, n = braid_ctr_table(&t);
@@ -75,11 +75,11 @@ static void check_adds_up(struct braid_rd *rd, const char *who)
 	for (i = 0; i < n; i++) {
 		int pi, ei = 0;
 
-		if (!(t[i].scopes & FI_BRAID_SCOPE_PEER) || t[i].kind != FI_BRAID_COUNTER)
+		if (!(t[i].scopes & BRAID_SCOPE_PEER) || t[i].kind != BRAID_CTR_COUNTER)
 			continue;
-		pi = idx(t[i].name, FI_BRAID_SCOPE_PEER);
+		pi = idx(t[i].name, BRAID_SCOPE_PEER);
 		/* rd's row starts after the endpoint group (ep.*) in the endpoint's row */
-		ei = idx(t[i].name, FI_BRAID_SCOPE_EP) - idx("rd.tx_data", FI_BRAID_SCOPE_EP);
+		ei = idx(t[i].name, BRAID_SCOPE_EP) - idx("rd.tx_data", BRAID_SCOPE_EP);
 		cr_assert_eq(s.peer->v[pi], ep[ei], "%s: %s: peer %lu, endpoint %lu", who, t[i].name,
 			     (unsigned long)s.peer->v[pi], (unsigned long)ep[ei]);
 	}
@@ -157,7 +157,7 @@ static void run(struct harness *h, const struct braid_sim_path_cfg *p, bool down
 
 Test(rd_counters, table_is_whole_and_unique)
 {
-	const struct fi_braid_stat_desc *t;
+	const struct braid_ctr_desc *t;
 	size_t n = braid_ctr_table(&t), i, j;
 
 	cr_assert_gt(n, 100);
@@ -165,23 +165,23 @@ Test(rd_counters, table_is_whole_and_unique)
 		cr_assert(t[i].name && *t[i].name && t[i].unit && *t[i].unit && t[i].help &&
 			  *t[i].help, "entry %zu has a name, unit and meaning", i);
 		cr_assert(t[i].scopes && t[i].scopes <= 7, "%s: scopes", t[i].name);
-		cr_assert(t[i].kind == FI_BRAID_COUNTER || t[i].kind == FI_BRAID_GAUGE);
+		cr_assert(t[i].kind == BRAID_CTR_COUNTER || t[i].kind == BRAID_CTR_GAUGE);
 		cr_assert_lt(strlen(t[i].name), 48, "%s fits the published file", t[i].name);
 		for (j = 0; j < i; j++)
 			cr_assert_str_neq(t[i].name, t[j].name, "one entry per name");
 	}
 	/* the rows are the structs the engines count into */
-	cr_assert_eq(braid_ctr_row_len(FI_BRAID_SCOPE_PATH),
+	cr_assert_eq(braid_ctr_row_len(BRAID_SCOPE_PATH),
 		     sizeof(struct braid_rd_path_ctr) / 8 + 7, "path counters, 7 gauges");
-	cr_assert_eq(idx("rd.tx_data", FI_BRAID_SCOPE_PATH), 0);
-	cr_assert_eq(idx("rd.tx_data", FI_BRAID_SCOPE_PEER), 0);
-	cr_assert_eq(idx("rd.drop.duplicate", FI_BRAID_SCOPE_PEER),
+	cr_assert_eq(idx("rd.tx_data", BRAID_SCOPE_PATH), 0);
+	cr_assert_eq(idx("rd.tx_data", BRAID_SCOPE_PEER), 0);
+	cr_assert_eq(idx("rd.drop.duplicate", BRAID_SCOPE_PEER),
 		     (int)(offsetof(struct braid_rd_peer_ctr, drops[BRAID_DROP_DUPLICATE]) / 8));
-	cr_assert_eq(idx("rd.peers", FI_BRAID_SCOPE_EP) - idx("rd.tx_data", FI_BRAID_SCOPE_EP),
+	cr_assert_eq(idx("rd.peers", BRAID_SCOPE_EP) - idx("rd.tx_data", BRAID_SCOPE_EP),
 		     (int)(offsetof(struct braid_rd_stats, peers) / 8));
-	cr_assert_eq(braid_ctr_find("rd.path.srtt_ns", FI_BRAID_SCOPE_EP), -1, "a path gauge only");
-	cr_assert_eq(braid_ctr_find("rd.cwnd", FI_BRAID_SCOPE_EP), -1, "a peer gauge only");
-	cr_assert_eq(braid_ctr_find("no.such", FI_BRAID_SCOPE_EP), -1);
+	cr_assert_eq(braid_ctr_find("rd.path.srtt_ns", BRAID_SCOPE_EP), -1, "a path gauge only");
+	cr_assert_eq(braid_ctr_find("rd.cwnd", BRAID_SCOPE_EP), -1, "a peer gauge only");
+	cr_assert_eq(braid_ctr_find("no.such", BRAID_SCOPE_EP), -1);
 }
 
 Test(rd_counters, rows_add_up_under_loss_duplication_and_reordering, .timeout = 60)
