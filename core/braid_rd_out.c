@@ -784,24 +784,14 @@ static uint64_t sample_away(const struct braid_rd *rd, const struct braid_rd_ack
 	return away < rtt ? away : rtt;
 }
 
-void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
-		      uint64_t now)
+/*
+ * The receiver counts the duplicates it got from us. New ones mean packets
+ * we declared lost had arrived after all: widen the reorder windows
+ * (RFC 8985 §7.2, DSACK's role); narrow them again after 16 RTTs with no new one.
+ */
+static void ack_reorder(struct braid_rd *rd, struct rd_flow *f, uint32_t dups, uint64_t now)
 {
-	struct rd_flow *f = conn->flow;
-	uint64_t rtt = 0, base = 0;
-	uint32_t n, i, limit;
-	bool ecn = a->flags & BRAID_RD_ACK_F_ECN_CE;
-
-	if (ecn)
-		RD_COUNT(rd, f, ecn_echoes, 1);
-
-	f->peer_rwnd = a->rwnd;
-	/*
-	 * The receiver counts the duplicates it got from us. New ones mean packets
-	 * we declared lost had arrived after all: widen the reorder windows
-	 * (RFC 8985 §7.2, DSACK's role); narrow them again after 16 RTTs with no new one.
-	 */
-	if (braid_seq_gt(a->dups, f->peer_dups)) {
+	if (braid_seq_gt(dups, f->peer_dups)) {
 		/* once a round trip at most (RFC 8985 §7.2): one burst of early
 		 * retransmissions is one piece of evidence, not one per ACK */
 		if (f->reo_mult < 8 && now - f->reo_raised_at >= f->srtt) {
@@ -813,53 +803,71 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		f->reo_mult--;
 		f->reo_decay_at = now + 16 * (f->srtt ? f->srtt : rd->cfg.rto_init_ns);
 	}
-	f->peer_dups = a->dups;
-	/*
-	 * The echo first. It names the transmission that triggered the ACK (its
-	 * send timestamp), so a sample is never ambiguous, retransmission or not
-	 * (the role of TCP timestamps against Karn's problem): if it is the
-	 * packet's latest transmission, its slot tells the path and the exact send
-	 * time; if an earlier one, the path is unknown and the microsecond echo
-	 * still gives the flow a sample (so a flow whose every packet was resent
-	 * too early, on a path far slower than the first guess, still learns its RTT).
-	 */
-	if (braid_seq_ge(a->echo_psn, f->snd_una) && braid_seq_lt(a->echo_psn, conn->snd_nxt)) {
-		struct rd_txpkt *p = tx_slot(rd, f, a->echo_psn);
+	f->peer_dups = dups;
+}
 
-		if (p->state != RD_PKT_FREE && p->psn == a->echo_psn) {
-			uint32_t us = rd_usec(now) - a->echo_time;
+/*
+ * The echo's RTT sample, 0 when there is none. The echo names the
+ * transmission that triggered the ACK (its send timestamp), so a sample is
+ * never ambiguous, retransmission or not (the role of TCP timestamps against
+ * Karn's problem): if it is the packet's latest transmission, its slot tells
+ * the path and the exact send time; if an earlier one, the path is unknown
+ * and the microsecond echo still gives the flow a sample (so a flow whose
+ * every packet was resent too early, on a path far slower than the first
+ * guess, still learns its RTT). *@base: the base RTT of the sample's path
+ * (congestion is queueing on the sample's own route: judged against that
+ * path's base RTT, so a slower path is not congestion), 0 when unknown.
+ */
+static uint64_t ack_rtt_sample(struct braid_rd *rd, struct rd_flow *f, const struct rd_conn *conn,
+			       const struct braid_rd_ack_view *a, bool ecn, uint64_t now,
+			       uint64_t *base)
+{
+	struct rd_txpkt *p;
+	uint32_t us;
 
-			if (rd_usec(p->tx_time) == a->echo_time && now > p->tx_time &&
-			    now - p->tx_time < 60ULL * 1000 * 1000 * 1000) {
-				rtt = now - p->tx_time;
-				braid_path_rtt(&f->paths.p[p->path], rtt, now);
-				/* congestion is queueing on the sample's own route: judged
-				 * against that path's base RTT, so a slower path is not
-				 * congestion */
-				base = f->paths.p[p->path].min_rtt_ns;
-				if (ecn)
-					braid_path_acked(&f->paths.p[p->path], true);
-			} else if (us && us < 60u * 1000 * 1000) {
-				rtt = (uint64_t)us * 1000;
-			}
-		}
-		if (rtt) {
-			if (!f->min_rtt || rtt < f->min_rtt)
-				f->min_rtt = rtt;
-			if (!f->srtt) {
-				f->srtt = rtt;
-				f->rttvar = rtt / 2;
-			} else {
-				uint64_t err = rtt > f->srtt ? rtt - f->srtt : f->srtt - rtt;
+	*base = 0;
+	if (!braid_seq_ge(a->echo_psn, f->snd_una) || !braid_seq_lt(a->echo_psn, conn->snd_nxt))
+		return 0;
+	p = tx_slot(rd, f, a->echo_psn);
+	if (p->state == RD_PKT_FREE || p->psn != a->echo_psn)
+		return 0;
+	if (rd_usec(p->tx_time) == a->echo_time && now > p->tx_time &&
+	    now - p->tx_time < 60ULL * 1000 * 1000 * 1000) {
+		uint64_t rtt = now - p->tx_time;
 
-				f->rttvar = f->rttvar - f->rttvar / 4 + err / 4;
-				f->srtt = f->srtt - f->srtt / 8 + rtt / 8;
-			}
-		}
+		braid_path_rtt(&f->paths.p[p->path], rtt, now);
+		*base = f->paths.p[p->path].min_rtt_ns;
+		if (ecn)
+			braid_path_acked(&f->paths.p[p->path], true);
+		return rtt;
 	}
-	n = ack_cum(rd, f, a->cum_psn, now);
-	/* SACK: bit i is PSN cum + 1 + i */
-	limit = rd->cfg.window < BRAID_RD_SACK_BITS ? rd->cfg.window : BRAID_RD_SACK_BITS;
+	us = rd_usec(now) - a->echo_time;
+	return us && us < 60u * 1000 * 1000 ? (uint64_t)us * 1000 : 0;
+}
+
+/* The flow's smoothed RTT, variation and minimum take sample @rtt (RFC 6298). */
+static void flow_rtt(struct rd_flow *f, uint64_t rtt)
+{
+	if (!f->min_rtt || rtt < f->min_rtt)
+		f->min_rtt = rtt;
+	if (!f->srtt) {
+		f->srtt = rtt;
+		f->rttvar = rtt / 2;
+	} else {
+		uint64_t err = rtt > f->srtt ? rtt - f->srtt : f->srtt - rtt;
+
+		f->rttvar = f->rttvar - f->rttvar / 4 + err / 4;
+		f->srtt = f->srtt - f->srtt / 8 + rtt / 8;
+	}
+}
+
+/* The SACK bits (bit i is PSN cum + 1 + i): packets newly acknowledged by them. */
+static uint32_t ack_sack(struct braid_rd *rd, struct rd_flow *f, const struct rd_conn *conn,
+			 const struct braid_rd_ack_view *a, uint64_t now)
+{
+	uint32_t i, n = 0;
+	uint32_t limit = rd->cfg.window < BRAID_RD_SACK_BITS ? rd->cfg.window : BRAID_RD_SACK_BITS;
+
 	/* only bits of PSNs sent and not yet acknowledged can mean anything */
 	if (braid_seq_ge(a->cum_psn, conn->snd_nxt))
 		limit = 0;
@@ -883,51 +891,82 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 			n++;
 		}
 	}
-	advance_una(rd, f);
-	/*
-	 * A zero window (§4.2 rule 6): the echoed packet was refused for want of
-	 * buffer, not lost. It waits in the retransmit queue, with no congestion or
-	 * path penalty, until the receiver's window update (or the probe an RTO
-	 * later, should the update be lost).
-	 */
-	if (!a->rwnd) {
-		/* the receiver refuses in arrival order: what we sent up to the refused
-		 * packet and is still unacknowledged met a full receiver too */
-		if (braid_seq_ge(a->echo_psn, f->snd_una) && braid_seq_lt(a->echo_psn, conn->snd_nxt)) {
-			struct rd_txpkt *p = tx_slot(rd, f, a->echo_psn);
+	return n;
+}
 
-			if (p->state == RD_PKT_INFLIGHT && p->psn == a->echo_psn) {
-				uint32_t last = p->tx_seq;
+/*
+ * A zero window (§4.2 rule 6): the echoed packet was refused for want of
+ * buffer, not lost. It waits in the retransmit queue, with no congestion or
+ * path penalty, until the receiver's window update (or the probe an RTO
+ * later, should the update be lost). The receiver refuses in arrival order:
+ * what we sent up to the refused packet and is still unacknowledged met a
+ * full receiver too.
+ */
+static void ack_zero_window(struct braid_rd *rd, struct rd_flow *f, const struct rd_conn *conn,
+			    uint32_t echo_psn, uint64_t now)
+{
+	if (braid_seq_ge(echo_psn, f->snd_una) && braid_seq_lt(echo_psn, conn->snd_nxt)) {
+		struct rd_txpkt *p = tx_slot(rd, f, echo_psn);
 
-				while (!braid_dlist_empty(&f->txorder)) {
-					struct rd_txpkt *q = braid_container_of(f->txorder.next,
-										struct rd_txpkt, link);
+		if (p->state == RD_PKT_INFLIGHT && p->psn == echo_psn) {
+			uint32_t last = p->tx_seq;
 
-					if (braid_seq_gt(q->tx_seq, last))
-						break;
-					pkt_requeue(rd, f, q, RD_LOSS_REFUSED);
-				}
+			while (!braid_dlist_empty(&f->txorder)) {
+				struct rd_txpkt *q = braid_container_of(f->txorder.next,
+									struct rd_txpkt, link);
+
+				if (braid_seq_gt(q->tx_seq, last))
+					break;
+				pkt_requeue(rd, f, q, RD_LOSS_REFUSED);
 			}
 		}
-		f->zwp_at = now + flow_rto(rd, f);
-		f->zwp_due = false;
 	}
+	f->zwp_at = now + flow_rto(rd, f);
+	f->zwp_due = false;
+}
+
+/*
+ * Eifel (RFC 3522): the first ACK of new data after an RTO that echoes a
+ * packet sent before it shows the packets were late, not lost (a host that
+ * was not scheduled, a stalled queue): the RTO's window cut is undone.
+ */
+static void ack_rto_verdict(struct braid_rd *rd, struct rd_flow *f, uint32_t echo_time)
+{
+	bool spurious = (int32_t)(echo_time - rd_usec(f->rto_at)) < 0;
+
+	rd->cfg.cc->rto_verdict(&f->cc, spurious);
+	if (spurious) {
+		RD_COUNT(rd, f, rto_spurious, 1);
+		f->rto_backoff = 0;
+	}
+	f->rto_at = 0;
+}
+
+void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
+		      uint64_t now)
+{
+	struct rd_flow *f = conn->flow;
+	bool ecn = a->flags & BRAID_RD_ACK_F_ECN_CE;
+	uint64_t rtt, base;
+	uint32_t n;
+
+	if (ecn)
+		RD_COUNT(rd, f, ecn_echoes, 1);
+	f->peer_rwnd = a->rwnd;
+	ack_reorder(rd, f, a->dups, now);
+	rtt = ack_rtt_sample(rd, f, conn, a, ecn, now, &base);
+	if (rtt)
+		flow_rtt(f, rtt);
+	n = ack_cum(rd, f, a->cum_psn, now);
+	n += ack_sack(rd, f, conn, a, now);
+	advance_una(rd, f);
+	if (!a->rwnd)
+		ack_zero_window(rd, f, conn, a->echo_psn, now);
 	/* any ACK shows the peer alive, even one that refuses data for lack of
 	 * buffer (rwnd 0): the peer timeout measures silence, not slowness */
 	f->last_progress = now;
-	/* Eifel (RFC 3522): the first ACK of new data after an RTO that echoes a
-	 * packet sent before it shows the packets were late, not lost (a host that
-	 * was not scheduled, a stalled queue): the RTO's window cut is undone */
-	if (f->rto_at && n) {
-		bool spurious = (int32_t)(a->echo_time - rd_usec(f->rto_at)) < 0;
-
-		rd->cfg.cc->rto_verdict(&f->cc, spurious);
-		if (spurious) {
-			RD_COUNT(rd, f, rto_spurious, 1);
-			f->rto_backoff = 0;
-		}
-		f->rto_at = 0;
-	}
+	if (f->rto_at && n)
+		ack_rto_verdict(rd, f, a->echo_time);
 	if (n) {
 		f->last_ack = now;
 		f->rto_backoff = 0;
