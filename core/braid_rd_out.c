@@ -1175,55 +1175,53 @@ static uint16_t bundle_place(struct braid_rd *rd, struct rd_flow *f, struct rd_b
 	return (uint16_t)b->path;
 }
 
-int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct braid_rd_out *out,
-		int max)
-{
-	struct rd_conn *conn = f->conn;
-	struct rd_bundle b = { .first = -1, .path = -1 };
-	/* the run of full-size packets being filled for one GSO write */
-	struct { int first, count, path; } g = { -1, 0, -1 };
-	uint32_t allow;
-	bool data_next, fc;
-	int n = 0;
+/* the run of full-size packets being filled for one GSO write */
+struct gso_run {
+	int first, count, path;
+};
 
-	n += rd_in_write_cts(rd, f, now, out + n, max - n);
-	if (f->probe_due && n < max) {
-		/* the wait may have ended since the timer asked (a CTS came) */
-		if (!out_busy(rd, f, conn) && rd_out_waiting(conn)) {
-			probe_write(rd, f, now, &out[n++]);
-			f->probe_at = now;
-		}
-		f->probe_due = false;
-	}
-	allow = send_allowance(rd, f, now);
-	/* data waits for the receiver's window: one flow-control stall until it opens */
-	fc = (!braid_dlist_empty(&conn->sendq) || !braid_dlist_empty(&f->retxq)) &&
-	     f->inflight >= f->peer_rwnd;
+/*
+ * How many data packets may go now (send_allowance()), counting a
+ * flow-control stall when data waits for the receiver's window. A lost
+ * packet never waits for cwnd room held by packets that may be lost too:
+ * one retransmission goes out per ACK or timer event regardless (not into a
+ * zero window: refused packets wait for it to open).
+ */
+static uint32_t flow_allowance(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
+{
+	const struct rd_conn *conn = f->conn;
+	uint32_t allow = send_allowance(rd, f, now);
+	bool fc = (!braid_dlist_empty(&conn->sendq) || !braid_dlist_empty(&f->retxq)) &&
+		  f->inflight >= f->peer_rwnd;
+
 	if (fc && !f->fc_stalled)
 		RD_COUNT(rd, f, fc_stalls, 1);
 	f->fc_stalled = fc;
-	/* a lost packet never waits for cwnd room held by packets that may be lost
-	 * too: one retransmission goes out per ACK or timer event regardless (not
-	 * into a zero window: refused packets wait for it to open) */
 	if (!allow && !braid_dlist_empty(&f->retxq) && f->peer_rwnd)
 		allow = 1;
-	data_next = allow && (!braid_dlist_empty(&f->retxq) ||
-			      (!braid_dlist_empty(&conn->sendq) &&
-			       conn->snd_nxt - f->snd_una < rd->cfg.window));
-	/* the ACK when due, or earlier when data goes back now: it rides with it (§4.8) */
-	if (f->need_ack && (f->ack_now || (rd->cfg.bundle && data_next)) && n < max) {
-		b = (struct rd_bundle){ .first = n, .count = 1, .path = -1,
-					.bytes = BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC +
-						 sizeof(struct braid_rd_ack_hdr) };
-		rd_in_write_ack(rd, f, &out[n++], now);
-		f->ack_now = false;
-		f->ack_held = false;
-		f->need_ack = false;
-		f->ack_count = 0;
-		f->ack_deadline = 0;
-	}
-	/* retransmissions first, each on another path than it was lost on */
-	while (n < max && allow && !braid_dlist_empty(&f->retxq)) {
+	return allow;
+}
+
+/* The ACK, at out[@n], opening the bundle @b that data may join (§4.8). */
+static void out_ack(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+		    struct braid_rd_out *out, int n, uint64_t now)
+{
+	*b = (struct rd_bundle){ .first = n, .count = 1, .path = -1,
+				 .bytes = BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC +
+					  sizeof(struct braid_rd_ack_hdr) };
+	rd_in_write_ack(rd, f, &out[n], now);
+	f->ack_now = false;
+	f->ack_held = false;
+	f->need_ack = false;
+	f->ack_count = 0;
+	f->ack_deadline = 0;
+}
+
+/* Retransmissions into out[@n..@max), each on another path than it was lost on. */
+static int out_retransmits(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+			   struct braid_rd_out *out, int n, int max, uint32_t *allow, uint64_t now)
+{
+	while (n < max && *allow && !braid_dlist_empty(&f->retxq)) {
 		struct rd_txpkt *p = braid_container_of(f->retxq.next, struct rd_txpkt, link);
 		size_t rec = RD_HDR_LEN(p->op) + p->len;
 
@@ -1231,21 +1229,53 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		if (p->unsent) {
 			/* the wire was full last time: same packet, same path */
 			p->unsent = false;
-			p->path = bundle_place(rd, f, &b, out, n, rec, p->path, -1);
+			p->path = bundle_place(rd, f, b, out, n, rec, p->path, -1);
 		} else {
-			p->path = bundle_place(rd, f, &b, out, n, rec, -1, p->path);
+			p->path = bundle_place(rd, f, b, out, n, rec, -1, p->path);
 			p->retx++;
 		}
 		p->state = RD_PKT_INFLIGHT;
 		braid_dlist_insert_tail(&p->link, &f->txorder);
 		braid_dlist_insert_tail(&p->plink, &f->prack[p->path].inflight);
 		f->inflight++;
-		allow--;
+		(*allow)--;
 		emit(rd, f, p, now, &out[n++]);
 		if (p->retx)
 			count_retx(rd, f, p, 1);
 	}
-	/* then new data, within the window, cwnd and the receiver's window */
+	return n;
+}
+
+/*
+ * The path of new packet @p, @seg payload bytes, at out[@n]: a full packet
+ * goes by the path of the GSO run before it, if it continues one, so the
+ * wire writes the run at once; another joins or opens a bundle.
+ */
+static uint16_t new_packet_path(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+				struct gso_run *g, struct braid_rd_out *out, int n,
+				const struct rd_send *op, uint32_t seg)
+{
+	if (rd->cfg.gso_segs > 1 && RD_HDR_LEN(op) + seg == rd->cfg.mtu) {
+		bundle_close(rd, f, out, b);
+		if (g->first >= 0 && g->first + g->count == n && g->count < (int)rd->cfg.gso_segs) {
+			g->count++;
+		} else {
+			g->first = n;
+			g->count = 1;
+			g->path = (int)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+		}
+		return (uint16_t)g->path;
+	}
+	return bundle_place(rd, f, b, out, n, RD_HDR_LEN(op) + seg, -1, -1);
+}
+
+/* New data into out[@n..@max), within the window, cwnd and the receiver's window. */
+static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+			struct braid_rd_out *out, int n, int max, uint32_t allow, uint64_t now)
+{
+	struct rd_conn *conn = f->conn;
+	struct gso_run g = { -1, 0, -1 };
+
 	while (n < max && allow && !braid_dlist_empty(&conn->sendq) &&
 	       conn->snd_nxt - f->snd_una < rd->cfg.window) {
 		struct rd_send *op = braid_container_of(conn->sendq.next, struct rd_send, node);
@@ -1264,22 +1294,7 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		p->len = seg;
 		p->retx = 0;
 		p->state = RD_PKT_INFLIGHT;
-		if (rd->cfg.gso_segs > 1 && RD_HDR_LEN(op) + seg == rd->cfg.mtu) {
-			/* a full packet: it goes by the path of the run before it, if it
-			 * continues one, so the wire writes the run at once */
-			bundle_close(rd, f, out, &b);
-			if (g.first >= 0 && g.first + g.count == n &&
-			    g.count < (int)rd->cfg.gso_segs) {
-				g.count++;
-			} else {
-				g.first = n;
-				g.count = 1;
-				g.path = (int)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
-			}
-			p->path = (uint16_t)g.path;
-		} else {
-			p->path = bundle_place(rd, f, &b, out, n, RD_HDR_LEN(op) + seg, -1, -1);
-		}
+		p->path = new_packet_path(rd, f, b, &g, out, n, op, seg);
 		braid_dlist_insert_tail(&p->link, &f->txorder);
 		braid_dlist_insert_tail(&p->plink, &f->prack[p->path].inflight);
 		f->inflight++;
@@ -1299,6 +1314,36 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 		out[n].gso_cont = g.first >= 0 && g.first < n && g.first + g.count == n + 1;
 		n++;
 	}
+	return n;
+}
+
+int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct braid_rd_out *out,
+		int max)
+{
+	struct rd_conn *conn = f->conn;
+	struct rd_bundle b = { .first = -1, .path = -1 };
+	uint32_t allow;
+	bool data_next;
+	int n = 0;
+
+	n += rd_in_write_cts(rd, f, now, out + n, max - n);
+	if (f->probe_due && n < max) {
+		/* the wait may have ended since the timer asked (a CTS came) */
+		if (!out_busy(rd, f, conn) && rd_out_waiting(conn)) {
+			probe_write(rd, f, now, &out[n++]);
+			f->probe_at = now;
+		}
+		f->probe_due = false;
+	}
+	allow = flow_allowance(rd, f, now);
+	data_next = allow && (!braid_dlist_empty(&f->retxq) ||
+			      (!braid_dlist_empty(&conn->sendq) &&
+			       conn->snd_nxt - f->snd_una < rd->cfg.window));
+	/* the ACK when due, or earlier when data goes back now: it rides with it (§4.8) */
+	if (f->need_ack && (f->ack_now || (rd->cfg.bundle && data_next)) && n < max)
+		out_ack(rd, f, &b, out, n++, now);
+	n = out_retransmits(rd, f, &b, out, n, max, &allow, now);
+	n = out_new_data(rd, f, &b, out, n, max, allow, now);
 	bundle_close(rd, f, out, &b);
 	return n;
 }
