@@ -254,6 +254,41 @@ static const uint8_t *atomic_operands(const struct rd_msg *m)
 }
 
 /*
+ * An atomic request @m at the target: checked, then applied to the
+ * target's memory (the fetched values into @res, for a fetch). Sets the
+ * event's flags and length; *@rlen: the bytes of the answer. Return: its
+ * status. Exactly once: a request is executed when its message completes,
+ * and a message completes once (its PSNs are acknowledged once).
+ */
+static uint8_t rma_exec_atomic(struct braid_rd *rd, struct rd_msg *m, bool fetch,
+			       struct rd_stage *res, struct braid_rd_comp *ev, uint64_t *rlen)
+{
+	enum braid_aop aop = (enum braid_aop)m->rma.aop;
+	enum braid_adt dt = (enum braid_adt)m->rma.dt;
+	uint64_t n = (uint64_t)m->rma.ref * braid_atomic_dt_size(dt);
+	uint32_t acc = aop == BRAID_AOP_ATOMIC_READ ? BRAID_RD_ACC_READ :
+		       (fetch ? BRAID_RD_ACC_READ | BRAID_RD_ACC_WRITE : BRAID_RD_ACC_WRITE);
+	const uint8_t *opnd = atomic_operands(m);
+	void *ptr = NULL;
+	uint8_t status;
+
+	ev->flags |= BRAID_RD_COMP_ATOMIC | (fetch ? BRAID_RD_COMP_READ : 0) |
+		     (aop != BRAID_AOP_ATOMIC_READ ? BRAID_RD_COMP_WRITE : 0);
+	ev->len = n;
+	if (!braid_atomic_valid(aop, dt, atomic_kind(m->rma.aop, fetch)) || !m->rma.ref ||
+	    m->len != atomic_operand_len(m->rma.aop, m->rma.dt, m->rma.ref) || n > RD_RMA_SEG(rd) ||
+	    (m->len && !opnd))
+		return BRAID_RMA_INVALID;
+	status = mr_ok(rd, m, n, acc, &ptr);
+	if (status == BRAID_RMA_OK) {
+		braid_atomic_apply(aop, dt, ptr, opnd, is_compare(m->rma.aop) ? opnd + n : NULL,
+				   fetch ? res->data : NULL, m->rma.ref);
+		*rlen = fetch ? n : 0;
+	}
+	return status;
+}
+
+/*
  * Execute request @m and queue its answer. Everything it needs (flow, send,
  * result buffer, room for the target's event) is taken first, so that it is
  * applied exactly once, when it can be answered. Return: false when something
@@ -284,12 +319,10 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 		return false;
 	if (fetch) {
 		res = braid_pool_alloc_raw(&rd->stages);	/* the fetched values fill it */
-		if (res) {
-			res->next = NULL;
-			res->small = false;
-		}
 		if (!res)
 			return false;
+		res->next = NULL;
+		res->small = false;
 	}
 	op = rd_out_new_send(rd, conn, BRAID_RD_INTERNAL, NULL);
 	if (!op) {
@@ -312,30 +345,7 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 			status = mr_ok(rd, m, m->rma.ref, BRAID_RD_ACC_READ, &ptr);
 		rlen = m->rma.ref;
 	} else if (atomic) {
-		enum braid_aop aop = (enum braid_aop)m->rma.aop;
-		enum braid_adt dt = (enum braid_adt)m->rma.dt;
-		uint64_t n = (uint64_t)m->rma.ref * braid_atomic_dt_size(dt);
-		uint32_t acc = aop == BRAID_AOP_ATOMIC_READ ? BRAID_RD_ACC_READ :
-			       (fetch ? BRAID_RD_ACC_READ | BRAID_RD_ACC_WRITE : BRAID_RD_ACC_WRITE);
-		const uint8_t *opnd = atomic_operands(m);
-
-		ev.flags |= BRAID_RD_COMP_ATOMIC | (fetch ? BRAID_RD_COMP_READ : 0) |
-			    (aop != BRAID_AOP_ATOMIC_READ ? BRAID_RD_COMP_WRITE : 0);
-		ev.len = n;
-		if (!braid_atomic_valid(aop, dt, atomic_kind(m->rma.aop, fetch)) || !m->rma.ref ||
-		    m->len != atomic_operand_len(m->rma.aop, m->rma.dt, m->rma.ref) || n > RD_RMA_SEG(rd) ||
-		    (m->len && !opnd))
-			status = BRAID_RMA_INVALID;
-		else
-			status = mr_ok(rd, m, n, acc, &ptr);
-		if (status == BRAID_RMA_OK) {
-			/* exactly once: a request is executed when its message completes,
-			 * and a message completes once (its PSNs are acknowledged once) */
-			braid_atomic_apply(aop, dt, ptr, opnd,
-					   is_compare(m->rma.aop) ? opnd + n : NULL,
-					   fetch ? res->data : NULL, m->rma.ref);
-			rlen = fetch ? n : 0;
-		}
+		status = rma_exec_atomic(rd, m, fetch, res, &ev, &rlen);
 	}
 	/* (rma.op 0: a delivery-complete message was delivered; the RESP says so) */
 	op->rma.op = BRAID_RMA_RESP;
