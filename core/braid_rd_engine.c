@@ -84,7 +84,8 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd)
 {
 	return braid_pool_bytes(&rd->flows) + braid_pool_bytes(&rd->stages) +
 	       braid_pool_bytes(&rd->stages_small) + braid_pool_bytes(&rd->sends) +
-	       braid_pool_bytes(&rd->resps) + braid_pool_bytes(&rd->recvs) +
+	       braid_pool_bytes(&rd->resps) +
+	       (rd->rxq == &rd->own_rxq ? braid_pool_bytes(&rd->own_rxq.recvs) : 0) +
 	       braid_pool_bytes(&rd->msgs) + braid_pool_bytes(&rd->injects) +
 	       braid_pool_bytes(&rd->conn_pool) + braid_pool_bytes(&rd->idle_pool) +
 	       rd->conns.cap * (sizeof(*rd->conns.keys) + sizeof(*rd->conns.vals));
@@ -93,7 +94,7 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd)
 void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
 {
 	*sends = rd->sends.count - rd->sends.in_use;
-	*recvs = rd->recvs.count - rd->recvs.in_use;
+	*recvs = braid_rd_rxq_room(rd->rxq);
 }
 
 /* ---- the deadline heap (one entry per active flow, never per packet) ---- */
@@ -697,9 +698,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	rd->chal_rng = ~cfg->seed;
 	rd->in_route = BRAID_RD_ROUTE_NONE;
 	braid_map_construct(&rd->conns);
-	braid_dlist_init(&rd->posted_msg);
-	braid_dlist_init(&rd->posted_tagged);
-	braid_dlist_init(&rd->unexpected);
+	braid_dlist_init(&rd->rxq_node);
 	braid_dlist_init(&rd->rma_pend);
 	braid_dlist_init(&rd->active);
 	braid_dlist_init(&rd->ready);
@@ -733,8 +732,13 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 		ret = braid_pool_construct(&rd->sends, sizeof(struct rd_send), cfg->max_sends);
 	if (!ret)
 		ret = braid_pool_construct(&rd->resps, sizeof(struct rd_send), cfg->max_sends);
-	if (!ret)
-		ret = braid_pool_construct(&rd->recvs, sizeof(struct rd_recv), cfg->max_recvs);
+	if (!ret && !cfg->rxq)
+		ret = rd_rxq_construct(&rd->own_rxq, cfg->max_recvs);
+	if (!ret) {
+		/* its messages draw their receives from its own queue or the shared one */
+		rd->rxq = cfg->rxq ? cfg->rxq : &rd->own_rxq;
+		braid_dlist_insert_tail(&rd->rxq_node, &rd->rxq->engines);
+	}
 	if (!ret)
 		ret = braid_pool_construct(&rd->msgs, sizeof(struct rd_msg), cfg->max_msgs);
 	if (!ret)
@@ -776,10 +780,13 @@ void braid_rd_close(struct braid_rd *rd)
 			continue;	/* an idle peer's record goes with its pool */
 		braid_peer_put_evict(c->peer);
 	}
+	if (rd->rxq && rd->rxq != &rd->own_rxq)
+		rd_in_detach(rd);	/* its messages leave the shared queue, which stays */
+	braid_dlist_remove(&rd->rxq_node);
 	braid_map_destruct(&rd->conns);
 	braid_pool_destruct(&rd->sends);
 	braid_pool_destruct(&rd->resps);
-	braid_pool_destruct(&rd->recvs);
+	braid_pool_destruct(&rd->own_rxq.recvs);
 	braid_pool_destruct(&rd->msgs);
 	braid_pool_destruct(&rd->stages);
 	braid_pool_destruct(&rd->stages_small);
@@ -1463,7 +1470,7 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 	braid_pool_trim(&rd->msgs);
 	braid_pool_trim(&rd->sends);
 	braid_pool_trim(&rd->resps);
-	braid_pool_trim(&rd->recvs);
+	braid_pool_trim(&rd->rxq->recvs);
 	braid_pool_trim(&rd->conn_pool);
 	/* the chunks and conns came from malloc's heap: hand its free pages back too, once
 	 * it is worth it (peers' shared entries are freed after an RCU grace period: a later
