@@ -521,8 +521,6 @@ int braid_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fi
 	ret = braid_ctx_attr_check(type, api, NULL, attr, 0);
 	if (ret)
 		return ret;
-	if (type == FI_EP_MSG && attr && (attr->op_flags & ~FI_COMPLETION))
-		return -FI_EINVAL;	/* an RC receive queue has no multi-receive buffers */
 	size = attr && attr->size ? attr->size : braid_cfg.rx_size;
 	srx = calloc(1, sizeof(*srx));
 	if (!srx)
