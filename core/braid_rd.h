@@ -445,6 +445,16 @@ int braid_rd_rxq_post(struct braid_rd_rxq *q, const struct braid_rd_recv *req, u
  */
 int braid_rd_rxq_cancel(struct braid_rd_rxq *q, void *context, struct braid_rd *report);
 
+/**
+ * braid_rd_rxq_leave() - engine @rd stops drawing from its shared queue
+ * (its endpoint closes, and no receive posted to the queue may go to it
+ * now): its unexpected messages leave the queue, and the receives its
+ * messages being received had taken complete FI_ECANCELED on @rd
+ * (braid_rd_poll()). Nothing more is matched on it; close it next. An
+ * engine with a queue of its own: nothing. braid_rd_close() does it too.
+ */
+void braid_rd_rxq_leave(struct braid_rd *rd);
+
 /** braid_rd_rxq_room() - receives that can still be posted before -FI_EAGAIN. */
 size_t braid_rd_rxq_room(const struct braid_rd_rxq *q);
 

@@ -85,7 +85,7 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd)
 	return braid_pool_bytes(&rd->flows) + braid_pool_bytes(&rd->stages) +
 	       braid_pool_bytes(&rd->stages_small) + braid_pool_bytes(&rd->sends) +
 	       braid_pool_bytes(&rd->resps) +
-	       (rd->rxq == &rd->own_rxq ? braid_pool_bytes(&rd->own_rxq.recvs) : 0) +
+	       braid_pool_bytes(&rd->own_rxq.recvs) +
 	       braid_pool_bytes(&rd->msgs) + braid_pool_bytes(&rd->injects) +
 	       braid_pool_bytes(&rd->conn_pool) + braid_pool_bytes(&rd->idle_pool) +
 	       rd->conns.cap * (sizeof(*rd->conns.keys) + sizeof(*rd->conns.vals));
@@ -732,8 +732,8 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 		ret = braid_pool_construct(&rd->sends, sizeof(struct rd_send), cfg->max_sends);
 	if (!ret)
 		ret = braid_pool_construct(&rd->resps, sizeof(struct rd_send), cfg->max_sends);
-	if (!ret && !cfg->rxq)
-		ret = rd_rxq_construct(&rd->own_rxq, cfg->max_recvs);
+	if (!ret)
+		ret = rd_rxq_construct(&rd->own_rxq, cfg->rxq ? 0 : cfg->max_recvs);
 	if (!ret) {
 		/* its messages draw their receives from its own queue or the shared one */
 		rd->rxq = cfg->rxq ? cfg->rxq : &rd->own_rxq;
@@ -780,8 +780,8 @@ void braid_rd_close(struct braid_rd *rd)
 			continue;	/* an idle peer's record goes with its pool */
 		braid_peer_put_evict(c->peer);
 	}
-	if (rd->rxq && rd->rxq != &rd->own_rxq)
-		rd_in_detach(rd);	/* its messages leave the shared queue, which stays */
+	if (rd->rxq)
+		braid_rd_rxq_leave(rd);	/* its messages leave a shared queue, which stays */
 	braid_dlist_remove(&rd->rxq_node);
 	braid_map_destruct(&rd->conns);
 	braid_pool_destruct(&rd->sends);

@@ -785,13 +785,14 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 
 /* ---- receive queues (braid_rd.h), and the receives posted to them ---- */
 
+/* Its lists; with @max_recvs, records too (0: a queue with none, which takes no receive). */
 int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs)
 {
 	braid_dlist_init(&q->posted_msg);
 	braid_dlist_init(&q->posted_tagged);
 	braid_dlist_init(&q->unexpected);
 	braid_dlist_init(&q->engines);
-	return braid_pool_construct(&q->recvs, sizeof(struct rd_recv), max_recvs);
+	return max_recvs ? braid_pool_construct(&q->recvs, sizeof(struct rd_recv), max_recvs) : 0;
 }
 
 int braid_rd_rxq_open(uint32_t max_recvs, struct braid_rd_rxq **out)
@@ -830,13 +831,12 @@ size_t braid_rd_rxq_room(const struct braid_rd_rxq *q)
 }
 
 /*
- * Engine @rd goes and its shared queue stays: its unexpected messages leave
- * the queue, and the receives its messages being received had taken go back
- * to the queue's pool (they were that endpoint's: discarded with it). A
- * multi-receive buffer whose last part was one of them is handed back on
- * another engine of the queue (FI_MULTI_RECV), if any is left.
+ * Engine @rd stops drawing from its shared queue (braid_rd_rxq_leave()): its
+ * unexpected messages leave the queue (no receive posted there takes them
+ * now), and the receives its messages being received had taken complete
+ * FI_ECANCELED on it: they are given back, not lost with the engine.
  */
-void rd_in_detach(struct braid_rd *rd)
+static void rd_in_detach(struct braid_rd *rd)
 {
 	struct braid_rd_rxq *q = rd->rxq;
 	struct braid_dlist *it, *tmp;
@@ -855,28 +855,41 @@ void rd_in_detach(struct braid_rd *rd)
 
 		for (i = 0; i <= rd->slot_mask; i++) {
 			struct rd_msg *m = f->msgs[i];
-			struct rd_recv *r = m ? m->recv : NULL, *parent = r ? r->parent : NULL;
+			struct rd_recv *r = m ? m->recv : NULL;
+			struct braid_rd_comp c;
 
 			if (!r)
 				continue;
-			m->recv = NULL;
-			braid_pool_release(&q->recvs, r);
-			if (!parent || --parent->refs || !parent->retired)
-				continue;
-			braid_dlist_foreach(&q->engines, tmp) {
-				struct braid_rd *other = braid_container_of(tmp, struct braid_rd, rxq_node);
-				struct braid_rd_comp c = {
-					.context = parent->context,
-					.flags = BRAID_RD_COMP_RECV | BRAID_RD_COMP_MULTI_RECV,
-					.buf = parent->iov[0].iov_base,
-				};
-
-				if (other != rd && rd_comp_push(other, &c))
-					break;
+			c = (struct braid_rd_comp){
+				.context = r->context,
+				.flags = BRAID_RD_COMP_RECV |
+					 ((m->hflags & BRAID_RD_F_TAGGED) ? BRAID_RD_COMP_TAGGED : 0),
+				.err = FI_ECANCELED,
+				.prov_errno = BRAID_PERR_CANCELED,
+				.buf = r->iov_count ? r->iov[0].iov_base : NULL,
+				.tag = m->tag,
+			};
+			if (r->parent && --r->parent->refs == 0 && r->parent->retired) {
+				/* the last part of a retired multi-receive buffer hands it back */
+				c.flags |= BRAID_RD_COMP_MULTI_RECV;
+				braid_pool_release(&q->recvs, r->parent);
 			}
-			braid_pool_release(&q->recvs, parent);
+			rd_comp_push(rd, &c);
+			braid_pool_release(&q->recvs, r);
+			m->recv = NULL;
+			m->discard = true;
 		}
 	}
+}
+
+void braid_rd_rxq_leave(struct braid_rd *rd)
+{
+	if (rd->rxq == &rd->own_rxq)
+		return;
+	rd_in_detach(rd);
+	braid_dlist_remove(&rd->rxq_node);
+	/* an empty queue of its own, with no room: it takes no receive any more */
+	rd->rxq = &rd->own_rxq;
 }
 
 /* A receive record from @req: NULL with *@ret set on bad arguments or an empty pool. */

@@ -602,7 +602,6 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_
 bool rd_in_idle(const struct rd_flow *flow);
 void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
 int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs);
-void rd_in_detach(struct braid_rd *rd);
 void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
 uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);

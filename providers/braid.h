@@ -825,7 +825,7 @@ ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t co
 		       uint64_t flags, void *context);
 /* fi_ep_bind of @srx to @ep (not enabled): 0, -FI_EINVAL */
 int braid_srx_bind(struct braid_ep *ep, struct braid_srx *srx);
-/* @ep, bound to a shared receive context, is being enabled: 0, or -FI_EINVAL (another AV) */
+/* @ep, bound to a shared receive context, is being enabled (its lock held): 0, or -FI_EINVAL (another AV) */
 int braid_srx_enable(struct braid_ep *ep);
 /* @ep closes: out of its context's endpoints (_unlink: under its lock), then lets go of it */
 void braid_srx_unlink_locked(struct braid_ep *ep);
@@ -1119,6 +1119,12 @@ ssize_t braid_rdm_srx_post(struct braid_srx *srx, const struct iovec *iov, size_
 			   fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
 			   uint64_t flags, bool tagged);
 int braid_rdm_srx_cancel(struct braid_srx *srx, void *context);
+/*
+ * @ep (closing) leaves its shared receive context: no receive posted there
+ * goes to it any more, and those its messages being received held complete
+ * FI_ECANCELED on its CQ. The caller holds its lock.
+ */
+void braid_rdm_srx_leave_locked(struct braid_ep *ep);
 uint64_t braid_now_ns(void);
 
 /* Interface enumeration shared by getinfo and the wire (braid_attr.c). */

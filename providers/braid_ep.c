@@ -181,6 +181,8 @@ static int ep_close(struct fid *fid)
 		braid_ep_lock(ep);
 	/* fi_endpoint(3): operations still pending are discarded, with no completions */
 	braid_dgram_discard_locked(ep);
+	/* no call of its shared receive context reaches it from now on */
+	braid_srx_unlink_locked(ep);
 	ep_tx_wait_update(ep, false);
 	/* its receives completed but not read yet: canceled (nothing may be reposted to it) */
 	braid_cq_ep_closed(ep->tx_cq, ep);
@@ -198,8 +200,6 @@ static int ep_close(struct fid *fid)
 		braid_wait_del_fd(&ep->recv_cntr->wait, ep->wire->ops->wait_fd(ep->wire));
 		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
 	}
-	/* no call of its shared receive context reaches it from now on */
-	braid_srx_unlink_locked(ep);
 	if (ep->lockp != &dom->lock)
 		braid_ep_unlock(ep);
 	braid_domain_unlock(dom);

@@ -342,18 +342,36 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
 		braid_cntr_inc(cntr);
 }
 
-/* Move engine completions to the CQs while they have room (never overrun). */
-static void rdm_reap(struct braid_ep *ep)
+/*
+ * Move engine completions to the CQs while they have room (never overrun),
+ * or (@all) every one, what does not fit going to a CQ's overflow.
+ */
+static void rdm_reap_comps(struct braid_ep *ep, bool all)
 {
 	struct braid_rd_comp c;
 
-	while (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq) &&
+	while ((all || (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq))) &&
 	       braid_rd_poll(ep->rd, &c, 1) == 1) {
 		/* a transmit operation ended: room in its shared transmit context */
 		if (!(c.flags & (BRAID_RD_COMP_RECV | BRAID_RD_COMP_REMOTE)))
 			braid_ep_tx_give(ep, 1);
 		rdm_report(ep, &c);
 	}
+}
+
+static void rdm_reap(struct braid_ep *ep)
+{
+	rdm_reap_comps(ep, false);
+}
+
+void braid_rdm_srx_leave_locked(struct braid_ep *ep)
+{
+	if (!ep->rd)
+		return;
+	/* receives its messages had taken come back canceled: onto its CQ now, which
+	 * cancels its receive completions as it closes (braid_cq_ep_closed) */
+	braid_rd_rxq_leave(ep->rd);
+	rdm_reap_comps(ep, true);
 }
 
 /*

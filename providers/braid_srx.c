@@ -124,6 +124,8 @@ void braid_srx_unlink_locked(struct braid_ep *ep)
 	if (!srx)
 		return;
 	braid_dlist_remove(&ep->srx_node);
+	if (ep->type == FI_EP_RDM)
+		braid_rdm_srx_leave_locked(ep);
 	/* the AV is the enabled endpoints' (they hold it open) */
 	if (!braid_srx_home(srx))
 		srx->av = NULL;

@@ -434,3 +434,56 @@ Test(rd_rxq, a_closing_engine_takes_its_messages_out_and_the_queue_stays)
 	one_close(&s.e[1]);
 	cr_assert_eq(braid_rd_rxq_close(s.q), 0);
 }
+
+/*
+ * An engine that leaves its shared queue gives back the shared receive one
+ * of its messages was being received into: FI_ECANCELED on it, the record
+ * back in the queue (its endpoint closes: the receive is not lost with it).
+ */
+Test(rd_rxq, leaving_cancels_the_receive_a_message_in_progress_holds)
+{
+	static uint8_t big[3000], dst[3000];
+	struct braid_rd_config c = cfg();
+	struct braid_rd_out out[32];
+	struct braid_rd_comp comp;
+	struct braid_rd_rxq *q;
+	struct iovec iov = { dst, sizeof(dst) };
+	struct braid_rd_recv r = { .iov = &iov, .iov_count = 1, .context = (void *)9 };
+	struct braid_rd_send s = { .iov = &(struct iovec){ big, sizeof(big) }, .iov_count = 1,
+				   .context = (void *)1 };
+	struct direct d;
+	int n, k = 0;
+
+	cr_assert_eq(braid_rd_rxq_open(4, &q), 0);
+	c.rxq = q;
+	c.max_recvs = 4;
+	cr_assert_eq(direct_open(&d, &c), 0);
+	/* a first message proves the sender (only a proven peer's messages take a receive before they are whole) */
+	cr_assert_eq(braid_rd_rxq_post(q, &r, 0), 0);
+	s.peer = d.key[1];
+	s.iov = &(struct iovec){ "hello", 6 };
+	s.iov_count = 1;
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, d.now), 0);
+	direct_pump(&d);
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 1);
+	cr_assert_eq(comp.err, 0);
+	cr_assert_eq(braid_rd_poll(d.rd[0], &comp, 1), 1);
+	/* the second, of 4 packets: only its first arrives */
+	cr_assert_eq(braid_rd_rxq_post(q, &r, 0), 0);
+	s.iov = &(struct iovec){ big, sizeof(big) };
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, d.now), 0);
+	n = braid_rd_output(d.rd[0], d.now, out, 1);
+	cr_assert_eq(n, 1);
+	n = (int)rd_dgram_copy(out, 1, d.buf, &k);
+	cr_assert_eq(braid_rd_input(d.rd[1], d.buf, (size_t)n, 0x7f020001u, false, d.now), 0);
+	cr_assert_eq(braid_rd_rxq_room(q), 3, "the receive is the message's");
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 0);
+	braid_rd_rxq_leave(d.rd[1]);
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 1);
+	cr_assert_eq(comp.context, (void *)9);
+	cr_assert_eq(comp.err, FI_ECANCELED);
+	cr_assert_eq(braid_rd_rxq_room(q), 4);
+	cr_assert_eq(braid_rd_rxq_close(q), -FI_EBUSY, "the sender still uses it");
+	direct_close(&d);
+	cr_assert_eq(braid_rd_rxq_close(q), 0);
+}

@@ -439,6 +439,32 @@ Test(fi_srx_context, rdm_cancel, .timeout = 60)
 	sh_close(&h);
 }
 
+/*
+ * An endpoint that closes takes its unexpected messages out of the shared
+ * context: a receive posted after is the next message's, wherever it arrives.
+ */
+Test(fi_srx_context, rdm_closing_endpoint_takes_its_unexpected_messages, .timeout = 60)
+{
+	char buf[16] = { 0 };
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+	struct sh h;
+
+	sh_open(&h, FI_EP_RDM, RDM_CAPS, 0, 16, FI_WAIT_NONE);
+	cr_assert_eq(fi_send(h.s[0].ep, "to r0", 6, NULL, h.r_addr[0][0], (void *)1), 0);
+	sh_sent(&h, 0, (void *)1);
+	cr_assert_eq(fi_close(&h.r[0]->fid), 0);
+	h.r[0] = NULL;
+	cr_assert_eq(fi_recv(h.srx, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, (void *)2), 0);
+	cr_assert_eq(fi_send(h.s[1].ep, "to r1", 6, NULL, h.r_addr[1][1], (void *)3), 0);
+	sh_expect(&h, h.rcq[1], (void *)2, &e, &src);
+	cr_assert_str_eq(buf, "to r1");
+	cr_assert_eq(src, h.s_addr[1]);
+	cr_assert_eq(fi_cq_read(h.rcq[0], &e, 1), -FI_EAGAIN);
+	sh_sent(&h, 1, (void *)3);
+	sh_close(&h);
+}
+
 /* A context with endpoints bound does not close; wrong arguments get their errors. */
 Test(fi_stx_context, rdm_busy_close_and_bad_arguments, .timeout = 60)
 {
