@@ -830,6 +830,19 @@ size_t braid_rd_rxq_room(const struct braid_rd_rxq *q)
 	return q->recvs.count - q->recvs.in_use;
 }
 
+/* The FI_ECANCELED completion of receive @r (a @tagged one, of tag @tag). */
+static struct braid_rd_comp recv_canceled(const struct rd_recv *r, bool tagged, uint64_t tag)
+{
+	return (struct braid_rd_comp){
+		.context = r->context,
+		.flags = BRAID_RD_COMP_RECV | (tagged ? BRAID_RD_COMP_TAGGED : 0),
+		.err = FI_ECANCELED,
+		.prov_errno = BRAID_PERR_CANCELED,
+		.buf = r->iov_count ? r->iov[0].iov_base : NULL,
+		.tag = tag,
+	};
+}
+
 /*
  * Engine @rd stops drawing from its shared queue (braid_rd_rxq_leave()): its
  * unexpected messages leave the queue (no receive posted there takes them
@@ -860,15 +873,7 @@ static void rd_in_detach(struct braid_rd *rd)
 
 			if (!r)
 				continue;
-			c = (struct braid_rd_comp){
-				.context = r->context,
-				.flags = BRAID_RD_COMP_RECV |
-					 ((m->hflags & BRAID_RD_F_TAGGED) ? BRAID_RD_COMP_TAGGED : 0),
-				.err = FI_ECANCELED,
-				.prov_errno = BRAID_PERR_CANCELED,
-				.buf = r->iov_count ? r->iov[0].iov_base : NULL,
-				.tag = m->tag,
-			};
+			c = recv_canceled(r, m->hflags & BRAID_RD_F_TAGGED, m->tag);
 			if (r->parent && --r->parent->refs == 0 && r->parent->retired) {
 				/* the last part of a retired multi-receive buffer hands it back */
 				c.flags |= BRAID_RD_COMP_MULTI_RECV;
@@ -978,15 +983,7 @@ int braid_rd_rxq_cancel(struct braid_rd_rxq *q, void *context, struct braid_rd *
 	for (l = 0; l < 2; l++) {
 		braid_dlist_foreach(lists[l], it) {
 			struct rd_recv *r = braid_container_of(it, struct rd_recv, node);
-			struct braid_rd_comp c = {
-				.context = r->context,
-				.flags = BRAID_RD_COMP_RECV |
-					 ((r->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0),
-				.err = FI_ECANCELED,
-				.prov_errno = BRAID_PERR_CANCELED,
-				.buf = r->iov_count ? r->iov[0].iov_base : NULL,
-				.tag = r->tag,
-			};
+			struct braid_rd_comp c = recv_canceled(r, r->flags & BRAID_RD_TAGGED, r->tag);
 
 			if (r->context != context)
 				continue;
