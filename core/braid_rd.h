@@ -29,6 +29,7 @@
 
 struct braid_peer_table;
 struct braid_cc_ops;
+struct braid_rd_rxq;
 
 /* braid_rd_mr_check_fn @access bits */
 #define BRAID_RD_ACC_READ	(1u << 0)	/* the peer reads the region (READ, fetching atomics) */
@@ -80,8 +81,17 @@ struct braid_rd_config {
 	 * @seed (predictable: tests only).
 	 */
 	uint32_t (*random)(void);
-	/** @max_sends, @max_recvs: operation pools. */
+	/**
+	 * @max_sends, @max_recvs: operation pools; @max_recvs is the size of
+	 * the engine's own receive queue, or that of @rxq (it sizes the
+	 * completion ring: every receive of a shared queue may complete here).
+	 */
 	uint32_t max_sends, max_recvs;
+	/**
+	 * @rxq: a receive queue shared with other engines (braid_rd_rxq_open()),
+	 * which must outlive the engine; NULL: a queue of its own.
+	 */
+	struct braid_rd_rxq *rxq;
 	/** @max_msgs: messages being reassembled or waiting unexpected, all peers. */
 	uint32_t max_msgs;
 	/** @stage_pkts: packet buffers for data that arrives before its message is matched. */
@@ -391,8 +401,62 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 /** braid_rd_atomic_max() - the most bytes of operands (and compare values) one atomic carries. */
 size_t braid_rd_atomic_max(const struct braid_rd *rd);
 
-/** braid_rd_post_recv() - post a receive buffer. 0, -FI_EAGAIN, -FI_EINVAL. */
+/** braid_rd_post_recv() - post a receive buffer to the engine's queue. 0, -FI_EAGAIN, -FI_EINVAL. */
 int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now);
+
+/*
+ * Receive queues. Every engine matches its messages against a queue of
+ * posted receives (msg and tagged, in post order) and keeps those that
+ * match none there, unexpected, until a receive is posted: its own, or one
+ * engines share (cfg.rxq; fi_endpoint(3)'s shared receive context). With a
+ * shared queue a message takes a receive by the same rules (sender order,
+ * FI_ORDER_SAS, per peer and engine; peer and tag filters), and completes
+ * on the engine it arrived at (braid_rd_poll() of that engine), whoever
+ * posted the receive. The engines that share a queue, and the queue's own
+ * calls, must be serialised by the caller (one lock for them all).
+ */
+
+/**
+ * braid_rd_rxq_open() - a queue to share, of at most @max_recvs receive
+ * records (posted receives and the parts of multi-receive buffers).
+ * Return: 0, -FI_EINVAL, -FI_ENOMEM. The caller must eventually call
+ * braid_rd_rxq_close(), after the engines that use it are closed.
+ */
+int braid_rd_rxq_open(uint32_t max_recvs, struct braid_rd_rxq **q);
+
+/**
+ * braid_rd_rxq_close() - free a queue: -FI_EBUSY while an engine uses it.
+ * Its posted receives go with it, with no completions.
+ */
+int braid_rd_rxq_close(struct braid_rd_rxq *q);
+
+/**
+ * braid_rd_rxq_post() - post a receive buffer to a shared queue (as
+ * braid_rd_post_recv()): a message waiting unexpected that it matches is
+ * received into it at once, completing on its own engine.
+ * Return: 0, -FI_EAGAIN (no record free), -FI_EINVAL.
+ */
+int braid_rd_rxq_post(struct braid_rd_rxq *q, const struct braid_rd_recv *req, uint64_t now);
+
+/**
+ * braid_rd_rxq_cancel() - cancel the receive posted with @context: 0, its
+ * FI_ECANCELED completion on engine @report (NULL: none is made), or
+ * -FI_ENOENT.
+ */
+int braid_rd_rxq_cancel(struct braid_rd_rxq *q, void *context, struct braid_rd *report);
+
+/**
+ * braid_rd_rxq_leave() - engine @rd stops drawing from its shared queue
+ * (its endpoint closes, and no receive posted to the queue may go to it
+ * now): its unexpected messages leave the queue, and the receives its
+ * messages being received had taken complete FI_ECANCELED on @rd
+ * (braid_rd_poll()). Nothing more is matched on it; close it next. An
+ * engine with a queue of its own: nothing. braid_rd_close() does it too.
+ */
+void braid_rd_rxq_leave(struct braid_rd *rd);
+
+/** braid_rd_rxq_room() - receives that can still be posted before -FI_EAGAIN. */
+size_t braid_rd_rxq_room(const struct braid_rd_rxq *q);
 
 /* braid_rd_peek() modes (fi_tagged(3) FI_PEEK, FI_CLAIM, FI_DISCARD) */
 #define BRAID_RD_PEEK		(1u << 0)
@@ -400,8 +464,10 @@ int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uin
 #define BRAID_RD_DISCARD	(1u << 2)
 
 /**
- * braid_rd_peek() - look for an unexpected message matching @req, or retrieve
- * one claimed earlier, as fi_tagged(3) describes:
+ * braid_rd_peek() - look for an unexpected message matching @req in the
+ * engine's queue (shared or not), or retrieve one claimed earlier, as
+ * fi_tagged(3) describes (the completions of a message found go to the
+ * engine it arrived at, FI_ENOMSG to @rd):
  *  PEEK: a completion with the message's length, tag, data and peer (no
  *	data moved), or an error completion FI_ENOMSG when none matches;
  *  PEEK|CLAIM: the same, and the message is kept for a later CLAIM with
@@ -416,7 +482,7 @@ int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uin
 int braid_rd_peek(struct braid_rd *rd, const struct braid_rd_recv *req, uint32_t mode,
 		  uint64_t now);
 
-/** braid_rd_cancel() - cancel a posted receive by context: 0 (an FI_ECANCELED completion follows) or -FI_ENOENT. */
+/** braid_rd_cancel() - cancel a receive posted to the engine's queue by context: 0 (an FI_ECANCELED completion on @rd follows) or -FI_ENOENT. */
 int braid_rd_cancel(struct braid_rd *rd, void *context);
 
 /**
@@ -542,7 +608,7 @@ void braid_rd_flush_acks(struct braid_rd *rd);
 /** braid_rd_pending() - true while sends are unacknowledged or packets wait to go out. */
 bool braid_rd_pending(const struct braid_rd *rd);
 
-/** braid_rd_room() - sends and receives that can still be queued before -FI_EAGAIN. */
+/** braid_rd_room() - sends and receives (to its queue) that can still be queued before -FI_EAGAIN. */
 void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs);
 
 /** braid_rd_stats() - the engine's counters. */

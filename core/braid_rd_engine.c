@@ -83,7 +83,8 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd)
 {
 	return braid_pool_bytes(&rd->flows) + braid_pool_bytes(&rd->stages) +
 	       braid_pool_bytes(&rd->stages_small) + braid_pool_bytes(&rd->sends) +
-	       braid_pool_bytes(&rd->resps) + braid_pool_bytes(&rd->recvs) +
+	       braid_pool_bytes(&rd->resps) +
+	       braid_pool_bytes(&rd->own_rxq.recvs) +
 	       braid_pool_bytes(&rd->msgs) + braid_pool_bytes(&rd->injects) +
 	       braid_pool_bytes(&rd->conn_pool) + braid_pool_bytes(&rd->idle_pool) +
 	       rd->conns.cap * (sizeof(*rd->conns.keys) + sizeof(*rd->conns.vals));
@@ -92,7 +93,7 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd)
 void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
 {
 	*sends = rd->sends.count - rd->sends.in_use;
-	*recvs = rd->recvs.count - rd->recvs.in_use;
+	*recvs = braid_rd_rxq_room(rd->rxq);
 }
 
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
@@ -184,9 +185,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	rd->chal_rng = ~cfg->seed;
 	rd->in_route = BRAID_RD_ROUTE_NONE;
 	braid_map_construct(&rd->conns);
-	braid_dlist_init(&rd->posted_msg);
-	braid_dlist_init(&rd->posted_tagged);
-	braid_dlist_init(&rd->unexpected);
+	braid_dlist_init(&rd->rxq_node);
 	braid_dlist_init(&rd->rma_pend);
 	braid_dlist_init(&rd->active);
 	braid_dlist_init(&rd->ready);
@@ -221,7 +220,12 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	if (!ret)
 		ret = braid_pool_construct(&rd->resps, sizeof(struct rd_send), cfg->max_sends);
 	if (!ret)
-		ret = braid_pool_construct(&rd->recvs, sizeof(struct rd_recv), cfg->max_recvs);
+		ret = rd_rxq_construct(&rd->own_rxq, cfg->rxq ? 0 : cfg->max_recvs);
+	if (!ret) {
+		/* its messages draw their receives from its own queue or the shared one */
+		rd->rxq = cfg->rxq ? cfg->rxq : &rd->own_rxq;
+		braid_dlist_insert_tail(&rd->rxq_node, &rd->rxq->engines);
+	}
 	if (!ret)
 		ret = braid_pool_construct(&rd->msgs, sizeof(struct rd_msg), cfg->max_msgs);
 	if (!ret)
@@ -263,10 +267,13 @@ void braid_rd_close(struct braid_rd *rd)
 			continue;	/* an idle peer's record goes with its pool */
 		braid_peer_put_evict(c->peer);
 	}
+	if (rd->rxq)
+		braid_rd_rxq_leave(rd);	/* its messages leave a shared queue, which stays */
+	braid_dlist_remove(&rd->rxq_node);
 	braid_map_destruct(&rd->conns);
 	braid_pool_destruct(&rd->sends);
 	braid_pool_destruct(&rd->resps);
-	braid_pool_destruct(&rd->recvs);
+	braid_pool_destruct(&rd->own_rxq.recvs);
 	braid_pool_destruct(&rd->msgs);
 	braid_pool_destruct(&rd->stages);
 	braid_pool_destruct(&rd->stages_small);

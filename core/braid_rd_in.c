@@ -1,4 +1,5 @@
 /* braid_rd_in.c: the RD engine's incoming side: PSN window, placement at offset, reassembly, SAS matching, ACK generation (protocol.md §4.2-§4.3). */
+#include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_errno.h>
 
@@ -139,10 +140,10 @@ static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov
 		/* the last message in a retired multi-receive buffer hands it back */
 		c.flags |= BRAID_RD_COMP_MULTI_RECV;
 		c.flags &= ~BRAID_RD_COMP_SILENT;
-		braid_pool_release(&rd->recvs, r->parent);
+		braid_pool_release(&rd->rxq->recvs, r->parent);
 	}
 	rd_comp_push(rd, &c);
-	braid_pool_release(&rd->recvs, r);
+	braid_pool_release(&rd->rxq->recvs, r);
 	if (err) {	/* the peer failed or restarted: nobody to answer */
 		stage_free_all(rd, m);
 		rd_msg_release(rd, m);
@@ -167,7 +168,7 @@ static struct rd_recv *recv_take(struct braid_rd *rd, struct rd_recv *r, const s
 		braid_dlist_remove(&r->node);
 		return r;
 	}
-	part = braid_pool_alloc_head(&rd->recvs, RD_RECV_HEAD);
+	part = braid_pool_alloc_head(&rd->rxq->recvs, RD_RECV_HEAD);
 	if (!part)
 		return NULL;
 	room = r->capacity - r->used;
@@ -379,7 +380,8 @@ static bool recv_matches(const struct rd_recv *r, const struct rd_msg *m)
 /* The message's turn to match came (sender order, FI_ORDER_SAS). */
 static void msg_match(struct braid_rd *rd, struct rd_msg *m)
 {
-	struct braid_dlist *q = (m->hflags & BRAID_RD_F_TAGGED) ? &rd->posted_tagged : &rd->posted_msg;
+	struct braid_dlist *q = (m->hflags & BRAID_RD_F_TAGGED) ? &rd->rxq->posted_tagged :
+								  &rd->rxq->posted_msg;
 	struct braid_dlist *it;
 
 	m->matched = true;
@@ -398,7 +400,7 @@ static void msg_match(struct braid_rd *rd, struct rd_msg *m)
 		}
 	}
 	m->unexpected = true;
-	braid_dlist_insert_tail(&m->node, &rd->unexpected);
+	braid_dlist_insert_tail(&m->node, &rd->rxq->unexpected);
 	RD_COUNT(rd, m->conn->flow, unexp_msgs, 1);
 	RD_COUNT(rd, m->conn->flow, unexp_bytes, m->len);
 }
@@ -429,7 +431,7 @@ static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m,
 	} else if (m->recv) {
 		msg_deliver(rd, m, 0, 0);
 	}
-	/* else: complete and unexpected; it waits in rd->unexpected for a receive */
+	/* else: complete and unexpected; it waits in its queue's unexpected list for a receive */
 }
 
 /* Match messages in order, as far as they have arrived. */
@@ -579,6 +581,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		if (!m)
 			goto no_buffer;
 		braid_dlist_init(&m->node);
+		m->rd = rd;
 		m->conn = conn;
 		conn->msgs++;
 		m->peer = conn->key;
@@ -780,10 +783,122 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 	f->ack_deadline = 0;
 }
 
-/* ---- receives posted by the application ---- */
+/* ---- receive queues (braid_rd.h), and the receives posted to them ---- */
+
+/* Its lists; with @max_recvs, records too (0: a queue with none, which takes no receive). */
+int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs)
+{
+	braid_dlist_init(&q->posted_msg);
+	braid_dlist_init(&q->posted_tagged);
+	braid_dlist_init(&q->unexpected);
+	braid_dlist_init(&q->engines);
+	return max_recvs ? braid_pool_construct(&q->recvs, sizeof(struct rd_recv), max_recvs) : 0;
+}
+
+int braid_rd_rxq_open(uint32_t max_recvs, struct braid_rd_rxq **out)
+{
+	struct braid_rd_rxq *q;
+	int ret;
+
+	if (!out || !max_recvs)
+		return -FI_EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -FI_ENOMEM;
+	ret = rd_rxq_construct(q, max_recvs);
+	if (ret) {
+		free(q);
+		return ret;
+	}
+	*out = q;
+	return 0;
+}
+
+int braid_rd_rxq_close(struct braid_rd_rxq *q)
+{
+	if (!q)
+		return 0;
+	if (!braid_dlist_empty(&q->engines))
+		return -FI_EBUSY;
+	braid_pool_destruct(&q->recvs);
+	free(q);
+	return 0;
+}
+
+size_t braid_rd_rxq_room(const struct braid_rd_rxq *q)
+{
+	return q->recvs.count - q->recvs.in_use;
+}
+
+/* The FI_ECANCELED completion of receive @r (a @tagged one, of tag @tag). */
+static struct braid_rd_comp recv_canceled(const struct rd_recv *r, bool tagged, uint64_t tag)
+{
+	return (struct braid_rd_comp){
+		.context = r->context,
+		.flags = BRAID_RD_COMP_RECV | (tagged ? BRAID_RD_COMP_TAGGED : 0),
+		.err = FI_ECANCELED,
+		.prov_errno = BRAID_PERR_CANCELED,
+		.buf = r->iov_count ? r->iov[0].iov_base : NULL,
+		.tag = tag,
+	};
+}
+
+/*
+ * Engine @rd stops drawing from its shared queue (braid_rd_rxq_leave()): its
+ * unexpected messages leave the queue (no receive posted there takes them
+ * now), and the receives its messages being received had taken complete
+ * FI_ECANCELED on it: they are given back, not lost with the engine.
+ */
+static void rd_in_detach(struct braid_rd *rd)
+{
+	struct braid_rd_rxq *q = rd->rxq;
+	struct braid_dlist *it, *tmp;
+	uint32_t i;
+
+	braid_dlist_foreach_safe(&q->unexpected, it, tmp) {
+		struct rd_msg *m = braid_container_of(it, struct rd_msg, node);
+
+		if (m->rd != rd)
+			continue;
+		braid_dlist_remove(&m->node);
+		m->unexpected = false;
+	}
+	braid_dlist_foreach(&rd->active, it) {
+		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
+
+		for (i = 0; i <= rd->slot_mask; i++) {
+			struct rd_msg *m = f->msgs[i];
+			struct rd_recv *r = m ? m->recv : NULL;
+			struct braid_rd_comp c;
+
+			if (!r)
+				continue;
+			c = recv_canceled(r, m->hflags & BRAID_RD_F_TAGGED, m->tag);
+			if (r->parent && --r->parent->refs == 0 && r->parent->retired) {
+				/* the last part of a retired multi-receive buffer hands it back */
+				c.flags |= BRAID_RD_COMP_MULTI_RECV;
+				braid_pool_release(&q->recvs, r->parent);
+			}
+			rd_comp_push(rd, &c);
+			braid_pool_release(&q->recvs, r);
+			m->recv = NULL;
+			m->discard = true;
+		}
+	}
+}
+
+void braid_rd_rxq_leave(struct braid_rd *rd)
+{
+	if (rd->rxq == &rd->own_rxq)
+		return;
+	rd_in_detach(rd);
+	braid_dlist_remove(&rd->rxq_node);
+	/* an empty queue of its own, with no room: it takes no receive any more */
+	rd->rxq = &rd->own_rxq;
+}
 
 /* A receive record from @req: NULL with *@ret set on bad arguments or an empty pool. */
-static struct rd_recv *recv_new(struct braid_rd *rd, const struct braid_rd_recv *req, int *ret)
+static struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd_recv *req, int *ret)
 {
 	struct rd_recv *r;
 
@@ -792,7 +907,7 @@ static struct rd_recv *recv_new(struct braid_rd *rd, const struct braid_rd_recv 
 	    !braid_iov_valid(req->iov, req->iov_count))
 		return NULL;
 	*ret = -FI_EAGAIN;
-	r = braid_pool_alloc_head(&rd->recvs, RD_RECV_HEAD);
+	r = braid_pool_alloc_head(&q->recvs, RD_RECV_HEAD);
 	if (!r)
 		return NULL;
 	memcpy(r->iov, req->iov, req->iov_count * sizeof(struct iovec));
@@ -807,68 +922,68 @@ static struct rd_recv *recv_new(struct braid_rd *rd, const struct braid_rd_recv 
 	return r;
 }
 
-int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now)
+int braid_rd_rxq_post(struct braid_rd_rxq *q, const struct braid_rd_recv *req, uint64_t now)
 {
 	struct braid_dlist *it, *tmp;
 	struct rd_recv *r;
 	int ret;
 
-	r = recv_new(rd, req, &ret);
+	r = recv_new(q, req, &ret);
 	if (!r)
 		return ret;
 
 	if (r->flags & BRAID_RD_MULTI) {
 		if (r->iov_count != 1) {
-			braid_pool_release(&rd->recvs, r);
+			braid_pool_release(&q->recvs, r);
 			return -FI_EINVAL;
 		}
 		r->min_free = req->min_free;
 	}
 	/* the posted list first, so recv_take can take a multi-receive off it */
 	braid_dlist_insert_tail(&r->node,
-				(r->flags & BRAID_RD_TAGGED) ? &rd->posted_tagged : &rd->posted_msg);
-	/* unexpected messages, oldest first (a multi-receive buffer takes several) */
-	braid_dlist_foreach_safe(&rd->unexpected, it, tmp) {
+				(r->flags & BRAID_RD_TAGGED) ? &q->posted_tagged : &q->posted_msg);
+	/* unexpected messages, oldest first (a multi-receive buffer takes several),
+	 * each received on the engine it arrived at */
+	braid_dlist_foreach_safe(&q->unexpected, it, tmp) {
 		struct rd_msg *m = braid_container_of(it, struct rd_msg, node);
 		struct rd_recv *take;
 
 		if (m->claim || !!(m->hflags & BRAID_RD_F_TAGGED) != !!(r->flags & BRAID_RD_TAGGED) ||
 		    !recv_matches(r, m))
 			continue;
-		take = recv_take(rd, r, m);
+		take = recv_take(m->rd, r, m);
 		if (!take)
 			break;
 		braid_dlist_remove(&m->node);
 		m->unexpected = false;
-		msg_bind(rd, m, take);
+		msg_bind(m->rd, m, take);
 		if (msg_complete(m))
-			msg_deliver(rd, m, 0, 0);
+			msg_deliver(m->rd, m, 0, 0);
 		if (take == r || r->retired)
 			break;
 	}
 	/* a new receive is room too: refused data of a message it matches lands in it */
-	rd_in_room(rd);
+	braid_dlist_foreach(&q->engines, it)
+		rd_in_room(braid_container_of(it, struct braid_rd, rxq_node));
+	(void)now;
 	return 0;
 }
 
-int braid_rd_cancel(struct braid_rd *rd, void *context)
+int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now)
 {
-	struct braid_dlist *lists[2] = { &rd->posted_msg, &rd->posted_tagged };
+	return braid_rd_rxq_post(rd->rxq, req, now);
+}
+
+int braid_rd_rxq_cancel(struct braid_rd_rxq *q, void *context, struct braid_rd *report)
+{
+	struct braid_dlist *lists[2] = { &q->posted_msg, &q->posted_tagged };
 	struct braid_dlist *it;
 	int l;
 
 	for (l = 0; l < 2; l++) {
 		braid_dlist_foreach(lists[l], it) {
 			struct rd_recv *r = braid_container_of(it, struct rd_recv, node);
-			struct braid_rd_comp c = {
-				.context = r->context,
-				.flags = BRAID_RD_COMP_RECV |
-					 ((r->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0),
-				.err = FI_ECANCELED,
-				.prov_errno = BRAID_PERR_CANCELED,
-				.buf = r->iov_count ? r->iov[0].iov_base : NULL,
-				.tag = r->tag,
-			};
+			struct braid_rd_comp c = recv_canceled(r, r->flags & BRAID_RD_TAGGED, r->tag);
 
 			if (r->context != context)
 				continue;
@@ -879,13 +994,19 @@ int braid_rd_cancel(struct braid_rd *rd, void *context)
 			} else {
 				if (r->flags & BRAID_RD_MULTI)
 					c.flags |= BRAID_RD_COMP_MULTI_RECV;
-				braid_pool_release(&rd->recvs, r);
+				braid_pool_release(&q->recvs, r);
 			}
-			rd_comp_push(rd, &c);
+			if (report)
+				rd_comp_push(report, &c);
 			return 0;
 		}
 	}
 	return -FI_ENOENT;
+}
+
+int braid_rd_cancel(struct braid_rd *rd, void *context)
+{
+	return braid_rd_rxq_cancel(rd->rxq, context, rd);
 }
 
 /* ---- FI_PEEK / FI_CLAIM / FI_DISCARD (fi_tagged(3)) ---- */
@@ -922,6 +1043,7 @@ int braid_rd_peek(struct braid_rd *rd, const struct braid_rd_recv *req, uint32_t
 	struct braid_dlist *it;
 	struct rd_msg *found = NULL;
 	struct rd_recv probe, *r;
+	struct braid_rd *at;
 	int ret;
 
 	if (!req || !(mode & (BRAID_RD_PEEK | BRAID_RD_CLAIM)) ||
@@ -932,7 +1054,7 @@ int braid_rd_peek(struct braid_rd *rd, const struct braid_rd_recv *req, uint32_t
 	probe.tag = req->tag;
 	probe.ignore = req->ignore;
 	probe.flags = req->flags;
-	braid_dlist_foreach(&rd->unexpected, it) {
+	braid_dlist_foreach(&rd->rxq->unexpected, it) {
 		struct rd_msg *m = braid_container_of(it, struct rd_msg, node);
 
 		if (mode & BRAID_RD_PEEK) {
@@ -953,36 +1075,38 @@ int braid_rd_peek(struct braid_rd *rd, const struct braid_rd_recv *req, uint32_t
 		c.tag = req->tag;
 		return rd_comp_push(rd, &c) ? 0 : -FI_EAGAIN;
 	}
+	/* what is done to the message completes on the engine it arrived at */
+	at = found->rd;
 	c.flags |= (found->hflags & BRAID_RD_F_CQ_DATA) ? BRAID_RD_COMP_CQ_DATA : 0;
 	c.tag = found->tag;
 	c.data = found->data;
 	c.peer = found->peer;
 	if (mode & BRAID_RD_PEEK) {
 		c.len = found->len;
-		if (!rd_comp_push(rd, &c))
+		if (!rd_comp_push(at, &c))
 			return -FI_EAGAIN;
 		if (mode & BRAID_RD_DISCARD)
-			msg_discard(rd, found);
+			msg_discard(at, found);
 		else if (mode & BRAID_RD_CLAIM)
 			found->claim = req->context;
 		return 0;
 	}
 	if (mode & BRAID_RD_DISCARD) {
-		if (!rd_comp_push(rd, &c))
+		if (!rd_comp_push(at, &c))
 			return -FI_EAGAIN;
-		msg_discard(rd, found);
+		msg_discard(at, found);
 		return 0;
 	}
 	/* the paired FI_CLAIM receive: the claimed message goes into its buffers */
-	r = recv_new(rd, req, &ret);
+	r = recv_new(rd->rxq, req, &ret);
 	if (!r)
 		return ret;
 	braid_dlist_remove(&found->node);
 	found->unexpected = false;
 	found->claim = NULL;
-	msg_bind(rd, found, r);
+	msg_bind(at, found, r);
 	if (msg_complete(found))
-		msg_deliver(rd, found, 0, 0);
+		msg_deliver(at, found, 0, 0);
 	(void)now;
 	return 0;
 }

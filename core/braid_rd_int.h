@@ -156,8 +156,10 @@ struct rd_recv {
 
 /** A message being received (pool: max_msgs). */
 struct rd_msg {
-	/** @node: in the engine's unexpected list once its matching turn passed with no receive. */
+	/** @node: in its receive queue's unexpected list once its matching turn passed with no receive. */
 	struct braid_dlist node;
+	/** @rd: the engine it arrives at (a shared queue's unexpected list holds several engines'). */
+	struct braid_rd *rd;
 	struct rd_conn *conn;
 	uint64_t peer;
 	uint32_t msg_id;
@@ -389,6 +391,26 @@ struct rd_heap_ent {
 	struct rd_flow *f;
 };
 
+/**
+ * struct braid_rd_rxq - a receive queue (braid_rd.h): the posted receives
+ * and the messages that found none. An engine's own, or one that engines
+ * share; what matching reads and writes of it is the same either way.
+ */
+struct braid_rd_rxq {
+	/** @recvs: receive records (posted ones, and the parts of multi-receive buffers). */
+	struct braid_pool recvs;
+	/** @posted_msg, @posted_tagged: posted receives, in post order. */
+	struct braid_dlist posted_msg, posted_tagged;
+	/**
+	 * @unexpected: messages, complete or arriving, that matched no receive,
+	 * in the order they had their turn (struct rd_msg.node; each names its
+	 * engine, struct rd_msg.rd).
+	 */
+	struct braid_dlist unexpected;
+	/** @engines: the engines that take their receives from it (struct braid_rd.rxq_node). */
+	struct braid_dlist engines;
+};
+
 struct braid_rd {
 	struct braid_rd_config cfg;
 	struct braid_peer_table *peers;
@@ -397,17 +419,20 @@ struct braid_rd {
 	/** @hot, @hot_key: the conn rd_conn_get found last (NULL: none); cleared when a conn goes. */
 	struct rd_conn *hot;
 	uint64_t hot_key;
-	struct braid_pool sends, recvs, msgs, stages, flows, injects;
+	struct braid_pool sends, msgs, stages, flows, injects;
 	/** @stages_small: staging for small payloads (an 8-byte message took a 64 KiB
 	 * packet buffer: 257 of them filled loopback's whole staging budget) */
 	struct braid_pool stages_small;
 	/** @resps: the engine's own sends (RMA and delivery answers): never short of one because
 	 * the application's sends took them all (two peers full of requests to each other) */
 	struct braid_pool resps;
-	/** @posted_msg, @posted_tagged: posted receives, in post order. */
-	struct braid_dlist posted_msg, posted_tagged;
-	/** @unexpected: complete or arriving messages that matched no receive. */
-	struct braid_dlist unexpected;
+	/**
+	 * @rxq: where its messages find receives: @own_rxq, or a queue shared
+	 * with other engines (cfg.rxq); @rxq_node: in @rxq's engines.
+	 */
+	struct braid_rd_rxq *rxq;
+	struct braid_rd_rxq own_rxq;
+	struct braid_dlist rxq_node;
 	/** @rma_pend: RMA requests received, due, waiting for a send, a buffer or ring room. */
 	struct braid_dlist rma_pend;
 	struct braid_dlist active;	/* flows with state */
@@ -600,6 +625,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_
 		     uint64_t now);
 bool rd_in_idle(const struct rd_flow *flow);
 void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
+int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs);
 void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
 uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);

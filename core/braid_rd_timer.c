@@ -193,7 +193,7 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 	braid_pool_trim(&rd->msgs);
 	braid_pool_trim(&rd->sends);
 	braid_pool_trim(&rd->resps);
-	braid_pool_trim(&rd->recvs);
+	braid_pool_trim(&rd->rxq->recvs);
 	braid_pool_trim(&rd->conn_pool);
 	/* the chunks and conns came from malloc's heap: hand its free pages back too, once
 	 * it is worth it (peers' shared entries are freed after an RCU grace period: a later

@@ -157,6 +157,15 @@ extern const struct fi_info braid_msg_info_template;
 int braid_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints, struct fi_info **info);
 int braid_check_info(const struct fi_info *info);
+/*
+ * braid_ctx_attr_check() - whether a shared context of endpoints of @type
+ * can have the attributes @tx (fi_stx_context; @inject: the most its
+ * endpoints inject) or @rx (fi_srx_context), for an application of API
+ * @api: 0; -FI_ENODATA for capabilities braid does not have for the type;
+ * -FI_EINVAL for anything else beyond it (size, iov_limit, ordering, op_flags).
+ */
+int braid_ctx_attr_check(enum fi_ep_type type, uint32_t api, const struct fi_tx_attr *tx,
+			 const struct fi_rx_attr *rx, size_t inject);
 
 /* braid_nosys.c: -FI_ENOSYS for every call braid does not implement. */
 extern struct fi_ops_tagged braid_nosys_tagged_ops;
@@ -650,18 +659,82 @@ struct braid_ep_stats {
 	uint64_t drops[BRAID_DROP_MAX];
 };
 
-/* A shared receive context of MSG endpoints (braid_srx.c). */
+/* A FIFO of posted receives: a DGRAM endpoint's own, or a shared receive context's. */
+struct braid_rxq {
+	/** @pool, @posted: the receives posted and not yet taken, oldest first. */
+	struct braid_pool pool;
+	struct braid_dlist posted;
+};
+
+/* endpoints one shared context serves at most (domain_attr max_ep_stx_ctx, max_ep_srx_ctx) */
+#define BRAID_SHARED_CTX_EPS	256
+
+/*
+ * A shared receive context (fi_srx_context, braid_srx.c) of the domain's
+ * endpoint type: one queue of posted receives the endpoints bound to it
+ * take theirs from; each message completes on the CQ of the endpoint it
+ * arrived at. MSG: a RoCE SRQ its queue pairs pull from (@q); DGRAM: the
+ * buffers the bound endpoints' datagrams land in (@q); RDM: the RD
+ * engines' shared receive queue (@rdq), with tag matching, directed
+ * receives and unexpected messages.
+ */
 struct braid_srx {
 	struct fid_ep ep_fid;
 	struct braid_domain *domain;
+	/** @type: the endpoint type it serves: the domain's. */
+	enum fi_ep_type type;
 	/** @ref: endpoints bound to it. */
 	atomic_int ref;
-	uint64_t op_flags;
-	/** @pool, @posted: the receives posted and not yet taken by a queue pair, oldest first. */
-	struct braid_pool pool;
-	struct braid_dlist posted;
-	/** @pulled: the iovecs of the receive braid_srx_pull handed out last. */
+	/** @caps, @op_flags, @size: its receive attributes (what endpoints bound to it may use). */
+	uint64_t caps, op_flags;
+	size_t size;
+	/**
+	 * @lock: RDM and DGRAM: the data lock of every endpoint bound to it
+	 * (their lockp: they share its queue), and of its own calls. MSG
+	 * endpoints and their context take the domain's (braid_srx_lock()).
+	 */
+	pthread_mutex_t lock;
+	/**
+	 * @eps: the endpoints bound to it, in bind order (struct
+	 * braid_ep.srx_node; changed under the domain lock and @lock). The
+	 * first enabled one reports what belongs to no message: a canceled
+	 * receive, FI_ENOMSG of a peek.
+	 */
+	struct braid_dlist eps;
+	/**
+	 * @av: RDM and DGRAM: the AV its endpoints share (fi_endpoint(3)): the
+	 * first enabled one's; NULL while none is bound. A directed receive's
+	 * source is looked up in it.
+	 */
+	struct braid_av *av;
+	/** @min_multi_recv: RDM: FI_OPT_MIN_MULTI_RECV of its multi-receive buffers. */
+	size_t min_multi_recv;
+	/** @q: MSG and DGRAM: the receives posted and not yet taken. */
+	struct braid_rxq q;
+	/** @rdq: RDM: the queue the bound endpoints' RD engines share. */
+	struct braid_rd_rxq *rdq;
+	/** @pulled: MSG: the iovecs of the receive braid_srx_pull handed out last. */
 	struct iovec pulled[BRAID_RC_IOV_MAX];
+};
+
+/*
+ * A shared transmit context (fi_stx_context, braid_stx.c): the endpoints
+ * bound to it post their transmit operations as before (from their own
+ * address, completing on their own CQs and counters); it bounds how many
+ * are outstanding at once across them all.
+ */
+struct braid_stx {
+	struct fid_stx stx_fid;
+	struct braid_domain *domain;
+	/** @type: the endpoint type it serves: the domain's. */
+	enum fi_ep_type type;
+	/** @ref: endpoints bound to it. */
+	atomic_int ref;
+	/** @caps: its transmit capabilities (endpoints bound to it use a subset). */
+	uint64_t caps;
+	/** @size: transmit operations outstanding at once (tx_attr.size); @used: now. */
+	size_t size;
+	atomic_size_t used;
 };
 
 enum { BRAID_CNTR_READ, BRAID_CNTR_WRITE, BRAID_CNTR_REMOTE_READ, BRAID_CNTR_REMOTE_WRITE,
@@ -679,7 +752,7 @@ struct braid_ep {
 	 * No system call another endpoint waits for is made under it.
 	 */
 	pthread_mutex_t lock;
-	pthread_mutex_t *lockp;
+	_Atomic(pthread_mutex_t *) lockp;
 	/** @enabled: set under @lockp: progress never sees a half-enabled endpoint. */
 	bool enabled;
 	/** @cm_name, @cm_named: MSG, accepted: the listener's address, its fi_getname. */
@@ -693,8 +766,19 @@ struct braid_ep {
 	struct braid_cntr *send_cntr, *recv_cntr;
 	/** @rma_cntr: RDM: the FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE counters. */
 	struct braid_cntr *rma_cntr[BRAID_RMA_CNTRS];
-	/** @srx: MSG: the shared receive context it takes its receives from, or NULL. */
+	/**
+	 * @srx: the shared receive context it takes its receives from, or NULL;
+	 * @srx_node: in its endpoints (struct braid_srx.eps).
+	 */
 	struct braid_srx *srx;
+	struct braid_dlist srx_node;
+	/**
+	 * @stx: the shared transmit context that bounds its transmit operations,
+	 * or NULL; @stx_held: its operations outstanding counted there (under
+	 * its lock), given back as they complete or when it closes.
+	 */
+	struct braid_stx *stx;
+	size_t stx_held;
 	struct braid_eq *eq;
 	uint64_t tx_op_flags, rx_op_flags;
 	/** @trig_held: its triggered transfers held (braid_trigger.c); @aliases: its open aliases. */
@@ -704,9 +788,9 @@ struct braid_ep {
 	const struct braid_wire_ops *wire_ops;
 	size_t max_msg_size;
 	uint32_t next_path;
-	/** @rx_pool, @rx_posted: posted receives, FIFO. */
-	struct braid_pool rx_pool;
-	struct braid_dlist rx_posted;
+	/** @rxq: DGRAM: where its receives are posted: @rxq_own, or its shared context's. */
+	struct braid_rxq *rxq;
+	struct braid_rxq rxq_own;
 	/** @tx_pending: sends queued by FI_MORE. */
 	struct braid_tx_pending tx_pending[BRAID_MAX_BATCH];
 	int tx_npending;
@@ -766,34 +850,102 @@ struct braid_ep {
 	bool mr_auth_ok;
 };
 
-/* braid_srx.c */
+/* braid_srx.c: shared receive contexts */
 int braid_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
 		   void *context);
 int braid_srx_pull(void *ctx, struct braid_rc_recv *rr);
 ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t count,
 		       uint64_t flags, void *context);
+/* fi_ep_bind of @srx to @ep (not enabled): 0, -FI_EINVAL */
+int braid_srx_bind(struct braid_ep *ep, struct braid_srx *srx);
+/* @ep, bound to a shared receive context, is being enabled (its lock held): 0, or -FI_EINVAL (another AV) */
+int braid_srx_enable(struct braid_ep *ep);
+/* @ep closes: out of its context's endpoints (_unlink: under its lock), then lets go of it */
+void braid_srx_unlink_locked(struct braid_ep *ep);
+void braid_srx_leave(struct braid_ep *ep);
+/* The lock of @srx's queue (MSG: the domain's); a no-op when the domain takes none. */
+void braid_srx_lock(struct braid_srx *srx);
+void braid_srx_unlock(struct braid_srx *srx);
+/* the first enabled endpoint bound to @srx, or NULL (caller holds braid_srx_lock) */
+struct braid_ep *braid_srx_home(struct braid_srx *srx);
+/* receives that can still be posted to @srx before -FI_EAGAIN (takes its lock) */
+size_t braid_srx_room(struct braid_srx *srx);
+/* progress every enabled endpoint bound to @srx (caller holds braid_srx_lock) */
+void braid_srx_progress_locked(struct braid_srx *srx);
+
+/* braid_stx.c: shared transmit contexts */
+int braid_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx,
+		   void *context);
+/* fi_ep_bind of @stx to @ep (not enabled): 0, -FI_EINVAL */
+int braid_stx_bind(struct braid_ep *ep, struct braid_stx *stx);
+/* @ep closes: what it held of its context goes back, and it lets go of it */
+void braid_stx_leave(struct braid_ep *ep);
+int braid_stx_take(struct braid_ep *ep);
+void braid_stx_give(struct braid_ep *ep, size_t n);
+size_t braid_stx_room(const struct braid_stx *stx);
+
+/*
+ * A transmit operation of @ep begins (0) or must wait (-FI_EAGAIN: its shared
+ * transmit context has as many outstanding as its size); one ends. The caller
+ * holds the endpoint's lock. An endpoint without a shared context has nothing
+ * to count.
+ */
+static inline int braid_ep_tx_take(struct braid_ep *ep)
+{
+	return ep->stx ? braid_stx_take(ep) : 0;
+}
+
+static inline void braid_ep_tx_give(struct braid_ep *ep, size_t n)
+{
+	if (ep->stx)
+		braid_stx_give(ep, n);
+}
 
 /* braid_domain.c */
 static inline void braid_domain_lock(struct braid_domain *d) { pthread_mutex_lock(&d->lock); }
 static inline void braid_domain_unlock(struct braid_domain *d) { pthread_mutex_unlock(&d->lock); }
 
-/* An endpoint's data lock (struct braid_ep.lockp); a no-op when the domain takes none. */
+/*
+ * An endpoint's data lock (struct braid_ep.lockp); a no-op when the domain
+ * takes none. Binding a shared receive context makes the context's lock the
+ * endpoint's (braid_srx_bind), changing @lockp while holding the lock it
+ * had: a thread that took the old one after that lets it go and takes the
+ * new one, so whoever holds the endpoint's lock holds the one @lockp names,
+ * which then cannot change.
+ */
 static inline void braid_ep_lock(struct braid_ep *ep)
 {
-	if (ep->lockp)
-		pthread_mutex_lock(ep->lockp);
+	pthread_mutex_t *l;
+
+	while ((l = atomic_load_explicit(&ep->lockp, memory_order_relaxed))) {
+		pthread_mutex_lock(l);
+		if (l == atomic_load_explicit(&ep->lockp, memory_order_relaxed))
+			return;
+		pthread_mutex_unlock(l);
+	}
 }
 
 static inline void braid_ep_unlock(struct braid_ep *ep)
 {
-	if (ep->lockp)
-		pthread_mutex_unlock(ep->lockp);
+	pthread_mutex_t *l = atomic_load_explicit(&ep->lockp, memory_order_relaxed);
+
+	if (l)
+		pthread_mutex_unlock(l);
 }
 
 /* Take it if free: 0, or nonzero when another thread holds it. */
 static inline int braid_ep_trylock(struct braid_ep *ep)
 {
-	return ep->lockp ? pthread_mutex_trylock(ep->lockp) : 0;
+	pthread_mutex_t *l;
+
+	while ((l = atomic_load_explicit(&ep->lockp, memory_order_relaxed))) {
+		int ret = pthread_mutex_trylock(l);
+
+		if (ret || l == atomic_load_explicit(&ep->lockp, memory_order_relaxed))
+			return ret;
+		pthread_mutex_unlock(l);
+	}
+	return 0;
 }
 
 /*
@@ -921,6 +1073,10 @@ void braid_stat_cleanup(void);
 /* braid_msg.c: the queue pair's counters (NULL before it exists) */
 const struct braid_rc_stats *braid_msg_rc_stats(struct braid_ep *ep);
 void braid_dgram_progress_locked(struct braid_ep *ep);
+/* a DGRAM shared receive context's receives: post one (fi_recv on it or a bound endpoint), cancel one */
+ssize_t braid_dgram_srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
+			     void *context, uint64_t flags);
+int braid_dgram_srx_cancel(struct braid_srx *srx, void *context);
 int braid_dgram_cancel_locked(struct braid_ep *ep, void *context);
 void braid_dgram_flush_locked(struct braid_ep *ep);
 void braid_dgram_discard_locked(struct braid_ep *ep);
@@ -1024,6 +1180,22 @@ static inline enum braid_adt braid_adt_of(enum fi_datatype dt) { return (enum br
 
 int braid_atomic_query(enum fi_datatype dt, enum fi_op op, uint64_t flags, size_t *count);
 int braid_rdm_cancel_locked(struct braid_ep *ep, void *context);
+/*
+ * An RDM shared receive context's receives (fi_recv and fi_trecv on it or on
+ * a bound endpoint; FI_PEEK and FI_CLAIM too): as an endpoint's, checked
+ * against the context's capabilities, a directed one's source looked up in
+ * its AV; cancel one. They take the context's lock.
+ */
+ssize_t braid_rdm_srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
+			   fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
+			   uint64_t flags, bool tagged);
+int braid_rdm_srx_cancel(struct braid_srx *srx, void *context);
+/*
+ * @ep (closing) leaves its shared receive context: no receive posted there
+ * goes to it any more, and those its messages being received held complete
+ * FI_ECANCELED on its CQ. The caller holds its lock.
+ */
+void braid_rdm_srx_leave_locked(struct braid_ep *ep);
 uint64_t braid_now_ns(void);
 
 /* Interface enumeration shared by getinfo and the wire (braid_attr.c). */

@@ -110,8 +110,8 @@ static struct fi_ep_attr dgram_ep_attr = {
 	.rx_ctx_cnt = 256,					\
 	.max_ep_tx_ctx = 1,					\
 	.max_ep_rx_ctx = 1,					\
-	.max_ep_stx_ctx = 0,					\
-	.max_ep_srx_ctx = 0,					\
+	.max_ep_stx_ctx = BRAID_SHARED_CTX_EPS,			\
+	.max_ep_srx_ctx = BRAID_SHARED_CTX_EPS,			\
 	.cntr_cnt = 256,					\
 	.mr_cnt = 65536
 
@@ -216,8 +216,8 @@ static struct fi_domain_attr msg_domain_attr = {
 	.rx_ctx_cnt = 256,
 	.max_ep_tx_ctx = 1,
 	.max_ep_rx_ctx = 1,
-	.max_ep_stx_ctx = 0,
-	.max_ep_srx_ctx = 1,	/* fi_srx_context */
+	.max_ep_stx_ctx = BRAID_SHARED_CTX_EPS,	/* fi_stx_context */
+	.max_ep_srx_ctx = BRAID_SHARED_CTX_EPS,	/* fi_srx_context */
 	.cntr_cnt = 256,
 	.mr_iov_limit = 1,
 	.mr_cnt = 65536,
@@ -605,7 +605,7 @@ static bool domain_attr_ok(const struct ep_kind *k, const struct fi_domain_attr 
 		return false;
 	if (h->cq_data_size > t->cq_data_size || h->mr_key_size > t->mr_key_size)
 		return false;
-	if (h->max_ep_tx_ctx > 1 || h->max_ep_rx_ctx > 1 || h->max_ep_stx_ctx > 0 ||
+	if (h->max_ep_tx_ctx > 1 || h->max_ep_rx_ctx > 1 || h->max_ep_stx_ctx > t->max_ep_stx_ctx ||
 	    h->max_ep_srx_ctx > t->max_ep_srx_ctx)
 		return false;
 	if (h->mr_iov_limit > t->mr_iov_limit)
@@ -643,9 +643,9 @@ static bool ep_attr_ok(const struct ep_kind *k, const struct fi_ep_attr *h, size
 		return false;
 	if (h->max_msg_size > max_msg)
 		return false;
-	/* MSG endpoints may share a receive context (fi_srx_context) */
-	if (h->tx_ctx_cnt > 1 ||
-	    (h->rx_ctx_cnt > 1 && !(h->rx_ctx_cnt == FI_SHARED_CONTEXT && k->type == FI_EP_MSG)))
+	/* one context each, or shared ones (fi_stx_context, fi_srx_context) */
+	if ((h->tx_ctx_cnt > 1 && h->tx_ctx_cnt != FI_SHARED_CONTEXT) ||
+	    (h->rx_ctx_cnt > 1 && h->rx_ctx_cnt != FI_SHARED_CONTEXT))
 		return false;
 	if (!tag_format_ok(k, h->mem_tag_format, version) ||
 	    h->max_order_raw_size > k->tmpl->ep_attr->max_order_raw_size ||
@@ -848,8 +848,10 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 		info->mode |= FI_RX_CQ_DATA;
 		info->rx_attr->mode |= FI_RX_CQ_DATA;
 	}
+	if (hints->ep_attr && hints->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT)
+		info->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
 	if (hints->ep_attr && hints->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT)
-		info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;	/* MSG only: ep_attr_ok() */
+		info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
 	if (hints->tx_attr && hints->tx_attr->op_flags)
 		info->tx_attr->op_flags = hints->tx_attr->op_flags;
 	if (hints->rx_attr && hints->rx_attr->op_flags)
@@ -1030,4 +1032,23 @@ int braid_check_info(const struct fi_info *info)
 		return 0;
 	}
 	return -FI_EINVAL;
+}
+
+int braid_ctx_attr_check(enum fi_ep_type type, uint32_t api, const struct fi_tx_attr *tx,
+			 const struct fi_rx_attr *rx, size_t inject)
+{
+	size_t k;
+
+	for (k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]) && ep_kinds[k].type != type; k++)
+		;
+	if (k == sizeof(ep_kinds) / sizeof(ep_kinds[0]))
+		return -FI_EINVAL;
+	if (tx && (tx->caps & ~(ep_kinds[k].tx_caps | BRAID_DOMAIN_CAPS)))
+		return -FI_ENODATA;
+	if (rx && (rx->caps & ~(kind_rx_caps(&ep_kinds[k], api) | BRAID_DOMAIN_CAPS)))
+		return -FI_ENODATA;
+	if ((tx && !tx_attr_ok(&ep_kinds[k], tx, inject)) ||
+	    (rx && !rx_attr_ok(&ep_kinds[k], rx, api)))
+		return -FI_EINVAL;
+	return 0;
 }

@@ -14,15 +14,32 @@ static inline struct braid_ep *dgram_ep(struct fid_ep *ep_fid)
 
 /* ---- receive ---- */
 
-static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
-			       void *context, uint64_t flags)
+/*
+ * Watch (@armed) or ignore the receive fds of the endpoints whose datagrams
+ * land in the receives of @ep's queue: its own, or every endpoint's of its
+ * shared receive context (a waiting thread must not spin on datagrams no
+ * receive can take, nor sleep through ones that one can).
+ */
+static void dgram_srx_arm(struct braid_srx *srx, bool armed)
 {
-	struct braid_rx_entry *rx;
-	bool was_empty;
+	struct braid_dlist *it;
+
+	braid_dlist_foreach(&srx->eps, it)
+		braid_ep_rx_arm(braid_container_of(it, struct braid_ep, srx_node), armed);
+}
+
+static void dgram_rx_arm(struct braid_ep *ep, bool armed)
+{
+	if (ep->srx)
+		dgram_srx_arm(ep->srx, armed);
+	else
+		braid_ep_rx_arm(ep, armed);
+}
+
+static int dgram_rx_check(const struct iovec *iov, size_t count, uint64_t flags)
+{
 	size_t i;
 
-	if (!ep->enabled)
-		return -FI_EOPBADSTATE;
 	if (count > BRAID_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
 	if (flags & ~DGRAM_RX_FLAGS)
@@ -31,14 +48,23 @@ static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, siz
 		if (!iov[i].iov_base && iov[i].iov_len)
 			return -FI_EINVAL;
 	}
-	braid_ep_lock(ep);
-	rx = braid_pool_alloc(&ep->rx_pool);
-	if (!rx) {
-		braid_ep_unlock(ep);
+	return 0;
+}
+
+/*
+ * Queue a receive on @q (the caller holds its lock). Its first iovec is
+ * the header's (and a keyed datagram's tag): the receiving endpoint sizes it
+ * (dgram_progress_rx). Return: 0, -FI_EAGAIN; *@was_empty: @q had none.
+ */
+static ssize_t dgram_rxq_post(struct braid_rxq *q, const struct iovec *iov, size_t count,
+			      void *context, uint64_t flags, bool *was_empty)
+{
+	struct braid_rx_entry *rx = braid_pool_alloc(&q->pool);
+	size_t i;
+
+	if (!rx)
 		return -FI_EAGAIN;
-	}
 	rx->iov[0].iov_base = &rx->hdr;
-	rx->iov[0].iov_len = sizeof(rx->hdr.h) + (ep->auth.mode ? BRAID_AUTH_TAG : 0);
 	rx->capacity = 0;
 	for (i = 0; i < count; i++) {
 		rx->iov[i + 1] = iov[i];
@@ -47,12 +73,46 @@ static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, siz
 	rx->iov_count = count;
 	rx->context = context;
 	rx->flags = flags;
-	was_empty = braid_dlist_empty(&ep->rx_posted);
-	braid_dlist_insert_tail(&rx->node, &ep->rx_posted);
-	if (was_empty)
+	*was_empty = braid_dlist_empty(&q->posted);
+	braid_dlist_insert_tail(&rx->node, &q->posted);
+	return 0;
+}
+
+static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			       void *context, uint64_t flags)
+{
+	bool was_empty;
+	ssize_t ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (ep->srx)	/* its receives are its shared context's */
+		return braid_dgram_srx_post(ep->srx, iov, count, context, flags);
+	ret = dgram_rx_check(iov, count, flags);
+	if (ret)
+		return ret;
+	braid_ep_lock(ep);
+	ret = dgram_rxq_post(ep->rxq, iov, count, context, flags, &was_empty);
+	if (!ret && was_empty)
 		braid_ep_rx_arm(ep, true);
 	braid_ep_unlock(ep);
-	return 0;
+	return ret;
+}
+
+ssize_t braid_dgram_srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
+			     void *context, uint64_t flags)
+{
+	bool was_empty;
+	ssize_t ret = dgram_rx_check(iov, count, flags);
+
+	if (ret)
+		return ret;
+	braid_srx_lock(srx);
+	ret = dgram_rxq_post(&srx->q, iov, count, context, flags, &was_empty);
+	if (!ret && was_empty)
+		dgram_srx_arm(srx, true);
+	braid_srx_unlock(srx);
+	return ret;
 }
 
 static ssize_t dgram_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
@@ -80,7 +140,7 @@ static ssize_t dgram_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, ui
 			       msg->context, flags);
 }
 
-/* Deliver one packet that landed in @rx (already unlinked from rx_posted). */
+/* Deliver one packet that landed in @rx (already unlinked from its queue). */
 static void dgram_rx_complete(struct braid_ep *ep, struct braid_rx_entry *rx,
 			      const struct braid_pkt *pkt, const struct braid_dgram_view *v)
 {
@@ -183,7 +243,7 @@ static void dgram_progress_rx(struct braid_ep *ep)
 	int n, got, i, ret, next;
 	size_t room;
 
-	while (!braid_dlist_empty(&ep->rx_posted)) {
+	while (!braid_dlist_empty(&ep->rxq->posted)) {
 		room = BRAID_MAX_BATCH;
 		if (ep->rx_cq) {
 			room = braid_cq_free(ep->rx_cq);
@@ -191,10 +251,13 @@ static void dgram_progress_rx(struct braid_ep *ep)
 				room = BRAID_MAX_BATCH;
 		}
 		n = 0;
-		braid_dlist_foreach(&ep->rx_posted, it) {
+		braid_dlist_foreach(&ep->rxq->posted, it) {
 			if ((size_t)n >= room)
 				break;
 			rxs[n] = braid_container_of(it, struct braid_rx_entry, node);
+			/* the header (and a keyed datagram's tag) as this endpoint receives it */
+			rxs[n]->iov[0].iov_len = sizeof(rxs[n]->hdr.h) +
+						 (ep->auth.mode ? BRAID_AUTH_TAG : 0);
 			pkts[n].iov = rxs[n]->iov;
 			pkts[n].iovcnt = (int)rxs[n]->iov_count + 1;
 			n++;
@@ -222,14 +285,14 @@ static void dgram_progress_rx(struct braid_ep *ep)
 				dgram_rx_move(rxs[i], rxs[next], &pkts[i]);
 			braid_dlist_remove(&rxs[next]->node);
 			dgram_rx_complete(ep, rxs[next], &pkts[i], &view);
-			braid_pool_release(&ep->rx_pool, rxs[next]);
+			braid_pool_release(&ep->rxq->pool, rxs[next]);
 			next++;
 		}
 		if (got < n)
 			break;
 	}
-	if (braid_dlist_empty(&ep->rx_posted))
-		braid_ep_rx_arm(ep, false);
+	if (braid_dlist_empty(&ep->rxq->posted))
+		dgram_rx_arm(ep, false);
 }
 
 /* ---- transmit ---- */
@@ -286,6 +349,7 @@ void braid_dgram_flush_locked(struct braid_ep *ep)
 	}
 	for (i = 0; i < sent; i++)
 		dgram_tx_done(ep, &ep->tx_pending[i], pkts[i].status);
+	braid_ep_tx_give(ep, (size_t)sent);	/* done: room in a shared transmit context */
 	if (sent < n)
 		memmove(ep->tx_pending, ep->tx_pending + sent,
 			(size_t)(n - sent) * sizeof(ep->tx_pending[0]));
@@ -329,8 +393,13 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 	braid_ep_lock(ep);
 	if (ep->tx_npending == BRAID_MAX_BATCH)
 		braid_dgram_flush_locked(ep);
-	if (ep->tx_npending == BRAID_MAX_BATCH || (comp && !braid_cq_reserve(ep->tx_cq))) {
+	if (ep->tx_npending == BRAID_MAX_BATCH || braid_ep_tx_take(ep)) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	if (comp && !braid_cq_reserve(ep->tx_cq)) {
 		/* make room: completions drain only when the app reads the CQ */
+		braid_ep_tx_give(ep, 1);
 		ret = -FI_EAGAIN;
 		goto out;
 	}
@@ -361,6 +430,7 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 	if (ep->tx_npending) {
 		/* the wire is full: the newest send is withdrawn, older ones stay queued */
 		ep->tx_npending--;
+		braid_ep_tx_give(ep, 1);
 		if (comp) {
 			braid_cq_unreserve(ep->tx_cq, 1);
 			ep->pending_comps--;
@@ -448,6 +518,7 @@ void braid_dgram_discard_locked(struct braid_ep *ep)
 		if (ep->tx_pending[i].comp && ep->tx_cq)
 			braid_cq_unreserve(ep->tx_cq, 1);
 	}
+	braid_ep_tx_give(ep, (size_t)ep->tx_npending);
 	ep->tx_npending = 0;
 	ep->pending_comps = 0;
 }
@@ -460,24 +531,48 @@ void braid_dgram_progress_locked(struct braid_ep *ep)
 	dgram_progress_rx(ep);
 }
 
-int braid_dgram_cancel_locked(struct braid_ep *ep, void *context)
+/*
+ * Cancel the receive posted with @context to @q: its FI_ECANCELED completion
+ * on @report's CQ (NULL: none). Return: 0, -FI_ENOENT.
+ */
+static int dgram_rxq_cancel(struct braid_rxq *q, void *context, struct braid_ep *report)
 {
 	struct braid_dlist *it;
 
-	braid_dlist_foreach(&ep->rx_posted, it) {
+	braid_dlist_foreach(&q->posted, it) {
 		struct braid_rx_entry *rx = braid_container_of(it, struct braid_rx_entry, node);
 
 		if (rx->context != context)
 			continue;
 		braid_dlist_remove(&rx->node);
-		if (ep->rx_cq)
-			braid_cq_write_err(ep->rx_cq, ep, rx->context, FI_RECV | FI_MSG, 0,
+		if (report && report->rx_cq)
+			braid_cq_write_err(report->rx_cq, report, rx->context, FI_RECV | FI_MSG, 0,
 					   rx->iov_count ? rx->iov[1].iov_base : NULL, 0, 0, 0,
 					   FI_ECANCELED, BRAID_PERR_CANCELED, FI_ADDR_NOTAVAIL);
-		braid_pool_release(&ep->rx_pool, rx);
-		if (braid_dlist_empty(&ep->rx_posted))
-			braid_ep_rx_arm(ep, false);
+		braid_pool_release(&q->pool, rx);
 		return 0;
 	}
 	return -FI_ENOENT;
+}
+
+int braid_dgram_cancel_locked(struct braid_ep *ep, void *context)
+{
+	int ret = dgram_rxq_cancel(ep->rxq, context, ep);
+
+	if (!ret && braid_dlist_empty(&ep->rxq->posted))
+		dgram_rx_arm(ep, false);
+	return ret;
+}
+
+/* a shared context's receive: reported on its first enabled endpoint (fi_endpoint(3): it has no CQ) */
+int braid_dgram_srx_cancel(struct braid_srx *srx, void *context)
+{
+	int ret;
+
+	braid_srx_lock(srx);
+	ret = dgram_rxq_cancel(&srx->q, context, braid_srx_home(srx));
+	if (!ret && braid_dlist_empty(&srx->q.posted))
+		dgram_srx_arm(srx, false);
+	braid_srx_unlock(srx);
+	return ret;
 }

@@ -55,13 +55,6 @@ static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 }
 
 
-static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-			  struct fid_stx **stx, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-
 /* fi_query_atomic(3): what the RDM endpoint's atomics do (braid_atomic_query) */
 static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
@@ -111,7 +104,7 @@ static struct fi_ops_domain domain_ops = {
 	.scalable_ep = domain_scalable_ep,
 	.cntr_open = braid_cntr_open,
 	.poll_open = braid_pollset_open,
-	.stx_ctx = domain_stx_ctx,
+	.stx_ctx = braid_stx_open,
 	.srx_ctx = braid_srx_open,
 	.query_atomic = domain_query_atomic,
 	.query_collective = domain_query_collective,

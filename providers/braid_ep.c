@@ -181,6 +181,8 @@ static int ep_close(struct fid *fid)
 		braid_ep_lock(ep);
 	/* fi_endpoint(3): operations still pending are discarded, with no completions */
 	braid_dgram_discard_locked(ep);
+	/* no call of its shared receive context reaches it from now on */
+	braid_srx_unlink_locked(ep);
 	ep_tx_wait_update(ep, false);
 	/* its receives completed but not read yet: canceled (nothing may be reposted to it) */
 	braid_cq_ep_closed(ep->tx_cq, ep);
@@ -198,8 +200,6 @@ static int ep_close(struct fid *fid)
 		braid_wait_del_fd(&ep->recv_cntr->wait, ep->wire->ops->wait_fd(ep->wire));
 		atomic_fetch_sub(&ep->recv_cntr->ref, 1);
 	}
-	if (ep->srx)
-		atomic_fetch_sub(&ep->srx->ref, 1);
 	if (ep->lockp != &dom->lock)
 		braid_ep_unlock(ep);
 	braid_domain_unlock(dom);
@@ -248,6 +248,9 @@ static int ep_close(struct fid *fid)
 	}
 	ep_log_drops(ep);
 	braid_rdm_close(ep);
+	/* its engine (RDM) or queue pair (MSG) is gone: it lets go of its shared contexts */
+	braid_srx_leave(ep);
+	braid_stx_leave(ep);
 	free(ep->auth_scratch);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
@@ -255,7 +258,7 @@ static int ep_close(struct fid *fid)
 		atomic_fetch_sub(&ep->eq->ref, 1);
 	if (ep->wire)
 		ep->wire_ops->close(ep->wire);
-	braid_pool_destruct(&ep->rx_pool);
+	braid_pool_destruct(&ep->rxq_own.pool);
 	pthread_mutex_destroy(&ep->lock);
 	fi_freeinfo(ep->info);
 	atomic_fetch_sub(&dom->ref, 1);
@@ -393,17 +396,14 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		atomic_fetch_add(&av->ref, 1);
 		return 0;
 	}
-	case FI_CLASS_SRX_CTX: {
-		struct braid_srx *srx = braid_container_of(bfid, struct braid_srx, ep_fid.fid);
-
+	case FI_CLASS_SRX_CTX:
 		if (flags)
 			return -FI_EBADFLAGS;
-		if (ep->type != FI_EP_MSG || ep->srx || srx->domain != ep->domain)
-			return -FI_EINVAL;
-		ep->srx = srx;
-		atomic_fetch_add(&srx->ref, 1);
-		return 0;
-	}
+		return braid_srx_bind(ep, braid_container_of(bfid, struct braid_srx, ep_fid.fid));
+	case FI_CLASS_STX_CTX:
+		if (flags)
+			return -FI_EBADFLAGS;
+		return braid_stx_bind(ep, braid_container_of(bfid, struct braid_stx, stx_fid.fid));
 	case FI_CLASS_CQ:
 		return ep_bind_cq(ep, braid_container_of(bfid, struct braid_cq, cq_fid.fid), flags);
 	case FI_CLASS_CNTR:
@@ -480,6 +480,14 @@ static int ep_enable(struct braid_ep *ep)
 		return -FI_ENOMEM;
 	}
 	braid_ep_lock(ep);	/* a CQ's progress may look at it from now on */
+	if (braid_srx_enable(ep)) {
+		/* fi_endpoint(3): the endpoints of a shared receive context share their AV */
+		braid_ep_unlock(ep);
+		braid_epset_remove(&ep->domain->eps, ep);
+		braid_domain_unlock(ep->domain);
+		braid_rdm_close(ep);
+		return -FI_EINVAL;
+	}
 	ep->app_ns = braid_now_ns();
 	braid_stat_attach(ep);
 	ep->enabled = true;
@@ -655,11 +663,13 @@ static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 		return -FI_EOPBADSTATE;
 	if (ep->type == FI_EP_MSG)
 		return -FI_ENOSYS;
+	if (ep->srx)	/* its receives are the shared context's */
+		return (ssize_t)braid_srx_room(ep->srx);
 	if (ep->rd) {
 		braid_rd_room(ep->rd, &sends, &recvs);
 		return (ssize_t)recvs;
 	}
-	return (ssize_t)(ep->rx_pool.count - ep->rx_pool.in_use);
+	return (ssize_t)(ep->rxq->pool.count - ep->rxq->pool.in_use);
 }
 
 static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
@@ -674,9 +684,13 @@ static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
 		return -FI_ENOSYS;
 	if (ep->rd) {
 		braid_rd_room(ep->rd, &sends, &recvs);
-		return (ssize_t)sends;
+	} else {
+		sends = braid_cfg.tx_size - (size_t)ep->tx_npending;
 	}
-	return (ssize_t)(braid_cfg.tx_size - (size_t)ep->tx_npending);
+	/* a shared transmit context bounds it too */
+	if (ep->stx && braid_stx_room(ep->stx) < sends)
+		sends = braid_stx_room(ep->stx);
+	return (ssize_t)sends;
 }
 
 static struct fi_ops ep_fi_ops = {
@@ -872,10 +886,12 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->min_multi_recv = BRAID_MIN_MULTI_RECV;
 	ep->wire_ops = braid_wire_find(braid_cfg.wire);
 	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size : braid_cfg.rx_size;
-	ret = braid_pool_construct(&ep->rx_pool, sizeof(struct braid_rx_entry), rx_size);
+	ret = braid_pool_construct(&ep->rxq_own.pool, sizeof(struct braid_rx_entry), rx_size);
 	if (ret)
 		goto err;
-	braid_dlist_init(&ep->rx_posted);
+	braid_dlist_init(&ep->rxq_own.posted);
+	ep->rxq = &ep->rxq_own;
+	braid_dlist_init(&ep->srx_node);
 	if (ep->type == FI_EP_MSG && info->handle && info->handle->fclass == FI_CLASS_PEP) {
 		/* it takes over the passive endpoint's address (fi_endpoint(3)) */
 		struct braid_wire *wire;
@@ -919,7 +935,7 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	*ep_out = &ep->ep_fid;
 	return 0;
 err:
-	braid_pool_destruct(&ep->rx_pool);
+	braid_pool_destruct(&ep->rxq_own.pool);
 	pthread_mutex_destroy(&ep->lock);
 	fi_freeinfo(ep->info);
 	free(ep);

@@ -470,8 +470,11 @@ static void msg_reap(struct braid_ep *ep)
 	struct braid_rc_comp c;
 
 	while (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq) &&
-	       braid_rc_poll(ep->msg->qp, &c, 1) == 1)
+	       braid_rc_poll(ep->msg->qp, &c, 1) == 1) {
+		if (c.flags & (BRAID_RC_COMP_SEND | BRAID_RC_COMP_WRITE | BRAID_RC_COMP_READ))
+			braid_ep_tx_give(ep, 1);	/* a work request ended */
 		msg_report(ep, &c);
+	}
 }
 
 /*
@@ -1004,7 +1007,9 @@ static ssize_t msg_post(struct braid_ep *ep, const struct braid_rc_wr *wr)
 	ret = braid_cm_post_check(&m->conn);
 	if (ret)
 		goto out;
-	ret = braid_rc_post_send(m->qp, wr, now);
+	ret = braid_ep_tx_take(ep);	/* room in a shared transmit context */
+	if (!ret && (ret = braid_rc_post_send(m->qp, wr, now)))
+		braid_ep_tx_give(ep, 1);
 	if (ret == -FI_EAGAIN) {
 		braid_msg_progress_locked(ep);
 		goto out;

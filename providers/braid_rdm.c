@@ -62,10 +62,15 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.gso_segs = braid_cfg.gso ? ep->wire->gso_segs : 0;
 	cfg.bundle = braid_cfg.bundle;
 	cfg.entropies = ep->wire->entropies;
-	cfg.max_sends = (uint32_t)(ep->info->tx_attr && ep->info->tx_attr->size ?
+	/* a shared transmit context bounds its sends (braid_ep_tx_take), a shared receive
+	 * context's queue holds its receives: theirs are the sizes */
+	cfg.max_sends = (uint32_t)(ep->stx ? ep->stx->size :
+				   ep->info->tx_attr && ep->info->tx_attr->size ?
 				   ep->info->tx_attr->size : braid_cfg.tx_size);
-	cfg.max_recvs = (uint32_t)(ep->info->rx_attr && ep->info->rx_attr->size ?
+	cfg.max_recvs = (uint32_t)(ep->srx ? ep->srx->size :
+				   ep->info->rx_attr && ep->info->rx_attr->size ?
 				   ep->info->rx_attr->size : braid_cfg.rx_size);
+	cfg.rxq = ep->srx ? ep->srx->rdq : NULL;
 	cfg.max_msgs = cfg.max_recvs * 2;
 	seg = cfg.mtu - (uint32_t)sizeof(struct braid_rd_data_hdr);
 	cfg.stage_pkts = (uint32_t)(braid_cfg.unexp_bytes / seg) + 1;
@@ -99,7 +104,10 @@ int braid_rdm_enable(struct braid_ep *ep)
 			cfg.max_peers ? cfg.max_peers : 1u << 20;
 	cfg.mr_check = rdm_mr_check;
 	cfg.mr_ctx = ep;
+	/* (a shared queue is its context's: joined under the context's lock, the endpoint's) */
+	braid_ep_lock(ep);
 	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);
+	braid_ep_unlock(ep);
 	if (ret)
 		return ret;
 	/* RDM receives arrive at any time: the wire fd always wakes a waiting reader */
@@ -130,17 +138,21 @@ static void rdm_lent_wait(struct braid_ep *ep)
 
 void braid_rdm_close(struct braid_ep *ep)
 {
-	if (ep->rd) {
-		bool unacked = braid_rd_pending(ep->rd);
+	bool unacked;
 
-		/* acknowledge what arrived before going: the senders' completions wait for it */
-		braid_rd_flush_acks(ep->rd);
-		rdm_flush(ep, braid_now_ns());
-		braid_rd_close(ep->rd);
-		if (unacked)
-			rdm_lent_wait(ep);
-	}
+	if (!ep->rd)
+		return;
+	/* (the lock: its engine leaves a shared receive queue, which others use) */
+	braid_ep_lock(ep);
+	unacked = braid_rd_pending(ep->rd);
+	/* acknowledge what arrived before going: the senders' completions wait for it */
+	braid_rd_flush_acks(ep->rd);
+	rdm_flush(ep, braid_now_ns());
+	braid_rd_close(ep->rd);
 	ep->rd = NULL;
+	braid_ep_unlock(ep);
+	if (unacked)
+		rdm_lent_wait(ep);
 }
 
 /* ---- progress ---- */
@@ -321,21 +333,45 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
 			braid_cntr_inc_err(cntr);
 		return;
 	}
-	if (cq && !(c->flags & BRAID_RD_COMP_SILENT))
+	/* (a receive of a shared context asks for no completion unless FI_COMPLETION:
+	 * only a selective endpoint leaves it out) */
+	if (cq && (!(c->flags & BRAID_RD_COMP_SILENT) || (recv && !ep->rx_selective)))
 		braid_cq_write(cq, ep, c->context, flags, c->len, recv ? c->buf : NULL, c->data,
 			       recv ? c->tag : 0, src);
 	if (cntr)
 		braid_cntr_inc(cntr);
 }
 
-/* Move engine completions to the CQs while they have room (never overrun). */
-static void rdm_reap(struct braid_ep *ep)
+/*
+ * Move engine completions to the CQs while they have room (never overrun),
+ * or (@all) every one, what does not fit going to a CQ's overflow.
+ */
+static void rdm_reap_comps(struct braid_ep *ep, bool all)
 {
 	struct braid_rd_comp c;
 
-	while (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq) &&
-	       braid_rd_poll(ep->rd, &c, 1) == 1)
+	while ((all || (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq))) &&
+	       braid_rd_poll(ep->rd, &c, 1) == 1) {
+		/* a transmit operation ended: room in its shared transmit context */
+		if (!(c.flags & (BRAID_RD_COMP_RECV | BRAID_RD_COMP_REMOTE)))
+			braid_ep_tx_give(ep, 1);
 		rdm_report(ep, &c);
+	}
+}
+
+static void rdm_reap(struct braid_ep *ep)
+{
+	rdm_reap_comps(ep, false);
+}
+
+void braid_rdm_srx_leave_locked(struct braid_ep *ep)
+{
+	if (!ep->rd)
+		return;
+	/* receives its messages had taken come back canceled: onto its CQ now, which
+	 * cancels its receive completions as it closes (braid_cq_ep_closed) */
+	braid_rd_rxq_leave(ep->rd);
+	rdm_reap_comps(ep, true);
 }
 
 /*
@@ -665,14 +701,20 @@ bool braid_rdm_nocomp(const struct braid_ep *ep, uint64_t flags, bool inject)
 	return inject || !ep->tx_cq || (ep->tx_selective && !(flags & FI_COMPLETION));
 }
 
-int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key)
+/* the engine's key of @addr in @av: 0, -FI_EINVAL (no such address, or no AV) */
+static int rdm_av_key(struct braid_av *av, fi_addr_t addr, uint64_t *key)
 {
 	struct sockaddr_in sin;
 
-	if (braid_av_lookup_addr(ep->av, addr, &sin))
+	if (!av || braid_av_lookup_addr(av, addr, &sin))
 		return -FI_EINVAL;
 	*key = braid_peer_key(ntohl(sin.sin_addr.s_addr), ntohs(sin.sin_port));
 	return 0;
+}
+
+int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key)
+{
+	return rdm_av_key(ep->av, addr, key);
 }
 
 void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags)
@@ -732,7 +774,9 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		req.flags |= BRAID_RD_NO_COMP;
 
 	braid_ep_lock(ep);
-	ret = braid_rd_send(ep->rd, &req, braid_now_ns());
+	ret = braid_ep_tx_take(ep);
+	if (!ret && (ret = braid_rd_send(ep->rd, &req, braid_now_ns())))
+		braid_ep_tx_give(ep, 1);
 	braid_rdm_posted_locked(ep, ret, flags);
 	braid_ep_unlock(ep);
 	return ret;
@@ -810,27 +854,30 @@ static bool rdm_directed(uint64_t caps, bool tagged)
 	return (caps & BRAID_EXACT_DIRECTED_RECV) && !(caps & BRAID_TAGGED_DIRECTED_RECV);
 }
 
-static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
-			fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
-			uint64_t flags, bool tagged)
+/*
+ * A receive's arguments, checked and made the engine's request, for a
+ * receive side of capabilities @caps whose directed receives' sources are
+ * looked up in @av: an endpoint's own, or its shared receive context's.
+ * Return: 0, or a negative FI_E*.
+ */
+static int rdm_recv_req(uint64_t caps, struct braid_av *av, const struct iovec *iov,
+			size_t count, fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
+			uint64_t flags, bool tagged, struct braid_rd_recv *req)
 {
-	struct braid_rd_recv req = {
+	*req = (struct braid_rd_recv){
 		.iov = iov, .iov_count = count, .tag = tag, .ignore = ignore, .context = context,
 	};
-	int ret;
-
-	if (!ep->enabled)
-		return -FI_EOPBADSTATE;
 	if (count > BRAID_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
 	if (flags & FI_MULTI_RECV) {
 		/* fi_msg(3), fi_tagged(3): one buffer; tagged only with FI_TAGGED_MULTI_RECV (2.0) */
 		uint64_t cap = tagged ? BRAID_TAGGED_MULTI_RECV : FI_MULTI_RECV;
 
-		if (!(ep->info->caps & cap))
+		if (!(caps & cap))
 			return tagged ? -FI_EBADFLAGS : -FI_EINVAL;
 		if (count != 1)
 			return -FI_EINVAL;
+		req->flags |= BRAID_RD_MULTI;
 	}
 	if ((flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) && !tagged)
 		return -FI_EBADFLAGS;	/* fi_tagged(3) flags */
@@ -839,36 +886,108 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	if (flags & ~(RDM_RX_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD))
 		return -FI_EBADFLAGS;
 	/* FI_DIRECTED_RECV and 2.0's kinds of it: only from @src */
-	if (rdm_directed(ep->info->caps, tagged)) {
-		if (src == FI_ADDR_UNSPEC ? !!(ep->info->caps & BRAID_EXACT_DIRECTED_RECV) :
-		    braid_rdm_peer(ep, src, &req.peer) != 0)
+	if (rdm_directed(caps, tagged)) {
+		if (src == FI_ADDR_UNSPEC ? !!(caps & BRAID_EXACT_DIRECTED_RECV) :
+		    rdm_av_key(av, src, &req->peer) != 0)
 			return -FI_EINVAL;
 	}
 	if (tagged)
-		req.flags |= BRAID_RD_TAGGED;
+		req->flags |= BRAID_RD_TAGGED;
+	return 0;
+}
+
+/* Post @req to engine @rd's receive queue, or (FI_PEEK, FI_CLAIM) look at its unexpected messages. */
+static int rdm_recv_post(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t flags)
+{
+	if (!(flags & (FI_PEEK | FI_CLAIM)))
+		return braid_rd_post_recv(rd, req, braid_now_ns());
+	return braid_rd_peek(rd, req,
+			     ((flags & FI_PEEK) ? BRAID_RD_PEEK : 0) |
+			     ((flags & FI_CLAIM) ? BRAID_RD_CLAIM : 0) |
+			     ((flags & FI_DISCARD) ? BRAID_RD_DISCARD : 0),
+			     braid_now_ns());
+}
+
+static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
+			uint64_t flags, bool tagged)
+{
+	struct braid_rd_recv req;
+	int ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (ep->srx)	/* its receives are its shared context's */
+		return braid_rdm_srx_post(ep->srx, iov, count, src, context, tag, ignore, flags,
+					  tagged);
+	ret = rdm_recv_req(ep->info->caps, ep->av, iov, count, src, context, tag, ignore, flags,
+			   tagged, &req);
+	if (ret)
+		return ret;
 	if (!ep->rx_cq || (ep->rx_selective && !(flags & FI_COMPLETION)))
 		req.flags |= BRAID_RD_NO_COMP;
-	if (flags & FI_MULTI_RECV) {
-		req.flags |= BRAID_RD_MULTI;
-		req.min_free = ep->min_multi_recv;
-	}
+	req.min_free = ep->min_multi_recv;
 	braid_ep_lock(ep);
-	if (flags & (FI_PEEK | FI_CLAIM)) {
-		/* make sure what has arrived is seen before looking */
-		braid_rdm_progress_locked(ep);
-		ret = braid_rd_peek(ep->rd, &req,
-				    ((flags & FI_PEEK) ? BRAID_RD_PEEK : 0) |
-				    ((flags & FI_CLAIM) ? BRAID_RD_CLAIM : 0) |
-				    ((flags & FI_DISCARD) ? BRAID_RD_DISCARD : 0),
-				    braid_now_ns());
-	} else {
-		ret = braid_rd_post_recv(ep->rd, &req, braid_now_ns());
-	}
+	if (flags & (FI_PEEK | FI_CLAIM))
+		braid_rdm_progress_locked(ep);	/* what has arrived is seen before looking */
+	ret = rdm_recv_post(ep->rd, &req, flags);
 	if (ret == -FI_EAGAIN)
 		braid_rdm_progress_locked(ep);
 	else if (!ret)
 		rdm_reap(ep);	/* an unexpected message may have completed it at once */
 	braid_ep_unlock(ep);
+	return ret;
+}
+
+ssize_t braid_rdm_srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
+			   fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
+			   uint64_t flags, bool tagged)
+{
+	struct braid_rd_recv req;
+	struct braid_ep *home;
+	int ret;
+
+	braid_srx_lock(srx);
+	ret = rdm_recv_req(srx->caps, srx->av, iov, count, src, context, tag, ignore, flags, tagged,
+			   &req);
+	if (ret)
+		goto out;
+	/* whether it completes is the receiving endpoint's to say: without FI_COMPLETION
+	 * only a selective one leaves the completion out (rdm_report) */
+	if (!(flags & FI_COMPLETION))
+		req.flags |= BRAID_RD_NO_COMP;
+	req.min_free = srx->min_multi_recv;
+	home = braid_srx_home(srx);
+	if (flags & (FI_PEEK | FI_CLAIM)) {
+		/* what has arrived at any of its endpoints is seen before looking; FI_ENOMSG
+		 * goes to the first of them (none enabled: nothing to look at or report on) */
+		if (!home) {
+			ret = -FI_EOPBADSTATE;
+			goto out;
+		}
+		braid_srx_progress_locked(srx);
+		ret = rdm_recv_post(home->rd, &req, flags);
+	} else {
+		ret = braid_rd_rxq_post(srx->rdq, &req, braid_now_ns());
+	}
+	if (ret == -FI_EAGAIN)
+		braid_srx_progress_locked(srx);
+out:
+	braid_srx_unlock(srx);
+	return ret;
+}
+
+int braid_rdm_srx_cancel(struct braid_srx *srx, void *context)
+{
+	struct braid_ep *home;
+	int ret;
+
+	braid_srx_lock(srx);
+	home = braid_srx_home(srx);
+	ret = braid_rd_rxq_cancel(srx->rdq, context, home ? home->rd : NULL);
+	if (!ret && home)
+		rdm_reap(home);
+	braid_srx_unlock(srx);
 	return ret;
 }
 

@@ -274,3 +274,216 @@ Test(rd_in_data, staging_exhausted_is_back_pressure)
 	braid_rd_close(rd);
 	braid_peer_table_close(t);
 }
+
+/* ---- a receive queue shared by engines (braid_rd_rxq, fi_srx_context's core) ---- */
+
+struct shared {
+	struct braid_rd_rxq *q;
+	struct one e[2];
+};
+
+static void shared_open(struct shared *s)
+{
+	struct braid_rd_config c = cfg();
+
+	cr_assert_eq(braid_rd_rxq_open(0, &s->q), -FI_EINVAL);
+	cr_assert_eq(braid_rd_rxq_open(8, &s->q), 0);
+	c.rxq = s->q;
+	c.max_recvs = 8;
+	for (int i = 0; i < 2; i++) {
+		c.local_ip = 0x7f000001u;
+		c.local_port = (uint16_t)(4000 + i);
+		cr_assert_eq(braid_peer_table_open(&s->e[i].t, 16, NULL), 0);
+		cr_assert_eq(braid_rd_open(&c, s->e[i].t, &s->e[i].rd), 0);
+	}
+}
+
+static void shared_close(struct shared *s)
+{
+	one_close(&s->e[0]);
+	one_close(&s->e[1]);
+	cr_assert_eq(braid_rd_rxq_close(s->q), 0);
+}
+
+static void shared_post(struct shared *s, void *buf, size_t len, void *ctx, uint32_t flags,
+			uint64_t tag)
+{
+	struct iovec iov = { buf, len };
+	struct braid_rd_recv r = { .iov = &iov, .iov_count = 1, .context = ctx, .flags = flags,
+				   .tag = tag };
+
+	cr_assert_eq(braid_rd_rxq_post(s->q, &r, 0), 0);
+}
+
+/* message @msg_id (one packet of @len bytes, @flags) from the peer to engine @i */
+static void shared_in(struct shared *s, int i, uint32_t msg_id, const char *payload, uint8_t flags,
+		      uint64_t tag)
+{
+	uint8_t pkt[2048];
+	size_t n = mkdata(pkt, msg_id, msg_id, 0, (uint32_t)strlen(payload), payload,
+			  strlen(payload), flags, 50);
+
+	((struct braid_rd_data_hdr *)pkt)->tag = htobe64(tag);
+	cr_assert_eq(braid_rd_input(s->e[i].rd, pkt, n, PEER_IP, false, 1), 0);
+}
+
+Test(rd_rxq, each_message_takes_the_next_shared_receive_and_completes_on_its_engine)
+{
+	struct shared s;
+	uint8_t a[16] = { 0 }, b[16] = { 0 };
+	struct braid_rd_comp c;
+
+	shared_open(&s);
+	shared_post(&s, a, sizeof(a), (void *)1, 0, 0);
+	shared_post(&s, b, sizeof(b), (void *)2, 0, 0);
+	shared_in(&s, 1, 0, "to-one", 0, 0);
+	cr_assert_eq(braid_rd_poll(s.e[0].rd, &c, 1), 0, "nothing arrived at engine 0");
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)1, "the first receive posted");
+	cr_assert_eq(c.len, 6);
+	cr_assert_eq(c.peer, braid_peer_key(PEER_IP, 5555));
+	cr_assert_str_eq((char *)a, "to-one");
+	shared_in(&s, 0, 0, "to-zero", 0, 0);
+	cr_assert_eq(braid_rd_poll(s.e[0].rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)2);
+	cr_assert_str_eq((char *)b, "to-zero");
+	cr_assert_eq(braid_rd_rxq_room(s.q), 8);
+	shared_close(&s);
+}
+
+Test(rd_rxq, unexpected_at_one_engine_matched_by_a_receive_posted_anywhere)
+{
+	struct shared s;
+	uint8_t a[16] = { 0 }, b[16] = { 0 };
+	struct braid_rd_comp c;
+	struct iovec iov = { b, sizeof(b) };
+	struct braid_rd_recv r = { .iov = &iov, .iov_count = 1, .context = (void *)7,
+				   .flags = BRAID_RD_TAGGED, .tag = 0x55 };
+
+	shared_open(&s);
+	shared_in(&s, 1, 0, "early", BRAID_RD_F_TAGGED, 0x55);
+	shared_in(&s, 1, 1, "plain", 0, 0);
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 0);
+	/* a receive posted through engine 0 draws from the same queue */
+	cr_assert_eq(braid_rd_post_recv(s.e[0].rd, &r, 0), 0);
+	cr_assert_eq(braid_rd_poll(s.e[0].rd, &c, 1), 0, "the message arrived at engine 1");
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)7);
+	cr_assert(c.flags & BRAID_RD_COMP_TAGGED);
+	cr_assert_eq(c.tag, 0x55);
+	cr_assert_str_eq((char *)b, "early");
+	shared_post(&s, a, sizeof(a), (void *)8, 0, 0);
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)8);
+	cr_assert_str_eq((char *)a, "plain");
+	shared_close(&s);
+}
+
+Test(rd_rxq, peek_and_cancel_through_the_shared_queue)
+{
+	struct shared s;
+	uint8_t a[16] = { 0 };
+	struct braid_rd_comp c;
+	struct braid_rd_recv probe = { .context = (void *)3, .flags = BRAID_RD_TAGGED, .tag = 9 };
+
+	shared_open(&s);
+	shared_in(&s, 1, 0, "peeked", BRAID_RD_F_TAGGED, 9);
+	/* looked for through engine 0: found at engine 1, where its completion goes */
+	cr_assert_eq(braid_rd_peek(s.e[0].rd, &probe, BRAID_RD_PEEK | BRAID_RD_DISCARD, 0), 0);
+	cr_assert_eq(braid_rd_poll(s.e[0].rd, &c, 1), 0);
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)3);
+	cr_assert_eq(c.len, 6);
+	/* discarded: none left; FI_ENOMSG goes to the engine asked */
+	cr_assert_eq(braid_rd_peek(s.e[0].rd, &probe, BRAID_RD_PEEK, 0), 0);
+	cr_assert_eq(braid_rd_poll(s.e[0].rd, &c, 1), 1);
+	cr_assert_eq(c.err, FI_ENOMSG);
+	/* cancel: reported on the engine named, or nowhere */
+	shared_post(&s, a, sizeof(a), (void *)4, 0, 0);
+	shared_post(&s, a, sizeof(a), (void *)5, 0, 0);
+	cr_assert_eq(braid_rd_rxq_cancel(s.q, (void *)4, s.e[1].rd), 0);
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)4);
+	cr_assert_eq(c.err, FI_ECANCELED);
+	cr_assert_eq(braid_rd_rxq_cancel(s.q, (void *)5, NULL), 0);
+	cr_assert_eq(braid_rd_rxq_cancel(s.q, (void *)5, NULL), -FI_ENOENT);
+	cr_assert_eq(braid_rd_poll(s.e[0].rd, &c, 1), 0);
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 0);
+	cr_assert_eq(braid_rd_rxq_room(s.q), 8);
+	shared_close(&s);
+}
+
+Test(rd_rxq, a_closing_engine_takes_its_messages_out_and_the_queue_stays)
+{
+	struct shared s;
+	uint8_t a[16] = { 0 };
+	struct braid_rd_comp c;
+
+	shared_open(&s);
+	shared_in(&s, 0, 0, "gone", 0, 0);
+	cr_assert_eq(braid_rd_rxq_close(s.q), -FI_EBUSY, "engines still use it");
+	one_close(&s.e[0]);
+	/* the closed engine's unexpected message left with it */
+	shared_post(&s, a, sizeof(a), (void *)1, 0, 0);
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 0);
+	shared_in(&s, 1, 0, "stays", 0, 0);
+	cr_assert_eq(braid_rd_poll(s.e[1].rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)1);
+	cr_assert_str_eq((char *)a, "stays");
+	cr_assert_eq(braid_rd_rxq_close(s.q), -FI_EBUSY);
+	one_close(&s.e[1]);
+	cr_assert_eq(braid_rd_rxq_close(s.q), 0);
+}
+
+/*
+ * An engine that leaves its shared queue gives back the shared receive one
+ * of its messages was being received into: FI_ECANCELED on it, the record
+ * back in the queue (its endpoint closes: the receive is not lost with it).
+ */
+Test(rd_rxq, leaving_cancels_the_receive_a_message_in_progress_holds)
+{
+	static uint8_t big[3000], dst[3000];
+	struct braid_rd_config c = cfg();
+	struct braid_rd_out out[32];
+	struct braid_rd_comp comp;
+	struct braid_rd_rxq *q;
+	struct iovec iov = { dst, sizeof(dst) };
+	struct braid_rd_recv r = { .iov = &iov, .iov_count = 1, .context = (void *)9 };
+	struct braid_rd_send s = { .iov = &(struct iovec){ big, sizeof(big) }, .iov_count = 1,
+				   .context = (void *)1 };
+	struct direct d;
+	int n, k = 0;
+
+	cr_assert_eq(braid_rd_rxq_open(4, &q), 0);
+	c.rxq = q;
+	c.max_recvs = 4;
+	cr_assert_eq(direct_open(&d, &c), 0);
+	/* a first message proves the sender (only a proven peer's messages take a receive before they are whole) */
+	cr_assert_eq(braid_rd_rxq_post(q, &r, 0), 0);
+	s.peer = d.key[1];
+	s.iov = &(struct iovec){ "hello", 6 };
+	s.iov_count = 1;
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, d.now), 0);
+	direct_pump(&d);
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 1);
+	cr_assert_eq(comp.err, 0);
+	cr_assert_eq(braid_rd_poll(d.rd[0], &comp, 1), 1);
+	/* the second, of 4 packets: only its first arrives */
+	cr_assert_eq(braid_rd_rxq_post(q, &r, 0), 0);
+	s.iov = &(struct iovec){ big, sizeof(big) };
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, d.now), 0);
+	n = braid_rd_output(d.rd[0], d.now, out, 1);
+	cr_assert_eq(n, 1);
+	n = (int)rd_dgram_copy(out, 1, d.buf, &k);
+	cr_assert_eq(braid_rd_input(d.rd[1], d.buf, (size_t)n, 0x7f020001u, false, d.now), 0);
+	cr_assert_eq(braid_rd_rxq_room(q), 3, "the receive is the message's");
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 0);
+	braid_rd_rxq_leave(d.rd[1]);
+	cr_assert_eq(braid_rd_poll(d.rd[1], &comp, 1), 1);
+	cr_assert_eq(comp.context, (void *)9);
+	cr_assert_eq(comp.err, FI_ECANCELED);
+	cr_assert_eq(braid_rd_rxq_room(q), 4);
+	cr_assert_eq(braid_rd_rxq_close(q), -FI_EBUSY, "the sender still uses it");
+	direct_close(&d);
+	cr_assert_eq(braid_rd_rxq_close(q), 0);
+}
