@@ -520,14 +520,166 @@ static bool lent_stale(const struct braid_rd *rd, const struct braid_rd_data_vie
 	       now - rd->in_arrived > BRAID_RD_LENT_WAIT_NS;
 }
 
+/* The packet an ACK will echo (§4.3): its PSN, send time, route and mark. */
+static void echo_note(const struct braid_rd *rd, struct rd_flow *f,
+		      const struct braid_rd_data_view *v, bool ecn)
+{
+	f->echo_psn = v->psn;
+	f->echo_time = v->tx_time;
+	f->echo_route = rd->in_route;
+	f->echo_ecn = ecn;
+	f->echo_rx = rd->in_arrived;
+}
+
+/* A packet whose PSN was taken already (§4.2 rules 4-5): dropped, ACKed soon. */
+static int in_duplicate(struct braid_rd *rd, struct rd_flow *f, const struct braid_rd_data_view *v,
+			bool ecn, uint64_t now)
+{
+	/* the ACK owed for packets taken since the last one keeps echoing them:
+	 * a copy read in the same pass as its original (this host was away while
+	 * both came) must not make the sender's RTO look real (§4.5, Eifel) */
+	if (!f->need_ack)
+		echo_note(rd, f, v, ecn);
+	/* a rendezvous keepalive probe (§4.6) is a duplicate by design: not a sign
+	 * of a spurious retransmission, so not counted for the sender's windows */
+	if (!((v->flags & BRAID_RD_F_RDV) && (v->flags & BRAID_RD_F_RETX) && !v->payload_len))
+		f->rx_dups++;
+	ack_soon(rd, f, true, now);
+	return rd_drop_at(rd, f, BRAID_DROP_DUPLICATE);
+}
+
+/*
+ * The message packet @v belongs to, from its slot in the message window, or
+ * a new one (*@created). NULL with *@drop the reason to drop it, or with
+ * *@drop BRAID_DROP_MAX when no message record was free (refused, §4.2).
+ */
+static struct rd_msg *in_msg(struct braid_rd *rd, struct rd_flow *f,
+			     const struct braid_rd_data_view *v, bool *created,
+			     enum braid_drop_reason *drop)
+{
+	struct rd_conn *conn = f->conn;
+	uint32_t w = rd->cfg.window;
+	int32_t d = braid_seq_diff(v->msg_id, conn->match_next);
+	struct rd_msg **slot = &f->msgs[rd_slot(rd, v->msg_id)], *m = *slot;
+
+	*created = false;
+	*drop = BRAID_DROP_MAX;
+	if (m && m->msg_id != v->msg_id) {
+		*drop = BRAID_DROP_OUT_OF_WINDOW;
+		return NULL;
+	}
+	if (m) {
+		if (!msg_agrees(m, v)) {
+			*drop = BRAID_DROP_BAD_LEN;
+			return NULL;
+		}
+		return m;
+	}
+	if (d < 0 || d >= (int32_t)w) {
+		*drop = d < 0 ? BRAID_DROP_BAD_LEN : BRAID_DROP_OUT_OF_WINDOW;
+		return NULL;
+	}
+	m = braid_pool_alloc(&rd->msgs);
+	if (!m)
+		return NULL;
+	braid_dlist_init(&m->node);
+	m->rd = rd;
+	m->conn = conn;
+	conn->msgs++;
+	m->peer = conn->key;
+	m->msg_id = v->msg_id;
+	m->len = v->msg_len;
+	m->tag = v->tag;
+	m->data = v->cq_data;
+	m->hflags = v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA | BRAID_RD_F_DC);
+	if (v->rma.op && !rd_rma_in_open(rd, m, v)) {
+		rd_msg_release(rd, m);
+		*drop = BRAID_DROP_BAD_LEN;
+		return NULL;
+	}
+	*slot = m;
+	f->msgs_live++;
+	*created = true;
+	return m;
+}
+
+/*
+ * §4.2 rules 6-7: place @v's payload, or stage it until its message is
+ * matched. Return: false when there was no staging buffer (a message
+ * created for the packet is forgotten again).
+ */
+static bool in_place(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m,
+		     const struct braid_rd_data_view *v, bool created)
+{
+	struct rd_stage *s;
+
+	if (rd->in_placed)
+		return true;	/* braid_rd_place() found it a place, and the wire put it there */
+	if (m->discard)
+		return true;	/* FI_DISCARD: count the bytes, keep none */
+	if (m->rma.op == BRAID_RMA_WRITE || m->rma.op == BRAID_RMA_RESP) {
+		rd_rma_in_place(rd, m, v);	/* straight into memory, from any path (§4.7) */
+		return true;
+	}
+	if (m->recv) {
+		recv_copy(m->recv, v->offset, v->payload, v->payload_len);
+		return true;
+	}
+	if (!v->payload_len)
+		return true;
+	s = stage_get(rd, v->payload_len);
+	if (!s) {
+		if (created && !m->matched) {
+			f->msgs[rd_slot(rd, v->msg_id)] = NULL;
+			f->msgs_live--;
+			rd_msg_release(rd, m);
+		}
+		return false;
+	}
+	s->off = v->offset;
+	s->len = (uint32_t)v->payload_len;
+	memcpy(s->data, v->payload, v->payload_len);
+	s->next = m->stage;
+	m->stage = s;
+	return true;
+}
+
+/* Mark @psn taken and advance the cumulative point. Return: whether it left a gap. */
+static bool psn_mark(struct braid_rd *rd, struct rd_flow *f, struct rd_conn *conn, uint32_t psn)
+{
+	bool gap = psn != conn->rcv_nxt;
+
+	bit_set(f->rcv_bits, rd_slot(rd, psn));
+	conn->took = true;
+	while (bit_test(f->rcv_bits, rd_slot(rd, conn->rcv_nxt))) {
+		bit_clear(f->rcv_bits, rd_slot(rd, conn->rcv_nxt));
+		conn->rcv_nxt++;
+	}
+	return gap;
+}
+
+/* Refused for want of buffer: an ACK with rwnd 0 now, a window update once
+ * there is room again (rd_in_room). */
+static int in_refused(struct braid_rd *rd, struct rd_flow *f, const struct braid_rd_data_view *v,
+		      bool ecn, uint64_t now)
+{
+	if (!f->refused) {
+		f->refused = true;
+		rd->refused_n++;
+	}
+	f->refused_small = v->payload_len <= RD_STAGE_SMALL;
+	echo_note(rd, f, v, ecn);
+	ack_soon(rd, f, true, now);
+	return rd_drop_at(rd, f, BRAID_DROP_NO_BUFFER);
+}
+
 int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
 	       bool ecn, uint64_t now)
 {
-	uint32_t w = rd->cfg.window;
 	struct rd_flow *f = rd_flow_attach(rd, conn, true, now);
-	struct rd_msg *m, **slot;
-	bool created = false, gap, done, hold;
-	int32_t d;
+	enum braid_drop_reason drop;
+	bool created, gap, done, hold;
+	struct rd_msg *m;
 
 	if (!f) {
 		RD_COUNT_EP(rd, rx_data, 1);
@@ -545,61 +697,15 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	 * taken (nor acknowledged: the sender, if alive, sends it again) */
 	if (lent_stale(rd, v, now))
 		return rd_drop_at(rd, f, BRAID_DROP_STALE_LENT);
-
 	/* §4.2 rules 4-5: the PSN window */
-	if (psn_taken(rd, conn, f, v->psn)) {
-		/* the ACK owed for packets taken since the last one keeps echoing
-		 * them: a copy read in the same pass as its original (this host was
-		 * away while both came) must not make the sender's RTO look real
-		 * (§4.5, Eifel) */
-		if (!f->need_ack) {
-			f->echo_psn = v->psn;
-			f->echo_time = v->tx_time;
-			f->echo_route = rd->in_route;
-			f->echo_ecn = ecn;
-			f->echo_rx = rd->in_arrived;
-		}
-		/* a rendezvous keepalive probe (§4.6) is a duplicate by design: not a sign
-		 * of a spurious retransmission, so not counted for the sender's windows */
-		if (!((v->flags & BRAID_RD_F_RDV) && (v->flags & BRAID_RD_F_RETX) && !v->payload_len))
-			f->rx_dups++;
-		ack_soon(rd, f, true, now);
-		return rd_drop_at(rd, f, BRAID_DROP_DUPLICATE);
-	}
-	if (braid_seq_diff(v->psn, conn->rcv_nxt) >= (int32_t)w)
+	if (psn_taken(rd, conn, f, v->psn))
+		return in_duplicate(rd, f, v, ecn, now);
+	if (braid_seq_diff(v->psn, conn->rcv_nxt) >= (int32_t)rd->cfg.window)
 		return rd_drop_at(rd, f, BRAID_DROP_OUT_OF_WINDOW);
-	/* the message: its slot in the message window */
-	d = braid_seq_diff(v->msg_id, conn->match_next);
-	slot = &f->msgs[rd_slot(rd, v->msg_id)];
-	m = *slot;
-	if (m && m->msg_id != v->msg_id)
-		return rd_drop_at(rd, f, BRAID_DROP_OUT_OF_WINDOW);
-	if (!m) {
-		if (d < 0 || d >= (int32_t)w)
-			return rd_drop_at(rd, f, d < 0 ? BRAID_DROP_BAD_LEN : BRAID_DROP_OUT_OF_WINDOW);
-		m = braid_pool_alloc(&rd->msgs);
-		if (!m)
-			goto no_buffer;
-		braid_dlist_init(&m->node);
-		m->rd = rd;
-		m->conn = conn;
-		conn->msgs++;
-		m->peer = conn->key;
-		m->msg_id = v->msg_id;
-		m->len = v->msg_len;
-		m->tag = v->tag;
-		m->data = v->cq_data;
-		m->hflags = v->flags & (BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA | BRAID_RD_F_DC);
-		if (v->rma.op && !rd_rma_in_open(rd, m, v)) {
-			rd_msg_release(rd, m);
-			return rd_drop_at(rd, f, BRAID_DROP_BAD_LEN);
-		}
-		*slot = m;
-		f->msgs_live++;
-		created = true;
-	} else if (!msg_agrees(m, v)) {
-		return rd_drop_at(rd, f, BRAID_DROP_BAD_LEN);
-	}
+	m = in_msg(rd, f, v, &created, &drop);
+	if (!m)
+		return drop == BRAID_DROP_MAX ? in_refused(rd, f, v, ecn, now) :
+						rd_drop_at(rd, f, drop);
 	if ((v->flags & BRAID_RD_F_RDV) && !v->rma.op)
 		m->rdv = true;
 	else if (m->rdv)
@@ -610,49 +716,12 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		conn->match_next++;
 		msg_match(rd, m);
 	}
-
-	/* §4.2 rule 6-7: place the payload, or stage it until the message is matched */
-	if (rd->in_placed) {
-		/* braid_rd_place() found it a place, and the wire put it there */
-	} else if (m->discard) {
-		/* FI_DISCARD: count the bytes, keep none */
-	} else if (m->rma.op == BRAID_RMA_WRITE || m->rma.op == BRAID_RMA_RESP) {
-		rd_rma_in_place(rd, m, v);	/* straight into memory, from any path (§4.7) */
-	} else if (m->recv) {
-		recv_copy(m->recv, v->offset, v->payload, v->payload_len);
-	} else if (v->payload_len) {
-		struct rd_stage *s = stage_get(rd, v->payload_len);	/* filled below */
-
-		if (!s) {
-			if (created && !m->matched) {
-				*slot = NULL;
-				f->msgs_live--;
-				rd_msg_release(rd, m);
-			}
-			goto no_buffer;
-		}
-		s->off = v->offset;
-		s->len = (uint32_t)v->payload_len;
-		memcpy(s->data, v->payload, v->payload_len);
-		s->next = m->stage;
-		m->stage = s;
-	}
+	if (!in_place(rd, f, m, v, created))
+		return in_refused(rd, f, v, ecn, now);
 	m->received += (uint32_t)v->payload_len;
 	RD_COUNT(rd, f, rx_bytes, v->payload_len);
-
-	/* mark the PSN and advance the cumulative point */
-	gap = v->psn != conn->rcv_nxt;
-	bit_set(f->rcv_bits, rd_slot(rd, v->psn));
-	conn->took = true;
-	while (bit_test(f->rcv_bits, rd_slot(rd, conn->rcv_nxt))) {
-		bit_clear(f->rcv_bits, rd_slot(rd, conn->rcv_nxt));
-		conn->rcv_nxt++;
-	}
-	f->echo_psn = v->psn;
-	f->echo_time = v->tx_time;
-	f->echo_route = rd->in_route;
-	f->echo_ecn = ecn;
-	f->echo_rx = rd->in_arrived;
+	gap = psn_mark(rd, f, conn, v->psn);
+	echo_note(rd, f, v, ecn);
 
 	done = msg_complete(m);
 	msg_settle(rd, f, m, now);
@@ -671,22 +740,6 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 		f->ack_held = true;
 	ack_soon(rd, f, gap || conn->rcv_nxt - v->psn > 1 || (done && !hold), now);
 	return 0;
-
-no_buffer:
-	/* refused for want of buffer: an ACK with rwnd 0 now, a window update once
-	 * there is room again (rd_in_room) */
-	if (!f->refused) {
-		f->refused = true;
-		rd->refused_n++;
-	}
-	f->refused_small = v->payload_len <= RD_STAGE_SMALL;
-	f->echo_psn = v->psn;
-	f->echo_time = v->tx_time;
-	f->echo_route = rd->in_route;
-	f->echo_ecn = ecn;
-	f->echo_rx = rd->in_arrived;
-	ack_soon(rd, f, true, now);
-	return rd_drop_at(rd, f, BRAID_DROP_NO_BUFFER);
 }
 
 /*
