@@ -354,6 +354,20 @@ int braid_rd_bundle_check(const void *buf, size_t len);
 void braid_rd_bundle_hdr_write(void *buf, uint16_t src_port);
 
 /**
+ * braid_hdr_len() - the common header's hdr_len field (§2.1) of the packet
+ * at @buf (at least sizeof(struct braid_base_hdr) bytes), unchecked: the
+ * header bytes a receiver may place before the payload. A keyed datagram's
+ * counts its tag (§2.4).
+ */
+static inline size_t braid_hdr_len(const void *buf)
+{
+	const uint8_t *b = (const uint8_t *)buf;
+
+	return (size_t)b[offsetof(struct braid_base_hdr, hdr_len)] << 8 |
+	       b[offsetof(struct braid_base_hdr, hdr_len) + 1];
+}
+
+/**
  * braid_rd_bundle_next() - the record at *@off of a checked bundle (start with
  * *@off = BRAID_RD_BUNDLE_HDR): its bytes and length; *@off moves past it.
  * Return: false when there is none left.

@@ -1196,6 +1196,12 @@ int braid_rdm_srx_cancel(struct braid_srx *srx, void *context);
  * FI_ECANCELED on its CQ. The caller holds its lock.
  */
 void braid_rdm_srx_leave_locked(struct braid_ep *ep);
+/* braid_rdm_progress.c: the engine's packets to the wire (a burst of at most
+ * BRAID_RDM_OUT_BURST a write); its completions to the CQs */
+#define BRAID_RDM_OUT_BURST	64
+void braid_rdm_flush(struct braid_ep *ep, uint64_t now);
+void braid_rdm_reap(struct braid_ep *ep);
+/* braid_progress.c: the process clock (CLOCK_MONOTONIC, ns) */
 uint64_t braid_now_ns(void);
 
 /* Interface enumeration shared by getinfo and the wire (braid_attr.c). */

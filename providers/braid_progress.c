@@ -6,6 +6,15 @@
 
 #include "braid.h"
 
+/* The process clock every timer of the provider reads (CLOCK_MONOTONIC, in ns). */
+uint64_t braid_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /*
  * braid's data progress is manual: its reliability (RD ACKs and
  * retransmissions, the RC responder's ACKs and READ responses) runs inside
