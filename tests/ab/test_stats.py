@@ -216,6 +216,15 @@ class Switchback(unittest.TestCase):
         self.assertEqual(period_totals(ticks, periods, 0.25, 0.5),
                          {"on": [10, 0.5], "off": [30, 0.5]})
 
+    def test_period_totals__ten_ticks_of_50_ms_are_half_a_second(self):
+        # a float sum of ten 0.05 s ticks is 0.49999999999999994: counted as ticks, it is 0.5,
+        # which the switchback's 0.5 s minimum per kind must accept
+        periods = [("on", 0.0, 0.5), ("off", 0.5, 1.0)]
+        ticks = [(50 * i, 1) for i in range(21)]
+        got = period_totals(ticks, periods, 0.0, 0.05)
+        self.assertEqual(got, {"on": [10, 0.5], "off": [10, 0.5]})
+        self.assertGreaterEqual(got["on"][1], 0.5)
+
     def test_period_totals__no_periods(self):
         self.assertEqual(period_totals([(0, 10), (50, 10)], [], None, 0.05),
                          {"on": [0, 0.0], "off": [0, 0.0]})

@@ -145,6 +145,7 @@ def period_totals(ticks, periods, t0c, iv):
     got = {"on": [0, 0.0], "off": [0, 0.0]}
     if not periods:
         return got
+    n = {"on": 0, "off": 0}                  # ticks counted: seconds are n * iv, not a float sum
     last = max((t for t, _ in ticks), default=None)
     for t, b in ticks or []:
         if t == last:
@@ -153,8 +154,10 @@ def period_totals(ticks, periods, t0c, iv):
         for kind, lo, hi in periods:
             if lo <= a0 and a0 + iv <= hi:
                 got[kind][0] += b
-                got[kind][1] += iv
+                n[kind] += 1
                 break
+    for kind in got:
+        got[kind][1] = round(n[kind] * iv, 9)
     return got
 
 
