@@ -736,7 +736,7 @@ struct braid_ep {
 /* braid_srx.c */
 int braid_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
 		   void *context);
-int braid_srx_pull(void *ctx, struct braid_rc_recv *rr);
+int braid_srx_pull(void *ctx, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr);
 ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t count,
 		       uint64_t flags, void *context);
 

@@ -19,16 +19,18 @@ static inline struct braid_srx *srx_of(struct fid *fid)
 
 /*
  * The RC engine's srq_pull (core/braid_rc.h) for endpoint @ctx: the oldest
- * receive posted to its shared context (caller holds the domain lock). The
- * iovecs go into @srx->pulled: braid_rc_post_recv copies them at once.
+ * receive posted to its shared context, whatever the message (caller holds
+ * the domain lock). The iovecs go into @srx->pulled: the QP copies them at
+ * once.
  */
-int braid_srx_pull(void *ctx, struct braid_rc_recv *rr)
+int braid_srx_pull(void *ctx, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr)
 {
 	struct braid_ep *ep = ctx;
 	struct braid_srx *srx = ep->srx;
 	struct braid_dlist *it = srx ? braid_dlist_pop_head(&srx->posted) : NULL;
 	struct srx_entry *e;
 
+	(void)m;
 	if (!it)
 		return -FI_EAGAIN;
 	e = braid_container_of(it, struct srx_entry, node);
