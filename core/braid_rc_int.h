@@ -276,9 +276,9 @@ void rc_view_init(const struct braid_rc_qp *qp, struct braid_roce_view *v, uint8
 		  uint32_t psn);
 size_t rc_out_finish(struct braid_rc_qp *qp, struct braid_rc_out *o, struct braid_roce_view *v);
 void rc_qp_error(struct braid_rc_qp *qp, int err, uint64_t fail, int recv_err);
-/** rc_rq_push() - a receive into the queue (@pulled: srq_pull gave it): 0 or braid_rc_post_recv()'s errors. */
+/** rc_rq_push() - queue a receive (@pulled: srq_pull gave it): 0 or braid_rc_post_recv()'s errors. */
 int rc_rq_push(struct braid_rc_qp *qp, const struct braid_rc_recv *rr, bool pulled);
-/** rc_recv_done() - receive @r completed with @len bytes placed and @err: recv_done when it was pulled. */
+/** rc_recv_done() - @r completed, @len bytes placed, @err: recv_done if srq_pull gave it. */
 void rc_recv_done(struct braid_rc_qp *qp, const struct rc_rwqe *r, size_t len, int err);
 
 /* ---- braid_rc_req.c: requester (state machine: one run per request packet) ---- */
