@@ -1194,7 +1194,7 @@ static ssize_t msg_recv_tagged(struct braid_ep *ep, const struct iovec *iov, siz
 {
 	ssize_t ret;
 
-	if (count > BRAID_RC_IOV_MAX || (count && !iov))
+	if (count > BRAID_RC_IOV_MAX || (count && !iov) || !braid_iov_valid(iov, count))
 		return -FI_EINVAL;
 	if (flags & ~(MSG_RX_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD))
 		return -FI_EBADFLAGS;

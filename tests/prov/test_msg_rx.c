@@ -340,6 +340,7 @@ Test(fi_recvmsg, msg_receive_flags_are_checked)
 	cr_assert_eq(fi_trecvmsg(p.cep, &tmsg, FI_DISCARD), -FI_EBADFLAGS,
 		     "FI_DISCARD goes with FI_PEEK or FI_CLAIM");
 	cr_assert_eq(fi_trecvmsg(p.cep, &tmsg, FI_INJECT), -FI_EBADFLAGS);
+	cr_assert_eq(fi_recv(p.cep, NULL, 8, NULL, 0, &ctx_a), -FI_EINVAL, "bytes at no address");
 	pair_close(&p);
 	pair_open_full(&p, FI_MSG | FI_MULTI_RECV, FI_CONTEXT, false, FI_CQ_FORMAT_TAGGED);
 	cr_assert_eq(fi_recvmsg(p.cep, &msg, FI_MULTI_RECV), -FI_EINVAL, "one buffer");
