@@ -84,7 +84,7 @@ struct braid_config {
 	size_t lend_min;
 	/** @bundle: RDM: pack packets for one peer into shared datagrams (protocol.md §4.8). */
 	int bundle;
-	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */
+	/** @unexp_bytes: RDM, MSG on a tagged connection: per endpoint, for unexpected or early data. */
 	size_t unexp_bytes;
 	/** @peer_timeout_ms: RDM: a peer silent this long fails its operations; MSG: connect timeout. */
 	int peer_timeout_ms;
@@ -637,7 +637,7 @@ struct braid_msg_rx {
 	struct braid_dlist posted_msg, posted_tagged, unexp;
 	/** @ready: completions made here, written as the CQ has room. */
 	struct braid_dlist ready;
-	/** @arena, @arena_size, @ext: unexpected messages' bytes (FI_BRAID_UNEXP_BYTES), mapped when first needed. */
+	/** @arena, @arena_size, @ext: unexpected messages' bytes (FI_BRAID_UNEXP_BYTES), mapped on first use. */
 	uint8_t *arena;
 	size_t arena_size;
 	struct braid_extents ext;
