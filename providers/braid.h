@@ -637,7 +637,7 @@ struct braid_msg_rx {
 	struct braid_dlist posted_msg, posted_tagged, unexp;
 	/** @ready: completions made here, written as the CQ has room. */
 	struct braid_dlist ready;
-	/** @arena, @arena_size, @ext: unexpected messages' bytes (FI_BRAID_UNEXP_BYTES), mapped on first use. */
+	/** @arena, @arena_size, @ext: unexpected messages' bytes (FI_BRAID_UNEXP_BYTES). */
 	uint8_t *arena;
 	size_t arena_size;
 	struct braid_extents ext;
