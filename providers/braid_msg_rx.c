@@ -433,8 +433,9 @@ void braid_msg_rx_comp(struct braid_msg_rx *rx, const struct braid_rc_comp *c)
 		unexp_arrived(rx, r);
 		break;
 	case RXE_DISCARD:
-		rx->ep->stats.drops[c->olen < BRAID_ROCE_MSG_HDR_LEN ? BRAID_DROP_SHORT :
-							    BRAID_DROP_TYPE]++;
+		if (c->err != FI_ECANCELED)	/* not flushed: received, and dropped */
+			rx->ep->stats.drops[c->olen < BRAID_ROCE_MSG_HDR_LEN ? BRAID_DROP_SHORT :
+								    BRAID_DROP_TYPE]++;
 		rxe_free(rx, r);
 		break;
 	default:
