@@ -53,7 +53,7 @@ static void cm_send(struct braid_cm_conn *c, uint8_t kind, uint32_t status, cons
 	c->out[(c->out_head + c->out_n++) % BRAID_CM_OUT_MAX] = (struct braid_cm_view){
 		.kind = kind, .status = status, .conn_id = c->conn_id, .qpn = c->local.qpn,
 		.psn = c->local.psn, .mtu = c->local.mtu, .rc_port = c->local.rc_port,
-		.pdata = pdata, .pdata_len = pdata_len,
+		.flags = c->local.flags, .pdata = pdata, .pdata_len = pdata_len,
 	};
 }
 
@@ -94,7 +94,7 @@ static enum braid_cm_state cm_req_sent_input(struct braid_cm_conn *c,
 	switch (v->kind) {
 	case BRAID_CM_REP:
 		c->peer = (struct braid_cm_qp){ .qpn = v->qpn, .psn = v->psn, .mtu = v->mtu,
-						.rc_port = v->rc_port };
+						.rc_port = v->rc_port, .flags = v->flags };
 		if (v->mtu < c->local.mtu)
 			c->local.mtu = v->mtu;	/* the REP's MTU is the one both use */
 		memcpy(c->peer_pdata, v->pdata, v->pdata_len);
@@ -453,7 +453,7 @@ void braid_cm_listener_add(struct braid_cm_listener *l, struct braid_cm_req *r,
 	r->port = port;
 	r->conn_id = v->conn_id;
 	r->qp = (struct braid_cm_qp){ .qpn = v->qpn, .psn = v->psn, .mtu = v->mtu,
-				      .rc_port = v->rc_port };
+				      .rc_port = v->rc_port, .flags = v->flags };
 	r->accepted = false;
 	braid_dlist_insert_tail(&r->node, &l->reqs);
 }

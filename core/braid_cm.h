@@ -102,7 +102,15 @@ struct braid_cm_qp {
 	uint32_t mtu;
 	/** @rc_port: the UDP port it receives RoCEv2 packets on (§6.1). */
 	uint16_t rc_port;
+	/**
+	 * @flags: BRAID_CM_F_* this side asks for (§6.2); what both asked for
+	 * (local.flags & peer.flags) holds for the connection.
+	 */
+	uint8_t flags;
 };
+
+/* braid_cm_qp.flags, the CM packet's flags (§6.2) */
+#define BRAID_CM_F_TAGGED	0x01	/* every SEND carries braid's message header (§5.10) */
 
 /** struct braid_cm_config - a connection's timers (braid_cm_config_default() fills them). */
 struct braid_cm_config {

@@ -336,7 +336,7 @@ void braid_cm_write(struct braid_cm_hdr *h, uint16_t src_port, const struct brai
 {
 	base_write(&h->base, BRAID_PKT_CM, 0, src_port, sizeof(*h));
 	h->kind = v->kind;
-	h->reserved = 0;
+	h->flags = v->flags;
 	h->pdata_len = htobe16((uint16_t)v->pdata_len);
 	h->status = htobe32(v->status);
 	h->conn_id = htobe64(v->conn_id);
@@ -364,6 +364,7 @@ int braid_cm_decode(const void *buf, size_t len, struct braid_cm_view *v)
 	memcpy(&h, buf, sizeof(h));
 	v->src_port = be16toh(h.base.src_port);
 	v->kind = h.kind;
+	v->flags = h.flags;
 	v->status = be32toh(h.status);
 	v->conn_id = be64toh(h.conn_id);
 	v->qpn = be32toh(h.qpn);

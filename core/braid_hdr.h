@@ -193,7 +193,7 @@ enum braid_cm_kind {
 struct braid_cm_hdr {
 	struct braid_base_hdr base;
 	uint8_t kind;
-	uint8_t reserved;
+	uint8_t flags;
 	uint16_t pdata_len;
 	uint32_t status;
 	uint64_t conn_id;
@@ -219,6 +219,8 @@ struct braid_cm_view {
 	uint32_t mtu;
 	/** @rc_port: the UDP port the sender receives RoCEv2 packets on. */
 	uint16_t rc_port;
+	/** @flags: REQ, REP: what the sender asks of the connection (BRAID_CM_F_*, braid_cm.h). */
+	uint8_t flags;
 	const uint8_t *pdata;
 	size_t pdata_len;
 };

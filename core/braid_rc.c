@@ -151,6 +151,7 @@ void rc_qp_error(struct braid_rc_qp *qp, int err, uint64_t fail, int recv_err)
 
 		rc_comp_push(qp, &c);
 		qp->rq_unpolled++;
+		rc_recv_done(qp, r, 0, c.err);
 	}
 	qp->rq_head = qp->rq_tail;
 	if (!recv_err) {
@@ -241,7 +242,7 @@ void braid_rc_close(struct braid_rc_qp *qp)
 	free(qp);
 }
 
-int braid_rc_post_recv(struct braid_rc_qp *qp, const struct braid_rc_recv *rr)
+int rc_rq_push(struct braid_rc_qp *qp, const struct braid_rc_recv *rr, bool pulled)
 {
 	struct rc_rwqe *r;
 	size_t i;
@@ -259,9 +260,24 @@ int braid_rc_post_recv(struct braid_rc_qp *qp, const struct braid_rc_recv *rr)
 	r->capacity = braid_iov_len(rr->iov, rr->iov_count);
 	r->iov_count = rr->iov_count;
 	r->flags = rr->flags;
+	r->skip = rr->skip;
+	r->pulled = pulled;
 	r->context = rr->context;
 	qp->rq_tail++;
 	return 0;
+}
+
+int braid_rc_post_recv(struct braid_rc_qp *qp, const struct braid_rc_recv *rr)
+{
+	if (rr && rr->skip)
+		return -FI_EINVAL;
+	return rc_rq_push(qp, rr, false);
+}
+
+void rc_recv_done(struct braid_rc_qp *qp, const struct rc_rwqe *r, size_t len, int err)
+{
+	if (r->pulled && qp->cfg.recv_done)
+		qp->cfg.recv_done(qp->cfg.srq_ctx, r->context, len, err);
 }
 
 static bool rc_pkey_ok(uint16_t ours, uint16_t theirs)

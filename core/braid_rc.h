@@ -46,6 +46,7 @@ typedef int (*braid_rc_mr_check_fn)(void *ctx, uint32_t rkey, uint64_t addr, siz
 				    uint32_t access, void **ptr);
 
 struct braid_rc_recv;
+struct braid_rc_msg_start;
 
 /** struct braid_rc_config - one QP's parameters (braid_rc_config_default() fills the tunables). */
 struct braid_rc_config {
@@ -103,16 +104,41 @@ struct braid_rc_config {
 	braid_rc_mr_check_fn mr_check;
 	void *mr_ctx;
 	/**
-	 * @srq_pull, @srq_ctx: a shared receive queue (IBTA 10.2.9.1): when a
-	 * request needs a receive and the QP has none posted, the responder
-	 * asks for one: srq_pull fills *@rr (the QP copies its iovec array at
-	 * once; the buffers must stay valid until the receive completes) and
-	 * returns 0, or returns non-zero when the
-	 * shared queue is empty too (then the request is RNR NAKed). NULL: no
-	 * shared queue.
+	 * @srq_pull, @srq_ctx: a receive queue kept by the caller (a shared
+	 * receive queue, IBTA 10.2.9.1, or the caller's own, which matches a
+	 * receive to each message): when a request needs a receive and the QP
+	 * has none posted (and room for one), the responder asks for one, @m
+	 * telling what it knows of the message. srq_pull fills *@rr (the QP
+	 * copies its iovec array at once; the buffers must stay valid until
+	 * the receive completes) and returns 0, or returns non-zero when it
+	 * has none to give (then the request is RNR NAKed, and asks again when
+	 * the requester retries). NULL: no such queue.
 	 */
-	int (*srq_pull)(void *ctx, struct braid_rc_recv *rr);
+	int (*srq_pull)(void *ctx, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr);
 	void *srq_ctx;
+	/**
+	 * @recv_done: a receive srq_pull gave completes (with or without an
+	 * error, a flush included): called at once with srq_ctx, its context,
+	 * the bytes placed and the error (0 or a positive FI_E*), before any
+	 * later srq_pull and before braid_rc_poll() reports it. A caller that
+	 * hands out parts of one buffer learns where the next part starts.
+	 * NULL: not called.
+	 */
+	void (*recv_done)(void *ctx, void *context, size_t len, int err);
+};
+
+/**
+ * struct braid_rc_msg_start - what the responder knows of a request that
+ * needs a receive when it asks srq_pull for one.
+ */
+struct braid_rc_msg_start {
+	/** @payload, @payload_len: a SEND's first packet's payload (NULL, 0: a WRITE with immediate). */
+	const void *payload;
+	size_t payload_len;
+	/** @whole: that packet is the whole message (a SEND_ONLY): its length is @payload_len. */
+	bool whole;
+	/** @write_imm: a WRITE with immediate consumes the receive: no data lands in it. */
+	bool write_imm;
 };
 
 /*
@@ -153,12 +179,23 @@ enum braid_rc_op {
 #define BRAID_RC_NO_COMP	(1u << 2)	/* success completion marked BRAID_RC_COMP_SILENT */
 #define BRAID_RC_SOLICITED	(1u << 3)	/* BTH.SE on the last packet */
 
+/* the most bytes of braid_rc_wr.prefix */
+#define BRAID_RC_PREFIX_MAX	16
+
 /** struct braid_rc_wr - a send work request. */
 struct braid_rc_wr {
 	enum braid_rc_op op;
 	/** @iov: local buffers (READ: where the data lands). */
 	const struct iovec *iov;
 	size_t iov_count;
+	/**
+	 * @prefix, @prefix_len: SEND: up to BRAID_RC_PREFIX_MAX bytes sent
+	 * before the payload, copied at post time (a header of the caller's,
+	 * protocol.md §5.10); the message is prefix and payload. max_msg_size,
+	 * inject_size and the completion's length count the payload only.
+	 */
+	const void *prefix;
+	uint32_t prefix_len;
 	/** @raddr, @rkey: WRITE/READ target. */
 	uint64_t raddr;
 	uint32_t rkey;
@@ -173,6 +210,13 @@ struct braid_rc_recv {
 	const struct iovec *iov;
 	size_t iov_count;
 	uint32_t flags;		/* BRAID_RC_NO_COMP */
+	/**
+	 * @skip: bytes at the start of the message that are not placed (a
+	 * header of the caller's that srq_pull read from the first packet; at
+	 * most that packet's payload). The completion's length and truncation
+	 * count the rest only. 0 for a receive posted with braid_rc_post_recv().
+	 */
+	uint32_t skip;
 	void *context;
 };
 
@@ -200,7 +244,7 @@ struct braid_rc_comp {
 	size_t len;
 	/** @olen: FI_ETRUNC: bytes that did not fit. */
 	size_t olen;
-	/** @buf: receive: the start of its buffer. */
+	/** @buf: receive: the start of its buffer (its first iovec's base). */
 	void *buf;
 	uint32_t imm;
 };
@@ -260,7 +304,11 @@ void braid_rc_close(struct braid_rc_qp *qp);
  */
 int braid_rc_post_send(struct braid_rc_qp *qp, const struct braid_rc_wr *wr, uint64_t now);
 
-/** braid_rc_post_recv() - post a receive: 0, -FI_EAGAIN, -FI_EINVAL, -FI_EOPBADSTATE. */
+/**
+ * braid_rc_post_recv() - post a receive (its skip must be 0): 0, -FI_EAGAIN,
+ * -FI_EINVAL, -FI_EOPBADSTATE. A QP whose receives all come from srq_pull
+ * never has any posted.
+ */
 int braid_rc_post_recv(struct braid_rc_qp *qp, const struct braid_rc_recv *rr);
 
 /**

@@ -70,7 +70,7 @@ void rc_comp_finish_head(struct braid_rc_qp *qp, int err)
 		.context = w->context,
 		.flags = op_flag[w->op],
 		.err = err,
-		.len = err ? 0 : w->len,
+		.len = err ? 0 : w->len - w->prefix_len,
 	};
 
 	if (!err && (w->flags & BRAID_RC_NO_COMP))

@@ -73,10 +73,17 @@ enum rc_resp_msg {
 /** A send work request in the send queue ring (slot: index % max_send_wr). */
 struct rc_swqe {
 	enum braid_rc_op op;
-	/** @iov: the caller's buffers, or one iovec over this slot's inject copy. */
-	struct iovec iov[BRAID_RC_IOV_MAX];
+	/**
+	 * @iov: the caller's buffers, or one iovec over this slot's inject
+	 * copy; a SEND with a prefix has it first, an iovec over @prefix.
+	 */
+	struct iovec iov[BRAID_RC_IOV_MAX + 1];
 	size_t iov_count;
+	/** @len: the message's bytes (prefix and payload). */
 	uint64_t len;
+	/** @prefix, @prefix_len: the caller's header bytes sent before the payload. */
+	uint8_t prefix[BRAID_RC_PREFIX_MAX];
+	uint32_t prefix_len;
 	uint64_t raddr;
 	uint32_t rkey, imm, flags;
 	void *context;
@@ -92,6 +99,10 @@ struct rc_rwqe {
 	size_t iov_count;
 	uint64_t capacity;
 	uint32_t flags;
+	/** @skip: message bytes not placed (braid_rc_recv.skip). */
+	uint32_t skip;
+	/** @pulled: srq_pull gave it (recv_done is told when it completes). */
+	bool pulled;
 	void *context;
 };
 
@@ -265,6 +276,10 @@ void rc_view_init(const struct braid_rc_qp *qp, struct braid_roce_view *v, uint8
 		  uint32_t psn);
 size_t rc_out_finish(struct braid_rc_qp *qp, struct braid_rc_out *o, struct braid_roce_view *v);
 void rc_qp_error(struct braid_rc_qp *qp, int err, uint64_t fail, int recv_err);
+/** rc_rq_push() - queue a receive (@pulled: srq_pull gave it): 0 or braid_rc_post_recv()'s errors. */
+int rc_rq_push(struct braid_rc_qp *qp, const struct braid_rc_recv *rr, bool pulled);
+/** rc_recv_done() - @r completed, @len bytes placed, @err: recv_done if srq_pull gave it. */
+void rc_recv_done(struct braid_rc_qp *qp, const struct rc_rwqe *r, size_t len, int err);
 
 /* ---- braid_rc_req.c: requester (state machine: one run per request packet) ---- */
 

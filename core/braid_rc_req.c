@@ -290,13 +290,16 @@ int braid_rc_post_send(struct braid_rc_qp *qp, const struct braid_rc_wr *wr, uin
 	if (wr->op != BRAID_RC_OP_SEND && wr->op != BRAID_RC_OP_WRITE &&
 	    wr->op != BRAID_RC_OP_READ)
 		return -FI_EINVAL;
+	if (wr->prefix_len && (wr->op != BRAID_RC_OP_SEND || !wr->prefix ||
+			       wr->prefix_len > BRAID_RC_PREFIX_MAX))
+		return -FI_EINVAL;
 	if (wr->op == BRAID_RC_OP_READ &&
 	    ((wr->flags & (BRAID_RC_IMM | BRAID_RC_INJECT)) || !qp->cfg.max_rd_atomic))
 		return -FI_EINVAL;
 	if (qp->state != RC_QP_RTS)
 		return -FI_EOPBADSTATE;
 	len = braid_iov_len(wr->iov, wr->iov_count);
-	if (len > qp->cfg.max_msg_size)
+	if (len > qp->cfg.max_msg_size || rc_npsn(qp, len + wr->prefix_len) > RC_PSN_WINDOW)
 		return -FI_EMSGSIZE;
 	if ((wr->flags & BRAID_RC_INJECT) && len > qp->cfg.inject_size)
 		return -FI_EMSGSIZE;
@@ -306,26 +309,28 @@ int braid_rc_post_send(struct braid_rc_qp *qp, const struct braid_rc_wr *wr, uin
 	w = rc_sq_at(qp, rq->tail);
 	memset(w, 0, sizeof(*w));
 	w->op = wr->op;
-	w->len = len;
+	w->len = len + wr->prefix_len;
 	w->raddr = wr->raddr;
 	w->rkey = wr->rkey;
 	w->imm = wr->imm;
 	w->flags = wr->flags;
 	w->context = wr->context;
+	w->prefix_len = wr->prefix_len;
+	if (wr->prefix_len) {
+		memcpy(w->prefix, wr->prefix, wr->prefix_len);
+		w->iov[w->iov_count++] = (struct iovec){ w->prefix, wr->prefix_len };
+	}
 	if (wr->flags & BRAID_RC_INJECT) {
 		uint8_t *buf = qp->inject + (rq->tail % qp->cfg.max_send_wr) * qp->cfg.inject_size;
 
 		braid_iov_gather(wr->iov, wr->iov_count, buf);
-		w->iov[0].iov_base = buf;
-		w->iov[0].iov_len = len;
-		w->iov_count = 1;
+		w->iov[w->iov_count++] = (struct iovec){ buf, len };
 	} else {
 		for (i = 0; i < wr->iov_count; i++)
-			w->iov[i] = wr->iov[i];
-		w->iov_count = wr->iov_count;
+			w->iov[w->iov_count++] = wr->iov[i];
 	}
 	w->first_psn = rq->next_psn;
-	w->npsn = rc_npsn(qp, len);
+	w->npsn = rc_npsn(qp, w->len);
 	rq->next_psn = braid_psn_add(rq->next_psn, w->npsn);
 	rq->tail++;
 	return 0;

@@ -70,11 +70,11 @@ static void resp_nak(struct braid_rc_qp *qp, uint8_t syn, uint32_t psn)
 	rs->nak_sent = true;
 }
 
-/* the receive at rq_head completes */
+/* the receive at rq_head completes (recv_done hears of the bytes a SEND placed in it) */
 static void resp_complete_recv(struct braid_rc_qp *qp, uint32_t flags, int err, size_t len,
 			       size_t olen, uint32_t imm)
 {
-	struct rc_rwqe *r = rc_rq_at(qp, qp->rq_head);
+	const struct rc_rwqe *r = rc_rq_at(qp, qp->rq_head);
 	struct braid_rc_comp c = {
 		.context = r->context,
 		.flags = flags,
@@ -90,6 +90,7 @@ static void resp_complete_recv(struct braid_rc_qp *qp, uint32_t flags, int err, 
 	rc_comp_push(qp, &c);
 	qp->rq_head++;
 	qp->rq_unpolled++;
+	rc_recv_done(qp, r, (flags & BRAID_RC_COMP_RECV) ? len : 0, err);
 }
 
 /* packet payload sizes (IBTA 9.7.3.2): FIRST/MIDDLE one MTU, LAST 1..MTU, ONLY 0..MTU */
@@ -210,15 +211,31 @@ static enum rc_resp_state resp_chk_pkt_len(struct rc_resp_run *c)
  * A READ needs a free READ resource: more READs outstanding than
  * max_dest_rd_atomic is an invalid request (9.5).
  */
-/* An empty receive queue takes one from the shared receive queue, if the QP has one. */
-static bool rq_refill(struct braid_rc_qp *qp)
+/*
+ * An empty receive queue asks the caller's queue (srq_pull) for one, telling
+ * it what it knows of the message; only when the QP has room for it, so a
+ * receive handed over is never lost.
+ */
+static bool rq_refill(struct rc_resp_run *c)
 {
-	struct braid_rc_recv rr;
+	struct braid_rc_qp *qp = c->qp;
+	struct braid_rc_msg_start m = { 0 };
+	struct braid_rc_recv rr = { 0 };
 
-	if (qp->rq_head != qp->rq_tail)
-		return true;
-	return qp->cfg.srq_pull && !qp->cfg.srq_pull(qp->cfg.srq_ctx, &rr) &&
-	       !braid_rc_post_recv(qp, &rr);
+	if (!qp->cfg.srq_pull || qp->rq_unpolled >= qp->cfg.max_recv_wr)
+		return false;
+	if (c->op == BRAID_RC_OP_SEND) {
+		m.payload = c->v->payload;
+		m.payload_len = c->v->payload_len;
+		m.whole = c->last;
+	} else {
+		m.write_imm = true;
+	}
+	if (qp->cfg.srq_pull(qp->cfg.srq_ctx, &m, &rr))
+		return false;
+	if (rr.skip > m.payload_len)
+		rr.skip = (uint32_t)m.payload_len;
+	return rc_rq_push(qp, &rr, true) == 0;
 }
 
 static enum rc_resp_state resp_chk_resource(struct rc_resp_run *c)
@@ -229,7 +246,7 @@ static enum rc_resp_state resp_chk_resource(struct rc_resp_run *c)
 	/* a request that will consume a receive pulls one from the SRQ (10.2.9.1) */
 	if (no_recv && ((c->op == BRAID_RC_OP_SEND && c->first) ||
 			(c->op == BRAID_RC_OP_WRITE && c->imm && !qp->cfg.imm_no_recv)))
-		no_recv = !rq_refill(qp);
+		no_recv = !rq_refill(c);
 
 	switch (c->op) {
 	case BRAID_RC_OP_SEND:
@@ -311,6 +328,31 @@ static enum rc_resp_state resp_chk_rkey(struct rc_resp_run *c)
 }
 
 /*
+ * A SEND packet's payload, at message offset rs->off, into receive @r: the
+ * message's first r->skip bytes (the caller's header) and what passes the
+ * receive's end are not placed.
+ */
+static void resp_place(const struct rc_resp *rs, const struct rc_rwqe *r,
+		       const struct braid_roce_view *v)
+{
+	const uint8_t *p = v->payload;
+	size_t n = v->payload_len;
+	uint64_t at = rs->off;
+
+	if (at < r->skip) {
+		size_t cut = r->skip - at < n ? (size_t)(r->skip - at) : n;
+
+		p += cut;
+		n -= cut;
+		at += cut;
+	}
+	at -= r->skip;
+	if (n && at < r->capacity)
+		braid_iov_scatter(r->iov, r->iov_count, at, p,
+				  n < r->capacity - at ? n : (size_t)(r->capacity - at));
+}
+
+/*
  * EXECUTE (9.7.5.1): a SEND's payload lands in the receive at its offset
  * (what passes the receive's end is discarded); a WRITE's in the memory its
  * first packet named; a READ fills a READ resource, whose responses
@@ -321,7 +363,6 @@ static enum rc_resp_state resp_execute(struct rc_resp_run *c)
 	struct braid_rc_qp *qp = c->qp;
 	struct rc_resp *rs = &qp->resp;
 	const struct braid_roce_view *v = c->v;
-	const struct rc_rwqe *r;
 
 	c->npsn = 1;
 	switch (c->op) {
@@ -330,13 +371,7 @@ static enum rc_resp_state resp_execute(struct rc_resp_run *c)
 			rs->off = 0;
 			rs->msg = RC_RESP_SEND;
 		}
-		r = rc_rq_at(qp, qp->rq_head);
-		if (rs->off < r->capacity) {
-			uint64_t room = r->capacity - rs->off;
-
-			braid_iov_scatter(r->iov, r->iov_count, rs->off, v->payload,
-					  v->payload_len < room ? v->payload_len : (size_t)room);
-		}
+		resp_place(rs, rc_rq_at(qp, qp->rq_head), v);
 		rs->off += v->payload_len;
 		break;
 	case BRAID_RC_OP_WRITE:
@@ -381,16 +416,18 @@ static enum rc_resp_state resp_complete(struct rc_resp_run *c)
 	struct braid_rc_qp *qp = c->qp;
 	struct rc_resp *rs = &qp->resp;
 	const struct braid_roce_view *v = c->v;
-	uint64_t cap, got;
+	const struct rc_rwqe *r;
+	uint64_t total, got;
 
 	rs->msn = braid_psn_add(rs->msn, 1);
 	switch (c->op) {
 	case BRAID_RC_OP_SEND:
-		cap = rc_rq_at(qp, qp->rq_head)->capacity;
-		got = rs->off < cap ? rs->off : cap;
+		r = rc_rq_at(qp, qp->rq_head);
+		total = rs->off > r->skip ? rs->off - r->skip : 0;
+		got = total < r->capacity ? total : r->capacity;
 		resp_complete_recv(qp, BRAID_RC_COMP_RECV | (c->imm ? BRAID_RC_COMP_IMM : 0),
-				   rs->off > cap ? FI_ETRUNC : 0, (size_t)got,
-				   (size_t)(rs->off - got), v->imm);
+				   total > r->capacity ? FI_ETRUNC : 0, (size_t)got,
+				   (size_t)(total - got), v->imm);
 		rs->msg = RC_RESP_IDLE;
 		break;
 	case BRAID_RC_OP_WRITE:

@@ -157,6 +157,27 @@ size_t braid_roce_write(uint8_t *buf, const struct braid_roce_view *v)
 	return (size_t)(p - buf);
 }
 
+void braid_roce_msg_write(uint8_t *buf, const struct braid_roce_msg_view *v)
+{
+	buf[0] = v->kind;
+	buf[1] = 0;
+	put16(buf + 2, 0);
+	put32(buf + 4, v->len);
+	put32(buf + 8, (uint32_t)(v->tag >> 32));
+	put32(buf + 12, (uint32_t)v->tag);
+}
+
+int braid_roce_msg_parse(const uint8_t *buf, size_t len, struct braid_roce_msg_view *v)
+{
+	if (!buf || len < BRAID_ROCE_MSG_HDR_LEN ||
+	    (buf[0] != BRAID_ROCE_MSG_UNTAGGED && buf[0] != BRAID_ROCE_MSG_TAGGED))
+		return -1;
+	v->kind = buf[0];
+	v->len = get32(buf + 4);
+	v->tag = (uint64_t)get32(buf + 8) << 32 | get32(buf + 12);
+	return 0;
+}
+
 int braid_roce_dest_qp(const uint8_t *pkt, size_t len, uint32_t *qpn)
 {
 	if (len < BRAID_ROCE_BTH_LEN + BRAID_ROCE_ICRC_LEN)

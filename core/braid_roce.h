@@ -176,6 +176,39 @@ void braid_roce_icrc_put(uint8_t *p, uint32_t icrc);
  */
 bool braid_roce_icrc_ok(const struct braid_roce_addr *a, const uint8_t *pkt, size_t len);
 
+/*
+ * braid's message header (protocol.md §5.10): on a connection where both
+ * sides asked for tagged messages (the CM flag BRAID_CM_F_TAGGED, §6.2),
+ * every SEND's payload starts with these 16 bytes and the application's
+ * data follows. It is braid's own header inside the payload, as an upper
+ * layer protocol's: the RoCEv2 packets are unchanged.
+ *
+ *   0  kind (BRAID_ROCE_MSG_*)   1  reserved (0)   2  reserved (0, 16 bits)
+ *   4  length: the data's bytes after the header (32 bits)
+ *   8  tag (64 bits; 0 in an untagged message)
+ */
+#define BRAID_ROCE_MSG_HDR_LEN	16
+#define BRAID_ROCE_MSG_UNTAGGED	0	/* a message for fi_recv */
+#define BRAID_ROCE_MSG_TAGGED	1	/* a message for fi_trecv, matched by its tag */
+
+/** struct braid_roce_msg_view - a message header's fields, host order. */
+struct braid_roce_msg_view {
+	uint8_t kind;
+	/** @len: the bytes of data the sender put after the header. */
+	uint32_t len;
+	uint64_t tag;
+};
+
+/** braid_roce_msg_write() - the header of @v into @buf (BRAID_ROCE_MSG_HDR_LEN bytes). */
+void braid_roce_msg_write(uint8_t *buf, const struct braid_roce_msg_view *v);
+
+/**
+ * braid_roce_msg_parse() - the header at the start of a SEND's first packet
+ * payload (@len bytes at @buf): at least BRAID_ROCE_MSG_HDR_LEN bytes and a
+ * known kind. Return: 0, or -1 (not a valid header: the message is dropped).
+ */
+int braid_roce_msg_parse(const uint8_t *buf, size_t len, struct braid_roce_msg_view *v);
+
 /* PSN arithmetic: 24-bit serial numbers (IBTA 9.7.1), wrap-safe. */
 static inline uint32_t braid_psn_add(uint32_t psn, uint32_t n)
 {

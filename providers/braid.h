@@ -28,6 +28,7 @@
 #include "braid/braid_wire.h"
 #include "braid/braid_errno.h"
 #include "braid_atomic.h"
+#include "braid/braid_extent.h"
 #include "braid_auth.h"
 #include "braid_cm.h"
 #include "braid_hdr.h"
@@ -85,7 +86,7 @@ struct braid_config {
 	size_t lend_min;
 	/** @bundle: RDM: pack packets for one peer into shared datagrams (protocol.md §4.8). */
 	int bundle;
-	/** @unexp_bytes: RDM receive-side buffer for unexpected or early data, per endpoint. */
+	/** @unexp_bytes: RDM, MSG on a tagged connection: per endpoint, for unexpected or early data. */
 	size_t unexp_bytes;
 	/** @peer_timeout_ms: RDM: a peer silent this long fails its operations; MSG: connect timeout. */
 	int peer_timeout_ms;
@@ -659,6 +660,63 @@ struct braid_ep_stats {
 	uint64_t drops[BRAID_DROP_MAX];
 };
 
+/*
+ * The receive side of an MSG endpoint (braid_msg_rx.c): its receives, kept
+ * here and handed to the QP one message at a time (srq_pull), unexpected
+ * messages of a tagged connection, completions made here. Embedded in the
+ * endpoint's struct braid_msg; every call under the domain lock.
+ */
+struct braid_msg_rx {
+	struct braid_ep *ep;
+	/** @framed: every SEND carries braid's message header (both sides asked FI_TAGGED, §5.10). */
+	bool framed;
+	/** @flushed: the QP was shut down or failed: the posted receives were canceled. */
+	bool flushed;
+	/** @pool, @size: records: @size for posted receives (@nuser), @size for the rest (@naux). */
+	struct braid_pool pool;
+	size_t size, nuser, naux;
+	/** @posted_msg, @posted_tagged: receives in posting order; @unexp: messages in arrival order. */
+	struct braid_dlist posted_msg, posted_tagged, unexp;
+	/** @ready: completions made here, written as the CQ has room. */
+	struct braid_dlist ready;
+	/** @arena, @arena_size, @ext: unexpected messages' bytes (FI_BRAID_UNEXP_BYTES). */
+	uint8_t *arena;
+	size_t arena_size;
+	struct braid_extents ext;
+};
+
+int braid_msg_rx_construct(struct braid_msg_rx *rx, struct braid_ep *ep, size_t size);
+void braid_msg_rx_destruct(struct braid_msg_rx *rx);
+/* the RC engine's srq_pull and recv_done for the endpoint's own receives (ctx: its braid_msg_rx) */
+int braid_msg_rx_pull(void *ctx, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr);
+void braid_msg_rx_done(void *ctx, void *context, size_t len, int err);
+/* a QP receive completion of a receive braid_msg_rx_pull gave (the rx CQ has room for one entry) */
+void braid_msg_rx_comp(struct braid_msg_rx *rx, const struct braid_rc_comp *c);
+/* completions made here, to the CQ while it has room */
+void braid_msg_rx_reap(struct braid_msg_rx *rx);
+/* fi_recv, fi_trecv and their kin (arguments checked): 0, -FI_EAGAIN, -FI_EOPBADSTATE */
+ssize_t braid_msg_rx_post(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			  uint64_t tag, uint64_t ignore, uint64_t flags, void *context, bool tagged);
+/* fi_trecvmsg with FI_PEEK or FI_CLAIM */
+ssize_t braid_msg_rx_peek(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			  uint64_t tag, uint64_t ignore, uint64_t flags, void *context);
+/* fi_cancel of a posted receive: 0 (an FI_ECANCELED completion follows) or -FI_ENOENT */
+int braid_msg_rx_cancel(struct braid_ep *ep, void *context);
+/* the QP is gone: posted receives complete FI_ECANCELED, unclaimed messages are dropped */
+void braid_msg_rx_flush(struct braid_msg_rx *rx);
+
+/* braid_msg.c, for braid_msg_rx.c */
+struct braid_msg_rx *braid_msg_rx_of(struct braid_ep *ep);
+/* receives may not be posted (the connection is over, or failing) */
+bool braid_msg_rx_closed(struct braid_ep *ep);
+int braid_msg_prov_errno(int err);
+/* a receive-side completion to the CQ (@silent: success not written) and counter (@count) */
+void braid_msg_write_rx(struct braid_ep *ep, void *context, uint64_t flags, size_t len, void *buf,
+			uint64_t data, uint64_t tag, int err, int prov_errno, size_t olen,
+			bool silent, bool count);
+extern struct fi_ops_tagged braid_msg_tagged_ops;
+
+
 /* A FIFO of posted receives: a DGRAM endpoint's own, or a shared receive context's. */
 struct braid_rxq {
 	/** @pool, @posted: the receives posted and not yet taken, oldest first. */
@@ -853,7 +911,7 @@ struct braid_ep {
 /* braid_srx.c: shared receive contexts */
 int braid_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
 		   void *context);
-int braid_srx_pull(void *ctx, struct braid_rc_recv *rr);
+int braid_srx_pull(void *ctx, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr);
 ssize_t braid_srx_recv(struct braid_srx *srx, const struct iovec *iov, size_t count,
 		       uint64_t flags, void *context);
 /* fi_ep_bind of @srx to @ep (not enabled): 0, -FI_EINVAL */

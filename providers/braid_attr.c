@@ -53,10 +53,13 @@
 #define BRAID_RDM_ORDER		(FI_ORDER_SAS | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | \
 				 FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
 
-/* MSG: RoCEv2 RC */
-#define BRAID_MSG_TX_CAPS	(FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
-#define BRAID_MSG_RX_CAPS	(FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* MSG: RoCEv2 RC; tags travel in braid's message header (protocol.md §5.10) */
+#define BRAID_MSG_TX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
+#define BRAID_MSG_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ | \
+				 FI_REMOTE_WRITE | FI_MULTI_RECV)
 #define BRAID_MSG_CAPS		(BRAID_MSG_TX_CAPS | BRAID_MSG_RX_CAPS | BRAID_DOMAIN_CAPS)
+/* a tagged connection puts the header in every SEND: given only when asked for */
+#define BRAID_MSG_ASKED_ONLY	FI_TAGGED
 #define BRAID_MSG_INJECT	256
 /* an RC QP executes requests in PSN order and answers them in order (IBTA 9.5) */
 #define BRAID_MSG_ORDER		(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | \
@@ -195,7 +198,7 @@ static struct fi_ep_attr msg_ep_attr = {
 	.max_order_raw_size = BRAID_MSG_MAX_MSG,
 	.max_order_war_size = 0,
 	.max_order_waw_size = BRAID_MSG_MAX_MSG,
-	.mem_tag_format = 0,
+	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,	/* any 64-bit tag */
 	.tx_ctx_cnt = 1,
 	.rx_ctx_cnt = 1,
 };
@@ -444,7 +447,7 @@ static const struct ep_kind ep_kinds[] = {
 	  BRAID_DGRAM_RX_CAPS, BRAID_TX_OP_FLAGS, BRAID_RX_OP_FLAGS, BRAID_DGRAM_HDR },
 	/* the comparison: RoCEv2 RC (and braid;ofi_rxm over it) */
 	{ &braid_msg_info_template, FI_EP_MSG, BRAID_MSG_CAPS, BRAID_MSG_TX_CAPS,
-	  BRAID_MSG_RX_CAPS, BRAID_RDM_TX_OP_FLAGS, BRAID_RX_OP_FLAGS,
+	  BRAID_MSG_RX_CAPS, BRAID_RDM_TX_OP_FLAGS, BRAID_RX_OP_FLAGS | FI_MULTI_RECV,
 	  BRAID_ROCE_MAX_HDR + BRAID_ROCE_MAX_TRAILER },
 };
 
@@ -678,6 +681,10 @@ static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints, uint3
 		return false;
 	if (!rx_attr_ok(k, hints->rx_attr, version))
 		return false;
+	/* a shared receive context holds untagged receives only (braid_srx.c) */
+	if (k->type == FI_EP_MSG && (hints->caps & FI_TAGGED) && hints->ep_attr &&
+	    hints->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT)
+		return false;
 	return true;
 }
 
@@ -699,7 +706,8 @@ static uint64_t kind_caps_for(const struct ep_kind *k, const struct fi_info *hin
 	uint64_t have = kind_caps(k, version), caps;
 
 	if (!hints || !hints->caps)
-		return have & ~BRAID_RDM_ASKED_ONLY;
+		return have & ~(BRAID_RDM_ASKED_ONLY |
+				(k->type == FI_EP_MSG ? BRAID_MSG_ASKED_ONLY : 0));
 	/* FI_LOCAL_COMM and FI_REMOTE_COMM: secondary, braid has both, reported (fi_getinfo(3)) */
 	caps = hints->caps | (have & BRAID_DOMAIN_CAPS);
 	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & msg_dir))

@@ -597,8 +597,8 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 		*optlen = sizeof(size_t);
 		return 0;
 	}
-	/* RDM: the floor of a multi-receive buffer; nothing else (no buffering) */
-	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type == FI_EP_RDM) {
+	/* RDM and MSG: the floor of a multi-receive buffer; nothing else (no buffering) */
+	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type != FI_EP_DGRAM) {
 		if (*optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
 		*(size_t *)optval = ep->min_multi_recv;
@@ -616,7 +616,7 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 		return -FI_EINVAL;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
-	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type == FI_EP_RDM) {
+	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type != FI_EP_DGRAM) {
 		if (optlen != sizeof(size_t))
 			return -FI_EINVAL;
 		ep->min_multi_recv = *(const size_t *)optval;
@@ -630,8 +630,13 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	struct braid_ep *ep = ep_of(fid);
 	int ret;
 
-	if (ep->type == FI_EP_MSG)
-		return -FI_ENOSYS;	/* an RC receive queue is not searched; fi_shutdown cancels all */
+	if (ep->type == FI_EP_MSG) {
+		/* a receive still posted (not yet taken by a message) */
+		braid_domain_lock(ep->domain);
+		ret = braid_msg_rx_cancel(ep, context);
+		braid_domain_unlock(ep->domain);
+		return ret;
+	}
 	if (ep->type == FI_EP_RDM && !braid_trig_cancel(ep, context))
 		return 0;	/* a triggered transfer still held */
 	braid_ep_lock(ep);
@@ -928,7 +933,12 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 			 ep->type == FI_EP_MSG ? &braid_msg_msg_ops : &braid_dgram_msg_ops;
 	ep->ep_fid.rma = ep->type == FI_EP_MSG ? &braid_msg_rma_ops :
 			 ep->type == FI_EP_RDM ? &braid_rdm_rma_ops : &braid_nosys_rma_ops;
-	ep->ep_fid.tagged = ep->type == FI_EP_RDM ? &braid_rdm_tagged_ops : &braid_nosys_tagged_ops;
+	if (ep->type == FI_EP_RDM)
+		ep->ep_fid.tagged = &braid_rdm_tagged_ops;
+	else if (ep->type == FI_EP_MSG && (info->caps & FI_TAGGED))
+		ep->ep_fid.tagged = &braid_msg_tagged_ops;
+	else
+		ep->ep_fid.tagged = &braid_nosys_tagged_ops;
 	ep->ep_fid.atomic = ep->type == FI_EP_RDM ? &braid_rdm_atomic_ops : &braid_nosys_atomic_ops;
 	ep->ep_fid.collective = &braid_nosys_collective_ops;
 	atomic_fetch_add(&dom->ref, 1);

@@ -216,9 +216,10 @@ static void braid_init_env(void)
 			"on loopback and jumbo frames). 0: every payload is copied "
 			"into the kernel. (default: %zu)", braid_cfg.lend_min);
 	fi_param_define(&braid_prov, "unexp_bytes", FI_PARAM_SIZE_T,
-			"RDM: bytes per endpoint for data that arrives before a receive "
-			"matches it; beyond it the sender is held back (flow control). "
-			"(default: %zu)", braid_cfg.unexp_bytes);
+			"RDM, and MSG on a tagged connection: bytes per endpoint for "
+			"data that arrives before a receive matches it; beyond it the "
+			"sender is held back (flow control; MSG: RNR). (default: %zu)",
+			braid_cfg.unexp_bytes);
 	fi_param_define(&braid_prov, "peer_timeout_ms", FI_PARAM_INT,
 			"RDM: a peer that answers nothing for this long (or 16 "
 			"retransmission timeouts of its slowest path, if longer) "

@@ -28,22 +28,17 @@ struct braid_msg {
 	struct braid_rc_port *port;
 	struct braid_connreq *cr;
 	struct braid_eq *eq;
-	/** @early: receives posted before the QP exists, handed to it in order when it does. */
-	struct early_rx *early;
-	size_t nearly, early_cap;
+	/**
+	 * @rx: its receives (posted before the QP exists too) and unexpected
+	 * messages; the QP takes one per message (braid_msg_rx.c).
+	 */
+	struct braid_msg_rx rx;
 	/**
 	 * @shutdown_held: when the peer's disconnect came (ns), while its
 	 * FI_SHUTDOWN waits for the receive completions before it to be read
 	 * (msg_shutdown_release()); 0: none waiting.
 	 */
 	uint64_t shutdown_held;
-};
-
-struct early_rx {
-	struct iovec iov[BRAID_RC_IOV_MAX];
-	size_t count;
-	uint32_t flags;
-	void *context;
 };
 
 static inline struct braid_ep *msg_ep(struct fid_ep *ep_fid)
@@ -226,21 +221,21 @@ static int qp_create(struct braid_ep *ep)
 	/* keyed: a partition of the key's own; the QP drops another's packets (§5.2) */
 	c.pkey = ep->auth.pkey;
 	c.mr_check = mr_check;
+	c.mr_ctx = ep;
+	/* receives come from the shared context, or the endpoint's own queue, one a message */
 	if (ep->srx) {
 		c.srq_pull = braid_srx_pull;
 		c.srq_ctx = ep;
+	} else {
+		c.srq_pull = braid_msg_rx_pull;
+		c.recv_done = braid_msg_rx_done;
+		c.srq_ctx = &m->rx;
 	}
-	c.mr_ctx = ep;
+	/* both sides asked FI_TAGGED: every SEND carries braid's message header (§5.10) */
+	m->rx.framed = m->conn.local.flags & m->conn.peer.flags & BRAID_CM_F_TAGGED;
 	ret = braid_rc_open(&c, &m->qp);
 	if (ret)
 		return ret;
-	for (size_t i = 0; i < m->nearly; i++) {
-		struct braid_rc_recv rr = { .iov = m->early[i].iov, .iov_count = m->early[i].count,
-					    .flags = m->early[i].flags, .context = m->early[i].context };
-
-		(void)braid_rc_post_recv(m->qp, &rr);	/* depth checked when they were kept */
-	}
-	m->nearly = 0;
 	/* the peer's RoCEv2 packets reach us through the domain's port, by QPN */
 	ret = braid_map_insert(&m->port->qps, m->qpn, ep);
 	if (ret) {
@@ -253,11 +248,14 @@ static int qp_create(struct braid_ep *ep)
 static void msg_drain_port(struct braid_ep *ep, uint64_t now);
 static void msg_flush(struct braid_ep *ep, uint64_t now);
 
-/* what REQ and REP announce of this endpoint's QP */
-static struct braid_cm_qp msg_cm_local(const struct braid_msg *m)
+/* what REQ and REP announce of this endpoint's QP (and whether it takes tagged messages) */
+static struct braid_cm_qp msg_cm_local(const struct braid_ep *ep)
 {
+	const struct braid_msg *m = ep->msg;
+
 	return (struct braid_cm_qp){ .qpn = m->qpn, .psn = m->psn, .mtu = m->mtu,
-				     .rc_port = m->port ? ntohs(m->port->wire->name.sin_port) : 0 };
+				     .rc_port = m->port ? ntohs(m->port->wire->name.sin_port) : 0,
+				     .flags = (ep->info->caps & FI_TAGGED) ? BRAID_CM_F_TAGGED : 0 };
 }
 
 /*
@@ -293,6 +291,7 @@ static int msg_cm_run(struct braid_ep *ep, uint64_t now, const struct sockaddr_i
 				braid_rc_flush(m->qp);
 				msg_flush(ep, now);
 			}
+			braid_msg_rx_flush(&m->rx);
 			break;
 		case BRAID_CM_EV_CONNECTED:
 			eq_event(ep, FI_CONNECTED, ev.pdata, ev.pdata_len);
@@ -302,6 +301,8 @@ static int msg_cm_run(struct braid_ep *ep, uint64_t now, const struct sockaddr_i
 			break;
 		default:	/* REJECTED, TIMEDOUT, ERROR */
 			eq_error(ep, ev.err, ev.pdata, ev.pdata_len);
+			/* no connection: the receives posted for it are canceled */
+			braid_msg_rx_flush(&m->rx);
 			break;
 		}
 	}
@@ -390,9 +391,11 @@ static void msg_cm_timer(struct braid_ep *ep, uint64_t now)
 
 /* ---- data path ---- */
 
-static int msg_prov_errno(int err)
+int braid_msg_prov_errno(int err)
 {
 	switch (err) {
+	case 0:
+		return BRAID_PERR_OK;
 	case FI_ETRUNC:
 		return BRAID_PERR_TRUNC;
 	case FI_ETIMEDOUT:
@@ -419,12 +422,47 @@ static int msg_prov_errno(int err)
  */
 static char msg_inject_ctx;
 
+/* a completion to the CQ (@silent: not when it succeeded) and the counter (@count) */
+static void msg_complete(struct braid_ep *ep, bool rx, void *context, uint64_t flags,
+			 size_t len, void *buf, uint64_t data, uint64_t tag, int err, int prov_errno,
+			 size_t olen, bool silent, bool count)
+{
+	struct braid_cq *cq = rx ? ep->rx_cq : ep->tx_cq;
+	struct braid_cntr *cntr = rx ? ep->recv_cntr : ep->send_cntr;
+
+	if (err) {
+		if (cq)
+			braid_cq_write_err(cq, ep, context, flags, len, buf, data, tag, olen, err,
+					   prov_errno, FI_ADDR_NOTAVAIL);
+		if (cntr && count)
+			braid_cntr_inc_err(cntr);
+		return;
+	}
+	if (cq && !silent)
+		braid_cq_write(cq, ep, context, flags, len, buf, data, tag, FI_ADDR_NOTAVAIL);
+	if (cntr && count)
+		braid_cntr_inc(cntr);
+}
+
+void braid_msg_write_rx(struct braid_ep *ep, void *context, uint64_t flags, size_t len, void *buf,
+			uint64_t data, uint64_t tag, int err, int prov_errno, size_t olen,
+			bool silent, bool count)
+{
+	msg_complete(ep, true, context, flags, len, buf, data, tag, err, prov_errno, olen, silent,
+		     count);
+}
+
 static void msg_report(struct braid_ep *ep, const struct braid_rc_comp *c)
 {
 	bool rx = c->flags & (BRAID_RC_COMP_RECV | BRAID_RC_COMP_REMOTE_WRITE);
-	struct braid_cq *cq = rx ? ep->rx_cq : ep->tx_cq;
 	struct braid_cntr *cntr = rx ? ep->recv_cntr : ep->send_cntr;
 	uint64_t flags;
+
+	if (rx && c->context && !ep->srx) {
+		/* a receive of the endpoint's own queue: its record says what it was */
+		braid_msg_rx_comp(&ep->msg->rx, c);
+		return;
+	}
 
 	if (c->flags & BRAID_RC_COMP_SEND)
 		flags = FI_MSG | FI_SEND;
@@ -444,19 +482,8 @@ static void msg_report(struct braid_ep *ep, const struct braid_rc_comp *c)
 			braid_cntr_inc_err(cntr);
 		return;
 	}
-	if (c->err) {
-		if (cq)
-			braid_cq_write_err(cq, ep, c->context, flags, c->len, c->buf, c->imm, 0, c->olen,
-					   c->err, msg_prov_errno(c->err), FI_ADDR_NOTAVAIL);
-		if (cntr)
-			braid_cntr_inc_err(cntr);
-		return;
-	}
-	if (cq && !(c->flags & BRAID_RC_COMP_SILENT))
-		braid_cq_write(cq, ep, c->context, flags, c->len, rx ? c->buf : NULL, c->imm, 0,
-			       FI_ADDR_NOTAVAIL);
-	if (cntr)
-		braid_cntr_inc(cntr);
+	msg_complete(ep, rx, c->context, flags, c->len, rx ? c->buf : NULL, c->imm, 0, c->err,
+		     braid_msg_prov_errno(c->err), c->olen, c->flags & BRAID_RC_COMP_SILENT, true);
 }
 
 /*
@@ -469,8 +496,12 @@ static void msg_reap(struct braid_ep *ep)
 {
 	struct braid_rc_comp c;
 
-	while (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq) &&
-	       braid_rc_poll(ep->msg->qp, &c, 1) == 1) {
+	for (;;) {
+		/* completions made by the receive queue come before what the QP finished since */
+		braid_msg_rx_reap(&ep->msg->rx);
+		if (!ep->msg->qp || !braid_cq_room(ep->tx_cq) || !braid_cq_room(ep->rx_cq) ||
+		    braid_rc_poll(ep->msg->qp, &c, 1) != 1)
+			break;
 		if (c.flags & (BRAID_RC_COMP_SEND | BRAID_RC_COMP_WRITE | BRAID_RC_COMP_READ))
 			braid_ep_tx_give(ep, 1);	/* a work request ended */
 		msg_report(ep, &c);
@@ -621,6 +652,11 @@ static void msg_qp_step(struct braid_ep *ep, uint64_t now)
 		braid_rc_timer(m->qp, now);
 	msg_flush(ep, now);
 	msg_reap(ep);
+	if (braid_rc_error(m->qp) && !m->rx.flushed) {
+		/* the QP is in error: the receives still posted are canceled */
+		braid_msg_rx_flush(&m->rx);
+		msg_reap(ep);
+	}
 	if (braid_rc_error(m->qp) && m->conn.state == BRAID_CM_ESTABLISHED) {
 		/* retries exhausted: the connection is gone */
 		msg_qp_log(ep, braid_rc_error(m->qp) == FI_ETIMEDOUT ? "failed, retries exhausted" :
@@ -676,6 +712,7 @@ void braid_msg_progress_locked(struct braid_ep *ep)
 	msg_cm_poll(ep, now);
 	msg_cm_timer(ep, now);
 	msg_qp_step(ep, now);
+	msg_reap(ep);	/* completions made without the QP (before it exists, after a cancel) */
 	msg_shutdown_release(ep, now);
 }
 
@@ -726,10 +763,8 @@ int braid_msg_open(struct braid_ep *ep)
 	m->cm.fd = ep->wire->ops->wait_fd(ep->wire);
 	braid_dlist_init(&m->cm.node);
 	m->mtu = msg_rc_mtu(ep->wire->mtu);
-	m->early_cap = ep->info->rx_attr && ep->info->rx_attr->size ? ep->info->rx_attr->size :
-									braid_cfg.rx_size;
-	m->early = calloc(m->early_cap, sizeof(*m->early));
-	if (!m->early) {
+	if (braid_msg_rx_construct(&m->rx, ep, ep->info->rx_attr && ep->info->rx_attr->size ?
+				   ep->info->rx_attr->size : braid_cfg.rx_size)) {
 		free(m);
 		return -FI_ENOMEM;
 	}
@@ -832,8 +867,8 @@ void braid_msg_close(struct braid_ep *ep)
 	}
 	/* gone under the lock: a post that races the close sees no state, not freed state */
 	ep->msg = NULL;
+	braid_msg_rx_destruct(&m->rx);
 	braid_domain_unlock(ep->domain);
-	free(m->early);
 	free(m);
 }
 
@@ -867,7 +902,7 @@ static int msg_connect(struct fid_ep *ep_fid, const void *addr, const void *para
 	}
 	if (getrandom(&conn_id, sizeof(conn_id), 0) != sizeof(conn_id))
 		conn_id = now ^ ((uint64_t)m->qpn << 40);
-	local = msg_cm_local(m);
+	local = msg_cm_local(ep);
 	ret = braid_cm_connect(&m->conn, conn_id, &local, param, paramlen, now);
 	if (ret)
 		goto out;
@@ -898,7 +933,7 @@ static int msg_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	local = msg_cm_local(m);
+	local = msg_cm_local(ep);
 	ret = braid_cm_accept(&m->conn, &cr->req, &local, param, paramlen, now);
 	if (ret)
 		goto out;
@@ -991,9 +1026,20 @@ struct fi_ops_cm braid_msg_cm_ops = {
 
 /* ---- fi_msg(3) and fi_rma(3) ---- */
 
-/* Post a send work request and push it out (the caller does not hold the lock). */
-static ssize_t msg_post(struct braid_ep *ep, const struct braid_rc_wr *wr)
+/* a SEND's tag (@tagged: fi_tsend and its kin) */
+struct msg_tag {
+	bool tagged;
+	uint64_t tag;
+};
+
+/*
+ * Post a send work request and push it out (the caller does not hold the
+ * lock). On a connection that carries braid's message header (§5.10) a
+ * SEND (@t) gets it as its prefix; a tagged SEND needs such a connection.
+ */
+static ssize_t msg_post(struct braid_ep *ep, struct braid_rc_wr *wr, const struct msg_tag *t)
 {
+	uint8_t hdr[BRAID_ROCE_MSG_HDR_LEN];
 	struct braid_msg *m;
 	uint64_t now = braid_now_ns();
 	ssize_t ret;
@@ -1007,6 +1053,20 @@ static ssize_t msg_post(struct braid_ep *ep, const struct braid_rc_wr *wr)
 	ret = braid_cm_post_check(&m->conn);
 	if (ret)
 		goto out;
+	if (t && t->tagged && !m->rx.framed) {
+		ret = -FI_EOPNOTSUPP;	/* the peer did not ask for tagged messages */
+		goto out;
+	}
+	if (t && m->rx.framed) {
+		struct braid_roce_msg_view v = {
+			.kind = t->tagged ? BRAID_ROCE_MSG_TAGGED : BRAID_ROCE_MSG_UNTAGGED,
+			.len = (uint32_t)braid_iov_len(wr->iov, wr->iov_count), .tag = t->tag,
+		};
+
+		braid_roce_msg_write(hdr, &v);
+		wr->prefix = hdr;
+		wr->prefix_len = sizeof(hdr);
+	}
 	ret = braid_ep_tx_take(ep);	/* room in a shared transmit context */
 	if (!ret && (ret = braid_rc_post_send(m->qp, wr, now)))
 		braid_ep_tx_give(ep, 1);
@@ -1032,8 +1092,9 @@ static uint32_t msg_tx_flags(struct braid_ep *ep, uint64_t flags, bool inject)
 	return f;
 }
 
-static ssize_t msg_send_common(struct braid_ep *ep, const struct iovec *iov, size_t count,
-			       uint64_t data, uint64_t flags, void *context, bool inject)
+static ssize_t msg_send_tagged(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			       uint64_t data, uint64_t flags, void *context, bool inject,
+			       const struct msg_tag *t)
 {
 	struct braid_rc_wr wr = {
 		.op = BRAID_RC_OP_SEND, .iov = iov, .iov_count = count, .imm = (uint32_t)data,
@@ -1044,7 +1105,15 @@ static ssize_t msg_send_common(struct braid_ep *ep, const struct iovec *iov, siz
 		return -FI_EINVAL;
 	if (flags & FI_REMOTE_CQ_DATA)
 		wr.flags |= BRAID_RC_IMM;
-	return msg_post(ep, &wr);
+	return msg_post(ep, &wr, t);
+}
+
+static ssize_t msg_send_common(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			       uint64_t data, uint64_t flags, void *context, bool inject)
+{
+	static const struct msg_tag untagged = { .tagged = false };
+
+	return msg_send_tagged(ep, iov, count, data, flags, context, inject, &untagged);
 }
 
 static ssize_t msg_send(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -1100,45 +1169,69 @@ static ssize_t msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len
 	return msg_send_common(msg_ep(ep_fid), &iov, 1, data, FI_REMOTE_CQ_DATA, NULL, true);
 }
 
-static ssize_t msg_recv_common(struct braid_ep *ep, const struct iovec *iov, size_t count,
-			       uint64_t flags, void *context)
+struct braid_msg_rx *braid_msg_rx_of(struct braid_ep *ep)
 {
-	struct braid_msg *m;
-	struct braid_rc_recv rr = {
-		.iov = iov, .iov_count = count, .context = context,
-		.flags = (ep->rx_selective && !(flags & FI_COMPLETION)) ? BRAID_RC_NO_COMP : 0,
-	};
+	return ep->msg ? &ep->msg->rx : NULL;
+}
+
+/*
+ * Receives may be posted before the connection is up (as on a verbs QP in
+ * INIT) and while it is; not once it is over or its QP failed.
+ */
+bool braid_msg_rx_closed(struct braid_ep *ep)
+{
+	const struct braid_msg *m = ep->msg;
+
+	if (!m || m->rx.flushed)
+		return true;
+	if (m->qp)
+		return braid_rc_error(m->qp) != 0;
+	return m->conn.state != BRAID_CM_IDLE && m->conn.state != BRAID_CM_REQ_SENT;
+}
+
+/* the flags fi_recvmsg and fi_trecvmsg take (fi_msg(3), fi_tagged(3)) */
+#define MSG_RX_FLAGS	(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA | FI_MULTI_RECV)
+
+static ssize_t msg_recv_tagged(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			       uint64_t tag, uint64_t ignore, uint64_t flags, void *context,
+			       bool tagged)
+{
 	ssize_t ret;
 
-	if (count > BRAID_RC_IOV_MAX || (count && !iov))
+	if (count > BRAID_RC_IOV_MAX || (count && !iov) || !braid_iov_valid(iov, count))
 		return -FI_EINVAL;
+	if (flags & ~(MSG_RX_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD))
+		return -FI_EBADFLAGS;
+	if ((flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) &&
+	    (!tagged || !(flags & (FI_PEEK | FI_CLAIM))))
+		return -FI_EBADFLAGS;	/* fi_tagged(3): FI_DISCARD goes with one of them */
+	if (flags & FI_MULTI_RECV) {
+		/* fi_msg(3): one buffer, untagged messages (no FI_TAGGED_MULTI_RECV here) */
+		if (tagged)
+			return -FI_EBADFLAGS;
+		if (!(ep->info->caps & FI_MULTI_RECV) || count != 1)
+			return -FI_EINVAL;
+	}
 	if (ep->srx)	/* its receives are the shared context's */
 		return braid_srx_recv(ep->srx, iov, count, flags, context);
 	braid_domain_lock(ep->domain);
-	m = ep->msg;
-	if (!m) {
-		ret = -FI_EOPBADSTATE;	/* closing (ofi_rxm reposts its buffers from its own threads) */
-	} else if (!m->qp) {
-		/* receives may be posted before the connection is up (as on a
-		 * verbs QP in INIT): kept, and given to the QP when it exists */
-		if (m->conn.state != BRAID_CM_IDLE && m->conn.state != BRAID_CM_REQ_SENT) {
-			ret = -FI_EOPBADSTATE;
-		} else if (m->nearly == m->early_cap) {
-			ret = -FI_EAGAIN;
-		} else {
-			struct early_rx *e = &m->early[m->nearly++];
-
-			memcpy(e->iov, iov, count * sizeof(*iov));
-			e->count = count;
-			e->flags = rr.flags;
-			e->context = context;
-			ret = 0;
-		}
+	if (flags & (FI_PEEK | FI_CLAIM)) {
+		/* what has arrived is seen before looking */
+		if (ep->msg)
+			braid_msg_progress_locked(ep);
+		ret = braid_msg_rx_peek(ep, iov, count, tag, ignore, flags, context);
 	} else {
-		ret = braid_rc_post_recv(m->qp, &rr);
+		/* closing: -FI_EOPBADSTATE (ofi_rxm reposts its buffers from its own threads) */
+		ret = braid_msg_rx_post(ep, iov, count, tag, ignore, flags, context, tagged);
 	}
 	braid_domain_unlock(ep->domain);
 	return ret;
+}
+
+static ssize_t msg_recv_common(struct braid_ep *ep, const struct iovec *iov, size_t count,
+			       uint64_t flags, void *context)
+{
+	return msg_recv_tagged(ep, iov, count, 0, 0, flags, context, false);
 }
 
 static ssize_t msg_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
@@ -1194,7 +1287,7 @@ static ssize_t msg_rma(struct braid_ep *ep, enum braid_rc_op op, const struct io
 		wr.flags |= BRAID_RC_IMM;
 	if (op == BRAID_RC_OP_READ && inject)
 		return -FI_EINVAL;
-	return msg_post(ep, &wr);
+	return msg_post(ep, &wr, NULL);
 }
 
 static ssize_t msg_read(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
@@ -1294,4 +1387,108 @@ struct fi_ops_rma braid_msg_rma_ops = {
 	.inject = msg_inject_write,
 	.writedata = msg_writedata,
 	.injectdata = msg_inject_writedata,
+};
+
+/* ---- fi_tagged(3): braid's message header carries the tag (protocol.md §5.10) ---- */
+
+static ssize_t msg_tsend_one(struct fid_ep *ep_fid, const struct iovec *iov, size_t count,
+			     uint64_t tag, uint64_t data, uint64_t flags, void *context, bool inject)
+{
+	const struct msg_tag t = { .tagged = true, .tag = tag };
+
+	return msg_send_tagged(msg_ep(ep_fid), iov, count, data, flags, context, inject, &t);
+}
+
+static ssize_t msg_trecv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,
+			 fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+	struct braid_ep *ep = msg_ep(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return msg_recv_tagged(ep, &iov, 1, tag, ignore,
+			       (ep->rx_op_flags & ~FI_MULTI_RECV) | FI_COMPLETION, context, true);
+}
+
+static ssize_t msg_trecvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
+			  size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+			  void *context)
+{
+	struct braid_ep *ep = msg_ep(ep_fid);
+
+	return msg_recv_tagged(ep, iov, count, tag, ignore,
+			       (ep->rx_op_flags & ~FI_MULTI_RECV) | FI_COMPLETION, context, true);
+}
+
+static ssize_t msg_trecvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,
+			    uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return msg_recv_tagged(msg_ep(ep_fid), msg->msg_iov, msg->iov_count, msg->tag, msg->ignore,
+			       flags, msg->context, true);
+}
+
+static ssize_t msg_tsend(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
+			 fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return msg_tsend_one(ep_fid, &iov, 1, tag, 0, msg_ep(ep_fid)->tx_op_flags | FI_COMPLETION,
+			     context, false);
+}
+
+static ssize_t msg_tsendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
+			  size_t count, fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	return msg_tsend_one(ep_fid, iov, count, tag, 0,
+			     msg_ep(ep_fid)->tx_op_flags | FI_COMPLETION, context, false);
+}
+
+static ssize_t msg_tsendmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,
+			    uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return msg_tsend_one(ep_fid, msg->msg_iov, msg->iov_count, msg->tag, msg->data, flags,
+			     msg->context, false);
+}
+
+static ssize_t msg_tinject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			   fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return msg_tsend_one(ep_fid, &iov, 1, tag, 0, 0, NULL, true);
+}
+
+static ssize_t msg_tsenddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
+			     uint64_t data, fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return msg_tsend_one(ep_fid, &iov, 1, tag, data,
+			     msg_ep(ep_fid)->tx_op_flags | FI_COMPLETION | FI_REMOTE_CQ_DATA,
+			     context, false);
+}
+
+static ssize_t msg_tinjectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
+			       uint64_t data, fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return msg_tsend_one(ep_fid, &iov, 1, tag, data, FI_REMOTE_CQ_DATA, NULL, true);
+}
+
+/* an endpoint with FI_TAGGED gets these (braid_ep.c); without, the calls return -FI_ENOSYS */
+struct fi_ops_tagged braid_msg_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = msg_trecv,
+	.recvv = msg_trecvv,
+	.recvmsg = msg_trecvmsg,
+	.send = msg_tsend,
+	.sendv = msg_tsendv,
+	.sendmsg = msg_tsendmsg,
+	.inject = msg_tinject,
+	.senddata = msg_tsenddata,
+	.injectdata = msg_tinjectdata,
 };

@@ -70,6 +70,9 @@ int braid_srx_bind(struct braid_ep *ep, struct braid_srx *srx)
 
 	if (ep->srx || srx->domain != dom || srx->type != ep->type)
 		return -FI_EINVAL;
+	/* MSG: a shared context holds untagged receives only: a tagged endpoint keeps its own */
+	if (ep->type == FI_EP_MSG && (ep->info->caps & FI_TAGGED))
+		return -FI_EOPNOTSUPP;
 	/* fi_endpoint(3): an endpoint uses a subset of its shared context's attributes */
 	if (caps & SRX_QUEUE_CAPS & ~srx->caps)
 		return -FI_EINVAL;
@@ -141,16 +144,18 @@ void braid_srx_leave(struct braid_ep *ep)
 
 /*
  * The RC engine's srq_pull (core/braid_rc.h) for endpoint @ctx: the oldest
- * receive posted to its shared context (caller holds the domain lock). The
- * iovecs go into @srx->pulled: braid_rc_post_recv copies them at once.
+ * receive posted to its shared context, whatever the message (caller holds
+ * the domain lock). The iovecs go into @srx->pulled: the QP copies them at
+ * once.
  */
-int braid_srx_pull(void *ctx, struct braid_rc_recv *rr)
+int braid_srx_pull(void *ctx, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr)
 {
 	struct braid_ep *ep = ctx;
 	struct braid_srx *srx = ep->srx;
 	struct braid_dlist *it = srx ? braid_dlist_pop_head(&srx->q.posted) : NULL;
 	struct srx_entry *e;
 
+	(void)m;
 	if (!it)
 		return -FI_EAGAIN;
 	e = braid_container_of(it, struct srx_entry, node);

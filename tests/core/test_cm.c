@@ -989,3 +989,45 @@ Test(braid_cm_state_str, every_state_has_a_name)
 	cr_assert_str_eq(braid_cm_state_str(BRAID_CM_ESTABLISHED), "ESTABLISHED");
 	cr_assert_str_eq(braid_cm_state_str(BRAID_CM_NSTATES), "?");
 }
+
+/* Each side announces its flags in REQ and REP (§6.2); each learns the other's. */
+static void flags_exchange(uint8_t fa, uint8_t fb)
+{
+	struct world *w = world_init();
+	struct braid_cm_qp a = qp_a, b = qp_b;
+
+	a.flags = fa;
+	b.flags = fb;
+	cr_assert_eq(braid_cm_connect(&w->n[A].c, CONN_ID, &a, NULL, 0, w->now), 0);
+	pump(w, A, -1);
+	run_for(w, 1 * MS);
+	cr_assert_eq(w->nreqs, 1);
+	cr_assert_eq(w->reqs[0].qp.flags, fa, "the listener keeps the REQ's flags");
+	cr_assert_eq(braid_cm_accept(&w->n[B].c, &w->reqs[0], &b, NULL, 0, w->now), 0);
+	pump(w, B, -1);
+	run_for(w, 1 * MS);
+	cr_assert_eq(w->n[A].c.state, BRAID_CM_ESTABLISHED);
+	cr_assert_eq(w->n[B].c.peer.flags, fa);
+	cr_assert_eq(w->n[A].c.peer.flags, fb);
+	cr_assert_eq(w->n[A].c.local.flags & w->n[A].c.peer.flags,
+		     w->n[B].c.local.flags & w->n[B].c.peer.flags, "both sides agree");
+}
+
+Test(braid_cm_connect, flags_are_exchanged_and_agreed)
+{
+	flags_exchange(BRAID_CM_F_TAGGED, BRAID_CM_F_TAGGED);
+	flags_exchange(BRAID_CM_F_TAGGED, 0);
+	flags_exchange(0, BRAID_CM_F_TAGGED);
+}
+
+Test(braid_cm_decode, flags_travel_and_unknown_bits_are_kept)
+{
+	uint8_t buf[MSG_MAX];
+	struct braid_cm_view v = { .kind = BRAID_CM_REQ, .conn_id = 5, .qpn = 7, .psn = 9,
+				   .mtu = 1024, .rc_port = 4791, .flags = 0x81 }, d;
+
+	braid_cm_write((struct braid_cm_hdr *)buf, 1234, &v);
+	cr_assert_eq(buf[9], 0x81, "flags at offset 9");
+	cr_assert_eq(braid_cm_decode(buf, sizeof(struct braid_cm_hdr), &d), 0);
+	cr_assert_eq(d.flags, 0x81);
+}

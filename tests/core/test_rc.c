@@ -2301,9 +2301,11 @@ struct srq {
 	int head, tail, pulls;
 };
 
-static int srq_pull(void *arg, struct braid_rc_recv *rr)
+static int srq_pull(void *arg, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr)
 {
 	struct srq *q = arg;
+
+	(void)m;
 
 	q->pulls++;
 	if (q->head == q->tail)
@@ -2363,5 +2365,215 @@ Test(braid_rc_srq, sends_take_receives_from_the_shared_queue)
 	cr_assert(same(r[2], sizeof(r[2]), 22));
 	for (i = 0; i < 3; i++)
 		cr_assert_eq(h.n[0].comps[i].err, 0);
+	rch_fini(&h);
+}
+
+/*
+ * A receive queue of the caller's (srq_pull) that reads braid's message
+ * header (protocol.md §5.10) from each message's first packet, as an MSG
+ * endpoint does, and gives a receive that leaves the header out (skip). It
+ * logs every pull and recv_done, to check their order.
+ */
+struct hdr_rq {
+	uint8_t buf[4][8192];
+	size_t cap[4];
+	int next, npull;
+	/** @log: 'P' per pull, 'D' per recv_done, in order */
+	char log[32];
+	int nlog;
+	/** @seen, @whole, @first_len: per pull, the header and what the QP said of the message */
+	struct braid_roce_msg_view seen[4];
+	bool whole[4];
+	size_t first_len[4];
+	/** @done_len, @done_err: per recv_done */
+	size_t done_len[4];
+	int done_err[4];
+	void *done_ctx[4];
+};
+
+static int hdr_pull(void *arg, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr)
+{
+	struct hdr_rq *q = arg;
+	static struct iovec iov;
+
+	cr_assert_not(m->write_imm);
+	cr_assert_eq(braid_roce_msg_parse(m->payload, m->payload_len, &q->seen[q->next]), 0);
+	q->whole[q->next] = m->whole;
+	q->first_len[q->next] = m->payload_len;
+	q->log[q->nlog++] = 'P';
+	q->npull++;
+	iov = (struct iovec){ q->buf[q->next], q->cap[q->next] };
+	rr->iov = &iov;
+	rr->iov_count = 1;
+	rr->skip = BRAID_ROCE_MSG_HDR_LEN;
+	rr->context = (void *)(uintptr_t)(200 + q->next);
+	q->next++;
+	return 0;
+}
+
+static void hdr_done(void *arg, void *context, size_t len, int err)
+{
+	struct hdr_rq *q = arg;
+	int i = (int)((uintptr_t)context - 200);
+
+	q->log[q->nlog++] = 'D';
+	q->done_len[i] = len;
+	q->done_err[i] = err;
+	q->done_ctx[i] = context;
+}
+
+static int post_prefixed(struct rch *h, int node, void *buf, size_t len, uint64_t tag,
+			 uint32_t flags, uintptr_t ctx)
+{
+	uint8_t hdr[BRAID_ROCE_MSG_HDR_LEN];
+	struct braid_roce_msg_view mv = { .kind = BRAID_ROCE_MSG_TAGGED, .len = (uint32_t)len,
+					  .tag = tag };
+	struct iovec iov = { buf, len };
+	struct braid_rc_wr wr = {
+		.op = BRAID_RC_OP_SEND, .iov = &iov, .iov_count = 1, .prefix = hdr,
+		.prefix_len = sizeof(hdr), .flags = flags, .context = (void *)ctx,
+	};
+
+	braid_roce_msg_write(hdr, &mv);
+	return braid_rc_post_send(h->n[node].qp, &wr, h->now);
+}
+
+/*
+ * A SEND with a prefix (braid's header) arrives as header and payload; the
+ * pull sees the first packet and whether it is the whole message, the
+ * receive gets the payload alone (skip), recv_done hears of each message
+ * before the next one is pulled, and both sides' completions count the
+ * payload only. A receive shorter than the payload truncates it.
+ */
+Test(braid_rc_srq, pull_reads_the_header_and_skip_leaves_it_out)
+{
+	struct braid_rc_config c = base_cfg(1024), ca, cb;
+	static uint8_t s[3][3000];
+	static struct hdr_rq q;
+	struct rch h;
+	int i;
+
+	memset(&q, 0, sizeof(q));
+	q.cap[0] = 3000;	/* 3016 bytes on the wire: FIRST, MIDDLE, LAST */
+	q.cap[1] = 100;		/* a SEND_ONLY */
+	q.cap[2] = 2000;	/* 1000 bytes too few: truncated */
+	rch_configs(&c, 0, 0, &ca, &cb);
+	cb.srq_pull = hdr_pull;
+	cb.recv_done = hdr_done;
+	cb.srq_ctx = &q;
+	cr_assert_eq(rch_init_cfg(&h, NULL, 3, &ca, &cb), 0);
+	for (i = 0; i < 3; i++)
+		fill(s[i], sizeof(s[i]), 40 + i);
+	cr_assert_eq(post_prefixed(&h, 0, s[0], 3000, 0x1111222233334444ULL, 0, 1), 0);
+	cr_assert_eq(post_prefixed(&h, 0, s[1], 100, 7, 0, 2), 0);
+	cr_assert_eq(post_prefixed(&h, 0, s[2], 3000, 9, 0, 3), 0);
+	cr_assert(rch_wait(&h, 1, 3, 1 * SEC));
+	cr_assert(rch_wait(&h, 0, 3, 1 * SEC));
+	cr_assert_str_eq(q.log, "PDPDPD", "each message is done before the next is pulled");
+	cr_assert_eq(q.seen[0].tag, 0x1111222233334444ULL);
+	cr_assert_eq(q.seen[0].len, 3000);
+	cr_assert_not(q.whole[0], "a 3016-byte message is not one packet");
+	cr_assert_eq(q.first_len[0], 1024);
+	cr_assert(q.whole[1]);
+	cr_assert_eq(q.first_len[1], 116, "header and payload in one packet");
+	cr_assert_eq(q.seen[1].tag, 7);
+	cr_assert(same(q.buf[0], 3000, 40), "the payload, without the header");
+	cr_assert(same(q.buf[1], 100, 41));
+	cr_assert(same(q.buf[2], 2000, 42));
+	cr_assert_eq(h.n[1].comps[0].len, 3000);
+	cr_assert_eq(h.n[1].comps[0].buf, q.buf[0]);
+	cr_assert_eq(h.n[1].comps[1].len, 100);
+	cr_assert_eq(h.n[1].comps[2].err, FI_ETRUNC);
+	cr_assert_eq(h.n[1].comps[2].len, 2000);
+	cr_assert_eq(h.n[1].comps[2].olen, 1000);
+	cr_assert_eq(q.done_len[0], 3000);
+	cr_assert_eq(q.done_len[2], 2000);
+	cr_assert_eq(q.done_err[2], FI_ETRUNC);
+	cr_assert_eq(q.done_ctx[1], (void *)201);
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(h.n[0].comps[i].err, 0);
+		cr_assert_eq(h.n[0].comps[i].len, i == 1 ? 100 : 3000, "the sender counts the payload");
+	}
+	rch_fini(&h);
+}
+
+/* A prefix is a SEND's only, at most BRAID_RC_PREFIX_MAX bytes; an injected SEND keeps it. */
+Test(braid_rc_post_send, prefix_is_checked_and_survives_inject)
+{
+	struct braid_rc_config c = base_cfg(1024), ca, cb;
+	uint8_t big[BRAID_RC_PREFIX_MAX + 1] = { 0 }, payload[40];
+	static struct hdr_rq q;
+	struct iovec iov = { payload, sizeof(payload) };
+	struct braid_rc_wr wr = { .op = BRAID_RC_OP_WRITE, .iov = &iov, .iov_count = 1,
+				  .prefix = big, .prefix_len = 4 };
+	struct rch h;
+
+	memset(&q, 0, sizeof(q));
+	q.cap[0] = sizeof(payload);
+	rch_configs(&c, 0, 0, &ca, &cb);
+	cb.srq_pull = hdr_pull;
+	cb.recv_done = hdr_done;
+	cb.srq_ctx = &q;
+	cr_assert_eq(rch_init_cfg(&h, NULL, 4, &ca, &cb), 0);
+	cr_assert_eq(braid_rc_post_send(h.n[0].qp, &wr, 0), -FI_EINVAL, "a WRITE has no prefix");
+	wr.op = BRAID_RC_OP_SEND;
+	wr.prefix_len = sizeof(big);
+	cr_assert_eq(braid_rc_post_send(h.n[0].qp, &wr, 0), -FI_EINVAL, "too long a prefix");
+	wr.prefix = NULL;
+	wr.prefix_len = 4;
+	cr_assert_eq(braid_rc_post_send(h.n[0].qp, &wr, 0), -FI_EINVAL, "a length with no bytes");
+	fill(payload, sizeof(payload), 77);
+	cr_assert_eq(post_prefixed(&h, 0, payload, sizeof(payload), 5, BRAID_RC_INJECT, 9), 0);
+	memset(payload, 0, sizeof(payload));	/* injected: copied at post time */
+	cr_assert(rch_wait(&h, 1, 1, 1 * SEC));
+	cr_assert_eq(q.seen[0].tag, 5);
+	cr_assert(same(q.buf[0], 40, 77));
+	cr_assert_eq(h.n[1].comps[0].len, 40);
+	rch_fini(&h);
+}
+
+static int never_pull(void *arg, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr)
+{
+	(void)m;
+	(void)rr;
+	(*(int *)arg)++;
+	return -1;
+}
+
+/*
+ * While every receive slot holds a completion not polled yet, the QP does not
+ * ask srq_pull at all (a receive it gave could not be taken and would be
+ * lost): the SEND is RNR NAKed until the completions are polled.
+ */
+Test(braid_rc_srq, no_pull_without_room_for_the_receive)
+{
+	struct braid_rc_config c = base_cfg(1024), ca, cb;
+	static uint8_t s[64], r[2][64], pkt[8192];
+	struct braid_rc_out out[32];
+	struct rch h;
+	int pulls = 0, i;
+
+	c.max_recv_wr = 2;
+	c.min_rnr_timer_ns = 100 * US;
+	rch_configs(&c, 0, 0, &ca, &cb);
+	cb.srq_pull = never_pull;
+	cb.srq_ctx = &pulls;
+	cr_assert_eq(rch_init_cfg(&h, NULL, 5, &ca, &cb), 0);
+	post_recv(&h, 1, r[0], sizeof(r[0]), 1);
+	post_recv(&h, 1, r[1], sizeof(r[1]), 2);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(post(&h, 0, BRAID_RC_OP_SEND, s, sizeof(s), 0, 0, 0, 0, 1 + i), 0);
+	/* packets both ways, nothing polled: B's two completions hold both slots */
+	for (i = 0; i < 8; i++) {
+		int k, n = braid_rc_output(h.n[0].qp, 0, out, 32);
+
+		for (k = 0; k < n; k++)
+			braid_rc_input(h.n[1].qp, pkt, rch_flatten(&out[k], pkt), 0);
+		n = braid_rc_output(h.n[1].qp, 0, out, 32);
+		for (k = 0; k < n; k++)
+			braid_rc_input(h.n[0].qp, pkt, rch_flatten(&out[k], pkt), 0);
+	}
+	cr_assert_geq(st(&h, 1)->rnr_naks_tx, 1, "the third SEND is told to wait");
+	cr_assert_eq(pulls, 0, "the full queue asked for no receive");
 	rch_fini(&h);
 }

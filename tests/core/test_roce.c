@@ -622,3 +622,30 @@ Test(braid_roce_dest_qp, reads_the_bth_and_refuses_what_parse_refuses)
 	cr_assert_eq(braid_roce_dest_qp(pkt, n + BRAID_ROCE_ICRC_LEN, &qpn), -BRAID_ROCE_ERR_TVER);
 	cr_assert_eq(braid_roce_parse(pkt, n + BRAID_ROCE_ICRC_LEN, &v), -BRAID_ROCE_ERR_TVER);
 }
+
+/* braid's message header inside a SEND (§5.10): 16 bytes, big-endian, checked kind and length. */
+Test(braid_roce_msg, header_round_trip_and_refusals)
+{
+	struct braid_roce_msg_view v = { .kind = BRAID_ROCE_MSG_TAGGED, .len = 0x01020304,
+					 .tag = 0x1122334455667788ULL }, d;
+	static const uint8_t want[BRAID_ROCE_MSG_HDR_LEN] = {
+		1, 0, 0, 0, 1, 2, 3, 4, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+	};
+	uint8_t b[BRAID_ROCE_MSG_HDR_LEN + 4];
+
+	memset(b, 0xee, sizeof(b));
+	braid_roce_msg_write(b, &v);
+	cr_assert_arr_eq(b, want, sizeof(want));
+	cr_assert_eq(braid_roce_msg_parse(b, sizeof(b), &d), 0);
+	cr_assert_eq(d.kind, BRAID_ROCE_MSG_TAGGED);
+	cr_assert_eq(d.len, 0x01020304);
+	cr_assert_eq(d.tag, 0x1122334455667788ULL);
+	cr_assert_eq(braid_roce_msg_parse(b, BRAID_ROCE_MSG_HDR_LEN - 1, &d), -1, "too short");
+	cr_assert_eq(braid_roce_msg_parse(NULL, 0, &d), -1);
+	b[0] = 2;
+	cr_assert_eq(braid_roce_msg_parse(b, sizeof(b), &d), -1, "unknown kind");
+	b[0] = BRAID_ROCE_MSG_UNTAGGED;
+	b[1] = 0xff;
+	cr_assert_eq(braid_roce_msg_parse(b, sizeof(b), &d), 0, "reserved bytes are ignored");
+	cr_assert_eq(d.kind, BRAID_ROCE_MSG_UNTAGGED);
+}

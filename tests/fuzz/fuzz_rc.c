@@ -47,9 +47,11 @@ static struct braid_rc_recv rc_recv(struct rc_fuzz *f, int i)
 }
 
 /* the shared receive queue: its next free buffer */
-static int srq_pull(void *ctx, struct braid_rc_recv *rr)
+static int srq_pull(void *ctx, const struct braid_rc_msg_start *m, struct braid_rc_recv *rr)
 {
 	struct rc_fuzz *f = ctx;
+
+	(void)m;
 
 	for (int i = NRECV; i < NRECV + NSRQ; i++) {
 		if (!f->rx[i].posted) {

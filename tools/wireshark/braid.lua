@@ -110,7 +110,7 @@ local f = {
 	bundle_len = ProtoField.uint16("braid.bundle.len", "Record length", base.DEC),
 	-- §6.2 CM
 	cm_kind = ProtoField.uint8("braid.cm.kind", "Kind", base.DEC, cm_kinds),
-	cm_reserved = ProtoField.uint8("braid.cm.reserved", "Reserved", base.HEX),
+	cm_flags = ProtoField.uint8("braid.cm.flags", "Flags (0x01: tagged SENDs, §5.10)", base.HEX),
 	cm_pdata_len = ProtoField.uint16("braid.cm.pdata_len", "Private data length", base.DEC),
 	cm_status = ProtoField.uint32("braid.cm.status", "Status (FI_E*)", base.DEC),
 	cm_conn_id = ProtoField.uint64("braid.cm.conn_id", "Connection id", base.HEX),
@@ -331,7 +331,7 @@ end
 -- CM (§6.2)
 local function dissect_cm(tvb, pinfo, tree, rlen)
 	local kt = tree:add(f.cm_kind, tvb(8, 1))
-	tree:add(f.cm_reserved, tvb(9, 1))
+	tree:add(f.cm_flags, tvb(9, 1))
 	local pt = tree:add(f.cm_pdata_len, tvb(10, 2))
 	tree:add(f.cm_status, tvb(12, 4))
 	tree:add(f.cm_conn_id, tvb(16, 8))
