@@ -133,6 +133,7 @@ void rc_qp_error(struct braid_rc_qp *qp, int err, uint64_t fail, int recv_err)
 
 	if (qp->state == RC_QP_ERR)
 		return;
+	rc_trace(qp, "qp", "RTS", "ERR");
 	qp->state = RC_QP_ERR;
 	qp->err = err;
 	while (rq->head != rq->tail)
@@ -226,6 +227,7 @@ int braid_rc_open(const struct braid_rc_config *cfg, struct braid_rc_qp **qpp)
 	qp->resp.epsn = cfg->rq_psn;
 	qp->resp.acked_psn = psn_prev(cfg->rq_psn);
 	qp->resp.ack_deadline = RC_NONE;
+	rc_trace(qp, "qp", "RESET", "RTS");	/* created ready to send, its peer known */
 	*qpp = qp;
 	return 0;
 }

@@ -125,6 +125,14 @@ struct braid_rc_config {
 	 * NULL: not called.
 	 */
 	void (*recv_done)(void *ctx, void *context, size_t len, int err);
+	/**
+	 * @trace, @trace_ctx: told of every state change of the QP (@role
+	 * "qp": RTS, ERR) and of its three state machines (@role "requester",
+	 * "completer", "responder"; the states' names as IBTA and rxe give
+	 * them), for a debug log, as rxe traces its states. NULL: not called.
+	 */
+	void (*trace)(void *ctx, uint32_t qpn, const char *role, const char *from, const char *to);
+	void *trace_ctx;
 };
 
 /**

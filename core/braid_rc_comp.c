@@ -450,31 +450,34 @@ static enum rc_comp_state comp_error(struct rc_comp_run *c)
 static int comp_run(struct braid_rc_qp *qp, const struct braid_roce_view *v, uint64_t now)
 {
 	struct rc_comp_run c = { .qp = qp, .v = v, .now = now };
-	enum rc_comp_state s = RC_COMPST_GET_PKT;
+	enum rc_comp_state s = RC_COMPST_GET_PKT, n = s;
 
 	while (s != RC_COMPST_DONE) {
 		switch (s) {
-		case RC_COMPST_GET_PKT:		s = comp_get_pkt(&c); break;
-		case RC_COMPST_CHECK_PSN:	s = comp_check_psn(&c); break;
-		case RC_COMPST_CHECK_ACK:	s = comp_check_ack(&c); break;
-		case RC_COMPST_ACK:		s = comp_ack(&c); break;
-		case RC_COMPST_RNR_NAK:		s = comp_rnr_nak(&c); break;
-		case RC_COMPST_RNR_RETRY:	s = comp_rnr_retry(&c); break;
-		case RC_COMPST_NAK_SEQ:		s = comp_nak_seq(&c); break;
-		case RC_COMPST_NAK_FATAL:	s = comp_nak_fatal(&c); break;
-		case RC_COMPST_CHECK_READ:	s = comp_check_read(&c); break;
-		case RC_COMPST_READ_PSN:	s = comp_read_psn(&c); break;
-		case RC_COMPST_READ:		s = comp_read(&c); break;
-		case RC_COMPST_UPDATE_COMP:	s = comp_update_comp(&c); break;
-		case RC_COMPST_TIMEOUT:		s = comp_timeout(&c); break;
-		case RC_COMPST_SEQ_ERR:		s = comp_seq_err(&c); break;
-		case RC_COMPST_ERROR_RETRY:	s = comp_error_retry(&c); break;
-		case RC_COMPST_ERROR:		s = comp_error(&c); break;
+		case RC_COMPST_GET_PKT:		n = comp_get_pkt(&c); break;
+		case RC_COMPST_CHECK_PSN:	n = comp_check_psn(&c); break;
+		case RC_COMPST_CHECK_ACK:	n = comp_check_ack(&c); break;
+		case RC_COMPST_ACK:		n = comp_ack(&c); break;
+		case RC_COMPST_RNR_NAK:		n = comp_rnr_nak(&c); break;
+		case RC_COMPST_RNR_RETRY:	n = comp_rnr_retry(&c); break;
+		case RC_COMPST_NAK_SEQ:		n = comp_nak_seq(&c); break;
+		case RC_COMPST_NAK_FATAL:	n = comp_nak_fatal(&c); break;
+		case RC_COMPST_CHECK_READ:	n = comp_check_read(&c); break;
+		case RC_COMPST_READ_PSN:	n = comp_read_psn(&c); break;
+		case RC_COMPST_READ:		n = comp_read(&c); break;
+		case RC_COMPST_UPDATE_COMP:	n = comp_update_comp(&c); break;
+		case RC_COMPST_TIMEOUT:		n = comp_timeout(&c); break;
+		case RC_COMPST_SEQ_ERR:		n = comp_seq_err(&c); break;
+		case RC_COMPST_ERROR_RETRY:	n = comp_error_retry(&c); break;
+		case RC_COMPST_ERROR:		n = comp_error(&c); break;
 		case RC_COMPST_DONE:
 		case RC_COMPST_NUM:
 			assert(0);
 			return c.ret;
 		}
+		if (n != s)
+			rc_trace(qp, "completer", rc_comp_state_names[s], rc_comp_state_names[n]);
+		s = n;
 	}
 	return c.ret;
 }

@@ -297,6 +297,14 @@ enum rc_req_state {
 
 extern const char *const rc_req_state_names[RC_REQST_NUM];
 
+/* A state change of @role (braid_rc_config.trace), when the QP is traced. */
+static inline void rc_trace(const struct braid_rc_qp *qp, const char *role, const char *from,
+			    const char *to)
+{
+	if (qp->cfg.trace)
+		qp->cfg.trace(qp->cfg.trace_ctx, qp->cfg.local_qpn, role, from, to);
+}
+
 /** rc_req_ready() - may the requester send a packet now? (changes nothing) */
 bool rc_req_ready(struct braid_rc_qp *qp);
 /** rc_req_output() - the next request packet into @o; false: none may go now. */

@@ -215,15 +215,15 @@ static enum rc_req_state req_update(struct rc_req_run *c)
 static bool req_run(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_out *o)
 {
 	struct rc_req_run c = { .qp = qp, .now = now, .o = o };
-	enum rc_req_state s = RC_REQST_GET_WQE;
+	enum rc_req_state s = RC_REQST_GET_WQE, n = s;
 
 	for (;;) {
 		switch (s) {
-		case RC_REQST_GET_WQE:		s = req_get_wqe(&c); break;
-		case RC_REQST_CHECK_WINDOW:	s = req_check_window(&c); break;
-		case RC_REQST_CHECK_START:	s = req_check_start(&c); break;
-		case RC_REQST_BUILD:		s = req_build(&c); break;
-		case RC_REQST_UPDATE:		s = req_update(&c); break;
+		case RC_REQST_GET_WQE:		n = req_get_wqe(&c); break;
+		case RC_REQST_CHECK_WINDOW:	n = req_check_window(&c); break;
+		case RC_REQST_CHECK_START:	n = req_check_start(&c); break;
+		case RC_REQST_BUILD:		n = req_build(&c); break;
+		case RC_REQST_UPDATE:		n = req_update(&c); break;
 		case RC_REQST_SENT:
 		case RC_REQST_READY:
 			return true;
@@ -231,6 +231,10 @@ static bool req_run(struct braid_rc_qp *qp, uint64_t now, struct braid_rc_out *o
 		case RC_REQST_NUM:
 			return false;
 		}
+		/* a run that builds a packet (not rc_req_ready()'s look) */
+		if (o && n != s)
+			rc_trace(qp, "requester", rc_req_state_names[s], rc_req_state_names[n]);
+		s = n;
 	}
 }
 

@@ -600,31 +600,34 @@ static enum rc_resp_state resp_error(struct rc_resp_run *c)
 int rc_resp_input(struct braid_rc_qp *qp, const struct braid_roce_view *v, uint64_t now)
 {
 	struct rc_resp_run c = { .qp = qp, .v = v, .now = now };
-	enum rc_resp_state s = RC_RESPST_CHK_PSN;
+	enum rc_resp_state s = RC_RESPST_CHK_PSN, n = s;
 
 	while (s != RC_RESPST_DONE) {
 		switch (s) {
-		case RC_RESPST_CHK_PSN:		s = resp_chk_psn(&c); break;
-		case RC_RESPST_CHK_OP_SEQ:	s = resp_chk_op_seq(&c); break;
-		case RC_RESPST_CHK_PKT_LEN:	s = resp_chk_pkt_len(&c); break;
-		case RC_RESPST_CHK_RESOURCE:	s = resp_chk_resource(&c); break;
-		case RC_RESPST_CHK_LENGTH:	s = resp_chk_length(&c); break;
-		case RC_RESPST_CHK_RKEY:	s = resp_chk_rkey(&c); break;
-		case RC_RESPST_EXECUTE:		s = resp_execute(&c); break;
-		case RC_RESPST_COMPLETE:	s = resp_complete(&c); break;
-		case RC_RESPST_ACKNOWLEDGE:	s = resp_acknowledge(&c); break;
-		case RC_RESPST_DUPLICATE:	s = resp_duplicate(&c); break;
-		case RC_RESPST_DUPLICATE_READ:	s = resp_duplicate_read(&c); break;
-		case RC_RESPST_ERR_PSN_SEQ:	s = resp_err_psn_seq(&c); break;
-		case RC_RESPST_ERR_RNR:		s = resp_err_rnr(&c); break;
-		case RC_RESPST_ERR_INVALID_REQ:	s = resp_err_invalid_req(&c); break;
-		case RC_RESPST_ERR_ACCESS:	s = resp_err_access(&c); break;
-		case RC_RESPST_ERROR:		s = resp_error(&c); break;
+		case RC_RESPST_CHK_PSN:		n = resp_chk_psn(&c); break;
+		case RC_RESPST_CHK_OP_SEQ:	n = resp_chk_op_seq(&c); break;
+		case RC_RESPST_CHK_PKT_LEN:	n = resp_chk_pkt_len(&c); break;
+		case RC_RESPST_CHK_RESOURCE:	n = resp_chk_resource(&c); break;
+		case RC_RESPST_CHK_LENGTH:	n = resp_chk_length(&c); break;
+		case RC_RESPST_CHK_RKEY:	n = resp_chk_rkey(&c); break;
+		case RC_RESPST_EXECUTE:		n = resp_execute(&c); break;
+		case RC_RESPST_COMPLETE:	n = resp_complete(&c); break;
+		case RC_RESPST_ACKNOWLEDGE:	n = resp_acknowledge(&c); break;
+		case RC_RESPST_DUPLICATE:	n = resp_duplicate(&c); break;
+		case RC_RESPST_DUPLICATE_READ:	n = resp_duplicate_read(&c); break;
+		case RC_RESPST_ERR_PSN_SEQ:	n = resp_err_psn_seq(&c); break;
+		case RC_RESPST_ERR_RNR:		n = resp_err_rnr(&c); break;
+		case RC_RESPST_ERR_INVALID_REQ:	n = resp_err_invalid_req(&c); break;
+		case RC_RESPST_ERR_ACCESS:	n = resp_err_access(&c); break;
+		case RC_RESPST_ERROR:		n = resp_error(&c); break;
 		case RC_RESPST_DONE:
 		case RC_RESPST_NUM:
 			assert(0);
 			return c.ret;
 		}
+		if (n != s)
+			rc_trace(c.qp, "responder", rc_resp_state_names[s], rc_resp_state_names[n]);
+		s = n;
 	}
 	return c.ret;
 }

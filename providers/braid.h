@@ -54,7 +54,9 @@ extern struct fi_provider braid_prov;
 
 #define BRAID_WARN(subsys, ...) FI_WARN(&braid_prov, subsys, __VA_ARGS__)
 #define BRAID_INFO(subsys, ...) FI_INFO(&braid_prov, subsys, __VA_ARGS__)
-#define BRAID_DBG(subsys, ...) FI_DBG(&braid_prov, subsys, __VA_ARGS__)
+/* at FI_LOG_LEVEL=debug in any build (libfabric's FI_DBG is compiled out unless
+ * the provider is built with ENABLE_DEBUG) */
+#define BRAID_DBG(subsys, ...) FI_LOG(&braid_prov, FI_LOG_DEBUG, subsys, __VA_ARGS__)
 
 /**
  * struct braid_config - every FI_BRAID_* setting, read once at fi_prov_ini

@@ -175,6 +175,14 @@ static void eq_error(struct braid_ep *ep, int err, const void *pdata, size_t len
 }
 
 /* the RC engine's memory-key check: the domain's regions (braid_mr_check) */
+/* The QP's state changes, at FI_LOG_LEVEL=debug (the RC engine's trace). */
+static void msg_rc_trace(void *ctx, uint32_t qpn, const char *role, const char *from,
+			 const char *to)
+{
+	(void)ctx;
+	BRAID_DBG(FI_LOG_EP_DATA, "RC QP 0x%06x %s: %s -> %s\n", qpn, role, from, to);
+}
+
 static int mr_check(void *ctx, uint32_t rkey, uint64_t addr, size_t len, uint32_t access,
 		    void **ptr)
 {
@@ -222,6 +230,8 @@ static int qp_create(struct braid_ep *ep)
 	c.pkey = ep->auth.pkey;
 	c.mr_check = mr_check;
 	c.mr_ctx = ep;
+	if (fi_log_enabled(&braid_prov, FI_LOG_DEBUG, FI_LOG_EP_DATA))
+		c.trace = msg_rc_trace;
 	/* receives come from the shared context, or the endpoint's own queue, one a message */
 	if (ep->srx) {
 		c.srq_pull = braid_srx_pull;

@@ -97,7 +97,7 @@ Test(braid_atomic_dt_size, every_datatype)
 		cr_assert_eq(braid_atomic_dt_size(dt), want[dt], "%s", dt_names[dt]);
 	cr_assert_eq(braid_atomic_dt_size((enum braid_adt)99), 0);
 	cr_assert_eq(braid_atomic_dt_size((enum braid_adt)-1), 0);
-	cr_assert_eq(braid_atomic_dt_size(FI_VOID), 0);
+	cr_assert_eq(braid_atomic_dt_size((enum braid_adt)FI_VOID), 0);
 }
 
 /* apply @op on @dt to one element; Return: what apply returned, *@touched: whether target or result changed */
@@ -127,8 +127,8 @@ Test(braid_atomic_apply, rejects_what_is_not_valid_and_touches_nothing)
 		{ BRAID_AOP_CSWAP_LT, BRAID_ADT_DOUBLE_COMPLEX }, { BRAID_AOP_CSWAP_GE, BRAID_ADT_LONG_DOUBLE_COMPLEX },
 		{ BRAID_AOP_MSWAP, BRAID_ADT_DOUBLE }, { BRAID_AOP_MSWAP, BRAID_ADT_FLOAT_COMPLEX },
 		{ BRAID_AOP_LAST, BRAID_ADT_INT32 }, { (enum braid_aop)1000, BRAID_ADT_UINT8 },
-		{ (enum braid_aop)-1, BRAID_ADT_UINT8 }, { FI_NOOP, BRAID_ADT_INT64 },
-		{ BRAID_AOP_SUM, (enum braid_adt)99 }, { BRAID_AOP_SUM, (enum braid_adt)-1 }, { BRAID_AOP_SUM, FI_VOID },
+		{ (enum braid_aop)-1, BRAID_ADT_UINT8 }, { (enum braid_aop)FI_NOOP, BRAID_ADT_INT64 },
+		{ BRAID_AOP_SUM, (enum braid_adt)99 }, { BRAID_AOP_SUM, (enum braid_adt)-1 }, { BRAID_AOP_SUM, (enum braid_adt)FI_VOID },
 	};
 	bool touched;
 	size_t i;

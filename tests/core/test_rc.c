@@ -1,6 +1,7 @@
 /* test_rc.c: the RoCEv2 RC engine (core/braid_rc*.c): operations, go-back-N, RNR, errors, untrusted input, over the sim; its state machines' names. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <rdma/fi_errno.h>
 
 #include "rc_harness.h"
@@ -2575,5 +2576,82 @@ Test(braid_rc_srq, no_pull_without_room_for_the_receive)
 	}
 	cr_assert_geq(st(&h, 1)->rnr_naks_tx, 1, "the third SEND is told to wait");
 	cr_assert_eq(pulls, 0, "the full queue asked for no receive");
+	rch_fini(&h);
+}
+
+/* ---- state tracing (braid_rc_config.trace) ---- */
+
+struct trace_log {
+	int n;
+	struct {
+		uint32_t qpn;
+		char role[16], from[24], to[24];
+	} e[512];
+};
+
+static void trace_rec(void *ctx, uint32_t qpn, const char *role, const char *from, const char *to)
+{
+	struct trace_log *t = ctx;
+
+	if (t->n >= (int)(sizeof(t->e) / sizeof(t->e[0])))
+		return;
+	t->e[t->n].qpn = qpn;
+	snprintf(t->e[t->n].role, sizeof(t->e[0].role), "%s", role);
+	snprintf(t->e[t->n].from, sizeof(t->e[0].from), "%s", from);
+	snprintf(t->e[t->n].to, sizeof(t->e[0].to), "%s", to);
+	t->n++;
+}
+
+/* was @role of QP @qpn traced going from @from (NULL: any) to @to? */
+static bool traced(const struct trace_log *t, uint32_t qpn, const char *role, const char *from,
+		   const char *to)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->e[i].qpn == qpn && !strcmp(t->e[i].role, role) &&
+		    (!from || !strcmp(t->e[i].from, from)) && !strcmp(t->e[i].to, to))
+			return true;
+	return false;
+}
+
+Test(braid_rc_trace, every_state_change_is_told_with_its_names)
+{
+	static struct trace_log ta, tb;
+	struct braid_rc_config ca = base_cfg(1024), cb;
+	static uint8_t mem[64];
+	struct rch h;
+	size_t a0;
+	int i;
+
+	rch_configs(&ca, 0, 0, &ca, &cb);
+	ca.trace = trace_rec;
+	ca.trace_ctx = &ta;
+	cb.trace = trace_rec;
+	cb.trace_ctx = &tb;
+	cr_assert_eq(rch_init_cfg(&h, NULL, 21, &ca, &cb), 0);
+	cr_assert(traced(&ta, ca.local_qpn, "qp", "RESET", "RTS"), "A's creation");
+	cr_assert(traced(&tb, cb.local_qpn, "qp", "RESET", "RTS"), "B's creation");
+
+	/* a SEND: A's requester builds it, B's responder takes it, A's completer its ACK */
+	one_op(&h, BRAID_RC_OP_SEND, 0, 100, 7);
+	cr_assert(traced(&ta, ca.local_qpn, "requester", "GET_WQE", "CHECK_WINDOW"));
+	cr_assert(traced(&ta, ca.local_qpn, "requester", NULL, "BUILD"));
+	cr_assert(traced(&tb, cb.local_qpn, "responder", "CHK_PSN", "CHK_OP_SEQ"));
+	cr_assert(traced(&tb, cb.local_qpn, "responder", NULL, "EXECUTE"));
+	cr_assert(traced(&ta, ca.local_qpn, "completer", "GET_PKT", "CHECK_PSN"));
+	cr_assert(traced(&ta, ca.local_qpn, "completer", NULL, "ACK"));
+	for (i = 0; i < ta.n; i++)
+		cr_assert_str_neq(ta.e[i].from, ta.e[i].to, "a change, not a stay: %s %s",
+				  ta.e[i].role, ta.e[i].from);
+	cr_assert(!traced(&ta, ca.local_qpn, "qp", "RTS", "ERR"), "no error yet");
+
+	/* a WRITE to a key B does not know: B refuses it (access), A's QP goes to ERR */
+	a0 = h.n[0].ncomps;
+	cr_assert_eq(post(&h, 0, BRAID_RC_OP_WRITE, mem, sizeof(mem), addr_of(mem), 0xbad, 0, 0, 9),
+		     0);
+	cr_assert(rch_wait(&h, 0, a0 + 1, h.now + 1 * SEC), "the WRITE completes");
+	cr_assert_neq(h.n[0].comps[a0].err, 0, "with an error");
+	cr_assert(traced(&tb, cb.local_qpn, "responder", NULL, "ERR_ACCESS"));
+	cr_assert(traced(&ta, ca.local_qpn, "completer", NULL, "NAK_FATAL"));
+	cr_assert(traced(&ta, ca.local_qpn, "qp", "RTS", "ERR"));
 	rch_fini(&h);
 }
