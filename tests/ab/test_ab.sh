@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_ab.sh: tools/ab end to end, its smallest scenarios: the namespace fabric (2 hosts,
 # 4 paths) with, in turn, 1% loss on one path (the one carrying most of the run's data,
-# from about 0.5 s on, lifted and put back in 0.5 s periods: tools/ab's switchback), one
+# from about 0.5 s on, lifted and put back in 0.75 s periods: tools/ab's switchback), one
 # path black-holed half way through a stream, and 0.2 ms of
 # delay on every path; one short streaming run per contender (braid, braid;ofi_rxm,
 # braid;ofi_rxd, tcp;ofi_rxm) with every payload byte checked exactly once at the
@@ -31,7 +31,7 @@ out=$(mktemp -d /tmp/test_ab.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 # tools/ab brings the fabric up and down itself (down also when it fails or is killed)
 timeout -k 10 270 tools/ab --scenarios loss1,pathdown,delay0.2 --measures bw64k,bw1m,timeline \
-	-r 1 --seconds 1.5 --switch-s 0.5 --switches 2 \
+	-r 1 --seconds 1.5 --switch-s 0.75 --switches 2 \
 	--verify --stuck-timeout 15 --braid-ab "$build/bench/braid_ab" \
 	--provider-path "$build/providers" -o "$out" >"$out/log" 2>&1
 rc=$?
