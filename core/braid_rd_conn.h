@@ -1,0 +1,199 @@
+/* braid_rd_conn.h: the per-peer state: a peer's traffic state while traffic flows (its flow), its 32-byte idle record, and its conn (the RD engine's internals, not a public header; braid_rd_int.h includes it). */
+#ifndef BRAID_RD_CONN_H
+#define BRAID_RD_CONN_H
+
+#include "braid/braid_list.h"
+#include "braid_cc.h"
+#include "braid_path.h"
+#include "braid_peer.h"
+#include "braid_rd_msg.h"
+#include "braid_rd_send.h"
+
+/* rendezvous messages with a buffer whose data a flow waits for at once (§4.6) */
+#define RD_CTS_MAX	16
+
+/** Per-peer traffic state, attached to a conn only while traffic flows (pool: max_flows). */
+struct rd_flow {
+	struct braid_dlist active_node;
+	struct rd_conn *conn;
+	/* transmit */
+	uint32_t snd_una;
+	uint32_t inflight;
+	uint32_t peer_rwnd;
+	struct braid_dlist txorder;
+	struct braid_dlist retxq;
+	uint64_t rack_xmit, rack_rtt, min_rtt, srtt, rttvar;
+	/** @last_ack: the latest ACK that acknowledged something new (the RTO runs from it). */
+	uint64_t last_ack;
+	/** @tx_counter: transmissions so far; @rack_seq: tx_seq of the latest-sent packet acknowledged. */
+	uint32_t tx_counter, rack_seq;
+	uint64_t rto_backoff;
+	/** @rto_at: when the RTO fired that the next ACK will judge (0: none). */
+	uint64_t rto_at;
+	/** @rx_dups: duplicate DATA packets received from the peer (echoed in our ACKs). */
+	uint32_t rx_dups;
+	/** @peer_dups: the peer's last reported count of our duplicates; @reo_mult: reorder
+	 * window multiplier, raised when a retransmission proves spurious (RFC 8985 §7.2),
+	 * lowered again at @reo_decay_at (16 RTTs with no new duplicate). */
+	uint32_t peer_dups, reo_mult;
+	uint64_t reo_decay_at;
+	/** @reo_raised_at: when @reo_mult was last raised (once a round trip at most). */
+	uint64_t reo_raised_at;
+	/** @last_tx: time of the latest transmission; @tlp_out: a tail probe awaits its ACK. */
+	uint64_t last_tx;
+	bool tlp_out;
+	uint64_t last_progress;
+	/** @zwp_at: zero window: when the next probe may go (packets refused for want of
+	 * buffer wait in retxq for the receiver's window update, §4.3). */
+	uint64_t zwp_at;
+	/** @zwp_due: the zero-window probe may go (set by the timer at @zwp_at). */
+	bool zwp_due;
+	/** @refused: receive: we refused the peer's data for want of buffer and owe it a window
+	 * update; @wupdate: the next ACK is that update (it echoes nothing). */
+	bool refused, wupdate;
+	/** @refused_small: the refused data fits small staging (RD_STAGE_SMALL). */
+	bool refused_small;
+	/** @probe_due: a rendezvous keepalive probe waits to go (§4.6); @probe_at: the last one sent. */
+	bool probe_due;
+	uint64_t probe_at;
+	struct braid_cc_state cc;
+	/* receive */
+	/** @last_rx: the latest packet of any kind from the peer (its liveness, seen from here). */
+	uint64_t last_rx;
+	/** @cts_rtt: smoothed time from a CTS to the data it releases (the receiver's RTT view). */
+	uint64_t cts_rtt;
+	uint64_t *rcv_bits;		/* window bits, slot psn % window */
+	/**
+	 * @msg_done: the sender's messages wholly acknowledged beyond @msg_una
+	 * (a bit per message slot); @msg_una: the oldest message of this flow not
+	 * wholly acknowledged (next_msg_id when none). A new message starts only
+	 * within the window of it (§4.2 rule 5, sendq_held()).
+	 */
+	uint64_t *msg_done;
+	uint32_t msg_una;
+	struct rd_msg **msgs;		/* window slots, msg_id % window */
+	uint32_t msgs_live;		/* messages in the msgs slots */
+	uint32_t ack_count;		/* data packets accepted since the last ACK */
+	bool ack_now;
+	uint64_t ack_deadline;		/* 0 = none */
+	uint32_t echo_psn, echo_time;
+	/** @echo_rx: when the echoed packet reached this host, or no earlier (rd->in_arrived); 0: unknown. */
+	uint64_t echo_rx;
+	/** @echo_route: the route the echoed packet came by (its ACK goes back by it), or -1. */
+	int32_t echo_route;
+	/** @data_route: the route of the peer's latest data (CTS go back by it), or -1. */
+	int32_t data_route;
+	bool echo_ecn;
+	bool need_ack;
+	/**
+	 * @pingpong, @ack_held, @done_at: ping-pong detection (§4.3): the
+	 * application answers the peer's messages within the ACK delay, so the
+	 * ACK of a completed message waits for the answer to ride on (@ack_held:
+	 * one does); a held ACK that has to go alone ends it. @done_at: when the
+	 * latest message from the peer completed.
+	 */
+	uint8_t pingpong;
+	bool ack_held;
+	uint64_t done_at;
+	/** @cts_ids, @cts_sent, @cts_n: rendezvous messages with a buffer, waiting for their data. */
+	uint32_t cts_ids[RD_CTS_MAX];
+	uint64_t cts_sent[RD_CTS_MAX];
+	/** @cts_tries: sends of each CTS since data last came (its repeat interval doubles). */
+	uint8_t cts_tries[RD_CTS_MAX];
+	/** @cts_first: when each CTS was first sent (0: not yet; UINT64_MAX: its RTT sampled). */
+	uint64_t cts_first[RD_CTS_MAX];
+	uint32_t cts_n;
+	/* scheduling */
+	uint64_t deadline;
+	size_t heap_idx;
+	bool ready;
+	struct braid_dlist ready_node;
+	/** @ctr: the peer's counters, since the flow was attached. */
+	struct braid_rd_peer_ctr ctr;
+	/** @fc_stalled: data waits for the receiver's window (counted once per stall). */
+	bool fc_stalled;
+	/** @stranger, @stranger_node: made for a packet of a peer not proven yet (counted in
+	 * rd->unproven_flows, listed in rd->strangers) until the peer proves itself. */
+	bool stranger;
+	struct braid_dlist stranger_node;
+	/** @silent: nothing ever came from the peer (conn->epoch 0; counted in rd->silent_flows). */
+	bool silent;
+	struct rd_txpkt *tx;		/* window slots */
+	struct rd_pathrack *prack;	/* one per path */
+	struct braid_pathset paths;	/* last: flexible */
+};
+
+/**
+ * struct rd_idle - an idle peer in 32 bytes (§4.9): its conn's numbering and
+ * incarnations, kept in rd->conns (tagged RD_IDLE_TAG, and RD_IDLE_UNPROVEN for a
+ * peer not proven) once the conn has had nothing going for the idle time; the conn, its reference on the domain's
+ * shared peer entry and its traffic state are given back. The next packet to or
+ * from the peer makes a conn of it again, numbering where it left off.
+ */
+struct rd_idle {
+	uint64_t key;
+	uint32_t snd_nxt, next_msg_id, rcv_nxt, match_next;
+	uint32_t epoch, my_epoch;
+};
+/* what an idle record keeps of its conn (field names shared with struct rd_conn) */
+#define RD_IDLE_FIELDS(X) X(snd_nxt) X(next_msg_id) X(rcv_nxt) X(match_next) X(epoch) X(my_epoch)
+/* the conn and idle pools' size without a peer limit (max_peers 0): memory is the bound */
+#define RD_PEERS_UNBOUNDED	(1u << 26)
+#define RD_IDLE_TAG	((uintptr_t)1)
+#define RD_IDLE_UNPROVEN	((uintptr_t)2)	/* with RD_IDLE_TAG: the peer is not proven */
+#define RD_IDLE_BITS	((uintptr_t)15)	/* pool objects are 16-byte aligned */
+/* with RD_IDLE_TAG: the record's age in rounds of the forget walk (0-3) */
+#define RD_IDLE_AGE_SHIFT	2
+#define RD_IDLE_AGE	((uintptr_t)12)
+
+/** What an engine keeps per peer it has ever exchanged packets with (small, malloc'd on first contact). */
+struct rd_conn {
+	uint64_t key;
+	uint32_t ip;
+	uint16_t port;
+	/** @peer: the shared table entry (a reference is held). */
+	struct braid_peer *peer;
+	uint32_t snd_nxt, next_msg_id;
+	uint32_t rcv_nxt, match_next;
+	/** @sendq: sends with bytes not yet cut into packets. */
+	struct braid_dlist sendq;
+	/** @paused: rendezvous sends waiting for the receiver's CTS (§4.6). */
+	struct braid_dlist paused;
+	/** @rma_ops: RMA requests (and delivery-complete sends) to this peer not yet answered
+	 * (§4.7), oldest first; @waiting: how many of them have nothing left in flight. */
+	struct braid_dlist rma_ops;
+	uint32_t waiting;
+	struct rd_flow *flow;
+	/** @epoch: the peer's incarnation as this endpoint knows it; 0 while unknown (§4.1). */
+	uint32_t epoch;
+	/**
+	 * @my_epoch: our incarnation as this peer knows it: cfg.epoch, later by
+	 * one each time we gave up on the peer (peer timeout) and started afresh
+	 * (§4.9), so that the peer starts afresh too.
+	 */
+	uint32_t my_epoch;
+	/**
+	 * @verified: the peer proved that it receives at its address in
+	 * incarnation @epoch: it answered our challenge (§4.9). Until then its
+	 * messages match receives only once complete, and the conn may be evicted.
+	 */
+	bool verified;
+	/** @chal_epoch, @chal_cookie, @chal_at: our latest challenge: the incarnation
+	 * it asks about, its cookie and when it went, while @chal_out. */
+	uint32_t chal_epoch, chal_cookie;
+	uint64_t chal_at;
+	bool chal_out;
+	/** @chal_tries: repeats of the challenge about @chal_epoch (each waits twice as long). */
+	uint8_t chal_tries;
+	/** @lru: in rd->unproven, least recently heard from first, while not verified; once
+	 * verified, in rd->resting while it has no flow. */
+	struct braid_dlist lru;
+	/** @msgs: messages (struct rd_msg) from the peer alive anywhere: the conn stays while any is. */
+	uint32_t msgs;
+	/** @took: we accepted (and acknowledged) data from the peer: it may not be forgotten at once. */
+	bool took;
+	/** @peer_took: the peer acknowledged a packet of ours (a record woken counts as both). */
+	bool peer_took;
+};
+
+#endif /* BRAID_RD_CONN_H */
