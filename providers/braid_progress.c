@@ -128,15 +128,21 @@ static void progress_halt(struct braid_domain *dom)
 {
 	if (dom->pt_running) {
 		braid_dlist_remove(&dom->pt_node);
-		pthread_mutex_lock(&dom->pt_lock);
-		dom->pt_stop = true;
-		pthread_cond_signal(&dom->pt_cond);
-		pthread_mutex_unlock(&dom->pt_lock);
-		/* a forked child has the domain but not the thread */
-		if (getpid() == dom->pt_pid)
+		/*
+		 * A forked child has the domain but not the thread: nothing to
+		 * stop, and the thread's lock and condition are as the fork found
+		 * them (the condition waited on: destroying it would wait for a
+		 * waiter that is not in this process, for ever).
+		 */
+		if (getpid() == dom->pt_pid) {
+			pthread_mutex_lock(&dom->pt_lock);
+			dom->pt_stop = true;
+			pthread_cond_signal(&dom->pt_cond);
+			pthread_mutex_unlock(&dom->pt_lock);
 			pthread_join(dom->pt, NULL);
-		pthread_cond_destroy(&dom->pt_cond);
-		pthread_mutex_destroy(&dom->pt_lock);
+			pthread_cond_destroy(&dom->pt_cond);
+			pthread_mutex_destroy(&dom->pt_lock);
+		}
 		BRAID_INFO(FI_LOG_DOMAIN, "progress thread: %lu endpoint progress calls while "
 			   "the application was away\n", (unsigned long)dom->pt_passes);
 		dom->pt_running = false;
