@@ -350,8 +350,16 @@ int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 /* the connection request a passive endpoint reported (fi_info.handle of FI_CONNREQ) */
 struct braid_connreq {
 	struct fid fid;
-	/** @pep: the listener, or NULL once it closed (the accepting endpoint frees the request). */
+	/**
+	 * @pep: the listener, or NULL once it let go of the request (it closed,
+	 * or the request was refused or accepted): the endpoints that hold it
+	 * free it, the last of them (@held).
+	 */
 	struct braid_pep *pep;
+	/** @held: endpoints opened for the request (info->handle) and not closed. */
+	int held;
+	/** @refused: fi_reject, or the listener closed before it was accepted: fi_accept fails. */
+	bool refused;
 	struct sockaddr_in peer;	/* the active side's QP/CM socket */
 	/**
 	 * @local: the listener's address, which the accepted endpoint reports
@@ -362,6 +370,8 @@ struct braid_connreq {
 	/** @req: the request in the listener's CM engine (its REQ, whether it was accepted). */
 	struct braid_cm_req req;
 };
+/* an endpoint opened for @cr holds it (braid_pep_hold) until it closes (braid_pep_forget) */
+void braid_pep_hold(struct braid_connreq *cr);
 void braid_pep_forget(struct braid_connreq *cr);
 
 

@@ -731,6 +731,11 @@ int braid_msg_open(struct braid_ep *ep)
 		return -FI_ENOMEM;
 	}
 	ep->msg = m;
+	/* opened for a connection request: it holds the request until it closes */
+	if (ep->info->handle && ep->info->handle->fclass == FI_CLASS_CONNREQ) {
+		m->cr = braid_container_of(ep->info->handle, struct braid_connreq, fid);
+		braid_pep_hold(m->cr);
+	}
 	ep->max_msg_size = BRAID_MSG_MAX_MSG;
 	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
 		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
@@ -887,12 +892,17 @@ static int msg_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 
 	if (msg_check_param(param, paramlen))
 		return -FI_EINVAL;
-	cr = ep->info->handle ? braid_container_of(ep->info->handle, struct braid_connreq, fid) : NULL;
-	if (!cr || cr->fid.fclass != FI_CLASS_CONNREQ)
+	cr = m->cr;
+	if (!cr)
 		return -FI_EINVAL;
 	braid_domain_lock(ep->domain);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	/* refused meanwhile (fi_reject, or its listener closed): the client was told */
+	if (cr->refused) {
+		ret = -FI_ECONNREFUSED;
 		goto out;
 	}
 	local = msg_cm_local(m);
@@ -901,8 +911,6 @@ static int msg_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 		goto out;
 	/* the QP exists (it receives at once) before REP goes out */
 	ret = msg_cm_run(ep, now, &cr->peer);
-	if (!ret)
-		m->cr = cr;
 out:
 	braid_domain_unlock(ep->domain);
 	return ret;
