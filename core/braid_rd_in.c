@@ -792,6 +792,8 @@ static struct rd_recv *recv_new(struct braid_rd *rd, const struct braid_rd_recv 
 	    !braid_iov_valid(req->iov, req->iov_count))
 		return NULL;
 	*ret = -FI_EAGAIN;
+	if (!rd_comp_room(rd))
+		return NULL;	/* completions not taken fill the operations' places */
 	r = braid_pool_alloc_head(&rd->recvs, RD_RECV_HEAD);
 	if (!r)
 		return NULL;
