@@ -128,17 +128,30 @@ Test(fi_cq_open, wait_objects_braid_does_not_offer_are_refused_with_their_codes)
 	pt_dom_close(&d);
 }
 
+/* A blocking read of @eq times out empty, and returns what was written. */
+static void eq_sread_works(struct fid_eq *eq)
+{
+	struct fi_eq_entry ev = { .data = 5 };
+	uint32_t event;
+
+	cr_assert_eq(fi_eq_sread(eq, &event, &ev, sizeof(ev), 20, 0), -FI_EAGAIN);
+	cr_assert_eq(fi_eq_write(eq, FI_NOTIFY, &ev, sizeof(ev), 0), (ssize_t)sizeof(ev));
+	memset(&ev, 0, sizeof(ev));
+	cr_assert_eq(fi_eq_sread(eq, &event, &ev, sizeof(ev), 5000, 0), (ssize_t)sizeof(ev));
+	cr_assert_eq(event, FI_NOTIFY);
+	cr_assert_eq(ev.data, 5);
+}
+
 /*
  * EQs: FI_WAIT_UNSPEC is an fd, FI_WAIT_MUTEX_COND gives its mutex and
- * condition, FI_WAIT_NONE has nothing to give; wait sets are not offered.
+ * condition, FI_WAIT_NONE and FI_WAIT_YIELD have nothing to give; wait sets
+ * are not offered.
  */
 Test(fi_eq_open, wait_objects_and_what_fi_control_gives_of_them, .timeout = 30)
 {
-	struct fi_eq_entry ev = { .data = 5 };
 	struct fi_mutex_cond mc = { 0 };
 	struct pt_dom d;
 	struct fid_eq *eq;
-	uint32_t event;
 	int fd = -7;
 
 	pt_dom_open(&d);
@@ -166,13 +179,16 @@ Test(fi_eq_open, wait_objects_and_what_fi_control_gives_of_them, .timeout = 30)
 	cr_assert_eq(fi_control(&eq->fid, FI_GETWAIT, &mc), 0);
 	cr_assert_not_null(mc.mutex);
 	cr_assert_not_null(mc.cond);
-	/* a blocking read on it times out empty and returns what was written */
-	cr_assert_eq(fi_eq_sread(eq, &event, &ev, sizeof(ev), 20, 0), -FI_EAGAIN);
-	cr_assert_eq(fi_eq_write(eq, FI_NOTIFY, &ev, sizeof(ev), 0), (ssize_t)sizeof(ev));
-	memset(&ev, 0, sizeof(ev));
-	cr_assert_eq(fi_eq_sread(eq, &event, &ev, sizeof(ev), 5000, 0), (ssize_t)sizeof(ev));
-	cr_assert_eq(event, FI_NOTIFY);
-	cr_assert_eq(ev.data, 5);
+	eq_sread_works(eq);
+	cr_assert_eq(fi_close(&eq->fid), 0);
+
+	/* fi_eq(3)'s FI_WAIT_YIELD: no object to give, blocking reads work */
+	fd = -7;
+	cr_assert_eq(eq_try(&d, FI_WAIT_YIELD, &eq), 0);
+	cr_assert_eq(waitobj_of(&eq->fid), FI_WAIT_YIELD);
+	cr_assert_eq(fi_control(&eq->fid, FI_GETWAIT, &fd), -FI_ENODATA);
+	cr_assert_eq(fd, -7);
+	eq_sread_works(eq);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 	pt_dom_close(&d);
 }
