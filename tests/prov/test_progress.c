@@ -85,6 +85,7 @@ Test(progress, auto_data_progress_is_offered_and_a_receiver_left_alone_acknowled
 	struct pt_pair p;
 	char buf[32];
 
+	setenv("FI_BRAID_PROGRESS_US", "1000", 1);	/* the default, whatever the environment says */
 	cr_assert_eq(rdm_getinfo(PT_VERSION, FI_PROGRESS_AUTO, 0, &info), 0);
 	cr_assert_eq(info->domain_attr->data_progress, FI_PROGRESS_AUTO);
 	rdm_pair_open(&p, info, FI_WAIT_NONE, FI_WAIT_NONE, false);
@@ -283,6 +284,7 @@ Test(progress, a_forked_child_closes_the_domain_without_its_thread, .timeout = 6
 	pid_t pid;
 	int status = -1;
 
+	setenv("FI_BRAID_PROGRESS_US", "1000", 1);	/* with the thread */
 	cr_assert_eq(rdm_getinfo(PT_VERSION, 0, 0, &info), 0);
 	rdm_pair_open(&p, info, FI_WAIT_NONE, FI_WAIT_NONE, false);
 	pid = fork();

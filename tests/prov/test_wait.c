@@ -567,6 +567,7 @@ Test(fi_trywait, the_fd_shows_a_completion_the_progress_thread_made, .timeout = 
 	ssize_t ret;
 	int fd;
 
+	setenv("FI_BRAID_PROGRESS_US", "1000", 1);	/* the default, whatever the environment says */
 	native_pair_send(&p, rdm_info(), buf, sizeof(buf), &fd);
 	deadline = pt_now_ms() + 10000;
 	do {
