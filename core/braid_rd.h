@@ -379,9 +379,10 @@ void braid_rd_close(struct braid_rd *rd);
 
 /**
  * braid_rd_send() - queue a message.
- * Return: 0; -FI_EAGAIN when an operation pool or flow state is exhausted
- * (retry after progress); -FI_EMSGSIZE beyond max_msg_size (or inject_size
- * with BRAID_RD_INJECT); -FI_EINVAL for bad arguments.
+ * Return: 0; -FI_EAGAIN when an operation pool or flow state is exhausted,
+ * or completions not taken yet (braid_rd_poll()) hold the places of new
+ * operations' (retry after progress); -FI_EMSGSIZE beyond max_msg_size (or
+ * inject_size with BRAID_RD_INJECT); -FI_EINVAL for bad arguments.
  */
 int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t now);
 
@@ -401,7 +402,7 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 /** braid_rd_atomic_max() - the most bytes of operands (and compare values) one atomic carries. */
 size_t braid_rd_atomic_max(const struct braid_rd *rd);
 
-/** braid_rd_post_recv() - post a receive buffer to the engine's queue. 0, -FI_EAGAIN, -FI_EINVAL. */
+/** braid_rd_post_recv() - post a receive buffer to the engine's queue. 0, -FI_EAGAIN (as braid_rd_send()), -FI_EINVAL. */
 int braid_rd_post_recv(struct braid_rd *rd, const struct braid_rd_recv *req, uint64_t now);
 
 /*
@@ -594,7 +595,9 @@ void braid_rd_arrived(struct braid_rd *rd, uint64_t when);
 /**
  * braid_rd_poll() - take up to @max completions. Every operation produces
  * exactly one (successes of BRAID_RD_NO_COMP operations carry
- * BRAID_RD_COMP_SILENT). Return: how many.
+ * BRAID_RD_COMP_SILENT), however late it is taken: the ring has a place
+ * for each operation taken, and while completions not taken hold them all
+ * new operations get -FI_EAGAIN. Return: how many.
  */
 int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max);
 
@@ -608,7 +611,7 @@ void braid_rd_flush_acks(struct braid_rd *rd);
 /** braid_rd_pending() - true while sends are unacknowledged or packets wait to go out. */
 bool braid_rd_pending(const struct braid_rd *rd);
 
-/** braid_rd_room() - sends and receives (to its queue) that can still be queued before -FI_EAGAIN. */
+/** braid_rd_room() - sends and receives (to its queue) that can still be queued before -FI_EAGAIN (each alone). */
 void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs);
 
 /** braid_rd_stats() - the engine's counters. */

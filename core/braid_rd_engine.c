@@ -57,6 +57,22 @@ bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
 	return true;
 }
 
+/*
+ * The operations' places in the completion ring: its first half (the other
+ * is for the events of RMA targeting us, braid_rd_rma.c). Each operation
+ * held in a pool will make one completion, and each completion not taken
+ * yet holds its place: a new operation is taken only while one is free, so
+ * that no completion ever finds the ring full, however late the caller
+ * takes them.
+ */
+size_t rd_comp_room(const struct braid_rd *rd)
+{
+	size_t held = rd->comp_count + rd->sends.in_use +
+		      (rd->rxq == &rd->own_rxq ? rd->own_rxq.recvs.in_use : 0);
+
+	return held < rd->comp_cap / 2 ? rd->comp_cap / 2 - held : 0;
+}
+
 int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
 {
 	int n = 0;
@@ -92,8 +108,14 @@ size_t braid_rd_pool_bytes(const struct braid_rd *rd)
 
 void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
 {
+	size_t ring = rd_comp_room(rd);
+
 	*sends = rd->sends.count - rd->sends.in_use;
 	*recvs = braid_rd_rxq_room(rd->rxq);
+	if (*sends > ring)
+		*sends = ring;
+	if (rd->rxq == &rd->own_rxq && *recvs > ring)
+		*recvs = ring;	/* a shared queue's receives complete where their message lands */
 }
 
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)

@@ -950,8 +950,14 @@ void braid_rd_rxq_leave(struct braid_rd *rd)
 	rd->rxq = &rd->own_rxq;
 }
 
-/* A receive record from @req: NULL with *@ret set on bad arguments or an empty pool. */
-static struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd_recv *req, int *ret)
+/*
+ * A receive record from @req: NULL with *@ret set on bad arguments, an
+ * empty pool, or (@owner: the engine whose own queue @q is) no place left
+ * in @owner's completion ring (rd_comp_room). A shared queue's receives
+ * complete on whichever engine their message reaches: none is reserved.
+ */
+static struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd *owner,
+				const struct braid_rd_recv *req, int *ret)
 {
 	struct rd_recv *r;
 
@@ -960,6 +966,8 @@ static struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd_re
 	    !braid_iov_valid(req->iov, req->iov_count))
 		return NULL;
 	*ret = -FI_EAGAIN;
+	if (owner && !rd_comp_room(owner))
+		return NULL;	/* completions not taken fill the operations' places */
 	r = braid_pool_alloc_head(&q->recvs, RD_RECV_HEAD);
 	if (!r)
 		return NULL;
@@ -975,13 +983,24 @@ static struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd_re
 	return r;
 }
 
+/* The engine whose own queue @q is, or NULL (a shared queue). */
+static const struct braid_rd *rxq_owner(const struct braid_rd_rxq *q)
+{
+	const struct braid_rd *rd;
+
+	if (braid_dlist_empty(&q->engines) || q->engines.next->next != &q->engines)
+		return NULL;
+	rd = braid_container_of(q->engines.next, struct braid_rd, rxq_node);
+	return q == &rd->own_rxq ? rd : NULL;
+}
+
 int braid_rd_rxq_post(struct braid_rd_rxq *q, const struct braid_rd_recv *req, uint64_t now)
 {
 	struct braid_dlist *it, *tmp;
 	struct rd_recv *r;
 	int ret;
 
-	r = recv_new(q, req, &ret);
+	r = recv_new(q, rxq_owner(q), req, &ret);
 	if (!r)
 		return ret;
 
@@ -1151,7 +1170,7 @@ int braid_rd_peek(struct braid_rd *rd, const struct braid_rd_recv *req, uint32_t
 		return 0;
 	}
 	/* the paired FI_CLAIM receive: the claimed message goes into its buffers */
-	r = recv_new(rd->rxq, req, &ret);
+	r = recv_new(rd->rxq, rxq_owner(rd->rxq), req, &ret);
 	if (!r)
 		return ret;
 	braid_dlist_remove(&found->node);

@@ -211,6 +211,8 @@ void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
 bool rd_heap_room(struct braid_rd *rd);
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
 bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
+/* room in the completion ring for one more application operation (braid_rd_engine.c) */
+size_t rd_comp_room(const struct braid_rd *rd);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
 int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
 void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,

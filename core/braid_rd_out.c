@@ -69,9 +69,13 @@ void rd_out_send_done(struct braid_rd *rd, struct rd_send *op)
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
 				void *context)
 {
-	struct rd_send *op = braid_pool_alloc_head((flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends,
-						   RD_SEND_HEAD);
+	struct rd_send *op;
 
+	/* (an engine-made response completes nowhere: it needs no place in the ring) */
+	if (!(flags & BRAID_RD_INTERNAL) && !rd_comp_room(rd))
+		return NULL;
+	op = braid_pool_alloc_head((flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends,
+				   RD_SEND_HEAD);
 	if (!op)
 		return NULL;
 	op->flags = flags;

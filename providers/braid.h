@@ -362,8 +362,16 @@ int braid_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_p
 /* the connection request a passive endpoint reported (fi_info.handle of FI_CONNREQ) */
 struct braid_connreq {
 	struct fid fid;
-	/** @pep: the listener, or NULL once it closed (the accepting endpoint frees the request). */
+	/**
+	 * @pep: the listener, or NULL once it let go of the request (it closed,
+	 * or the request was refused or accepted): the endpoints that hold it
+	 * free it, the last of them (@held).
+	 */
 	struct braid_pep *pep;
+	/** @held: endpoints opened for the request (info->handle) and not closed. */
+	int held;
+	/** @refused: fi_reject, or the listener closed before it was accepted: fi_accept fails. */
+	bool refused;
 	struct sockaddr_in peer;	/* the active side's QP/CM socket */
 	/**
 	 * @local: the listener's address, which the accepted endpoint reports
@@ -374,6 +382,8 @@ struct braid_connreq {
 	/** @req: the request in the listener's CM engine (its REQ, whether it was accepted). */
 	struct braid_cm_req req;
 };
+/* an endpoint opened for @cr holds it (braid_pep_hold) until it closes (braid_pep_forget) */
+void braid_pep_hold(struct braid_connreq *cr);
 void braid_pep_forget(struct braid_connreq *cr);
 
 
@@ -399,6 +409,11 @@ struct braid_wait {
 	int evfd;
 	/** @waiters: threads blocked in a wait call. */
 	atomic_int waiters;
+	/**
+	 * @armed: fi_trywait told the application it may block on the fd
+	 * itself: the next completion signals though no thread waits in braid.
+	 */
+	atomic_bool armed;
 };
 
 /* Validate @requested (UNSPEC means FD; FI_WAIT_SET: @set, a braid wait set) and
@@ -412,8 +427,12 @@ static inline bool braid_wait_enabled(const struct braid_wait *w) { return w->ob
 int braid_wait_add_fd(struct braid_wait *wait, int fd);
 void braid_wait_arm_fd(struct braid_wait *wait, int fd, bool armed);
 void braid_wait_del_fd(struct braid_wait *wait, int fd);
-/* Wake blocked waiters (if any) after new completions; fi_*_signal: always. */
+/* Wake blocked waiters (if any, or an application armed to block on the fd) after new
+ * completions; fi_*_signal: always. */
 void braid_wait_wake(struct braid_wait *wait);
+/* fi_trywait: the application may block on the fd; the fd's old signal is read away
+ * (unless a thread waits in braid), the next completion signals. Call before looking. */
+void braid_wait_arm(struct braid_wait *wait);
 
 /* braid_poll.c: wait sets (fi_wait_open) and poll sets (fi_poll_open) of CQs and counters */
 int braid_waitset_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
@@ -430,6 +449,9 @@ void braid_waitset_del(struct braid_wait *wait, struct fid *fid);
 /* is a thread blocked in fi_wait on @set (its members' wakes must signal)? */
 bool braid_waitset_waiting(struct braid_waitset *set);
 struct braid_waitset *braid_waitset_of(struct fid_wait *set);
+/* fi_trywait on a wait set: its members armed (braid_wait_arm), then -FI_EAGAIN if one has
+ * something (not taken note of: fi_wait still reports it), else 0 */
+int braid_waitset_trywait(struct braid_waitset *set);
 /* what a set asks of its members: progress, then are there completions / the counts */
 bool braid_cq_poll(struct braid_cq *cq);
 void braid_cntr_poll(struct braid_cntr *cntr, uint64_t *value, uint64_t *err);

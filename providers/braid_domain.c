@@ -137,9 +137,12 @@ int braid_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	ret = braid_check_info(info);
 	if (ret)
 		return ret;
-	/* data progress is automatic with the progress thread; control progress never */
+	/* data progress is automatic with the progress thread; control progress never
+	 * (from 2.0 control_progress is not read: fi_getinfo answers it with the one model) */
 	if ((info->domain_attr->data_progress == FI_PROGRESS_AUTO && braid_cfg.progress_us <= 0) ||
-	    info->domain_attr->control_progress == FI_PROGRESS_AUTO)
+	    (info->domain_attr->control_progress == FI_PROGRESS_AUTO &&
+	     !braid_api_ge(info->fabric_attr ? info->fabric_attr->api_version : BRAID_FI_VERSION,
+			   2, 0)))
 		return -FI_ENODATA;
 	fab = braid_container_of(fabric, struct braid_fabric, fabric_fid);
 	dom = calloc(1, sizeof(*dom));

@@ -375,6 +375,7 @@ int braid_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:
 	case FI_WAIT_MUTEX_COND:
+	case FI_WAIT_YIELD:	/* fi_eq_sread looks again in slices, as for a mutex/cond */
 		break;
 	case FI_WAIT_SET:
 		return -FI_ENOSYS;	/* wait sets are not supported */

@@ -30,6 +30,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 
 			if (!braid_wait_enabled(&cq->wait))
 				return -FI_EINVAL;
+			braid_wait_arm(&cq->wait);
 			if (braid_cq_poll(cq))
 				return -FI_EAGAIN;
 			break;
@@ -39,7 +40,20 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 
 			if (!braid_wait_enabled(&cntr->wait))
 				return -FI_EINVAL;
+			braid_wait_arm(&cntr->wait);
 			braid_epset_progress(&cntr->eps);
+			break;
+		}
+		case FI_CLASS_WAIT: {
+			/* fi_poll(3): a set stands for its members */
+			struct braid_waitset *set = braid_waitset_of((struct fid_wait *)fids[i]);
+			int ret;
+
+			if (!set)
+				return -FI_EINVAL;
+			ret = braid_waitset_trywait(set);
+			if (ret)
+				return ret;
 			break;
 		}
 		case FI_CLASS_EQ: {

@@ -53,6 +53,11 @@ int braid_msg_open(struct braid_ep *ep)
 		return -FI_ENOMEM;
 	}
 	ep->msg = m;
+	/* opened for a connection request: it holds the request until it closes */
+	if (ep->info->handle && ep->info->handle->fclass == FI_CLASS_CONNREQ) {
+		m->cr = braid_container_of(ep->info->handle, struct braid_connreq, fid);
+		braid_pep_hold(m->cr);
+	}
 	ep->max_msg_size = BRAID_MSG_MAX_MSG;
 	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
 		ep->max_msg_size = ep->info->ep_attr->max_msg_size;

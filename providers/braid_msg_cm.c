@@ -342,12 +342,17 @@ static int msg_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 
 	if (msg_check_param(param, paramlen))
 		return -FI_EINVAL;
-	cr = ep->info->handle ? braid_container_of(ep->info->handle, struct braid_connreq, fid) : NULL;
-	if (!cr || cr->fid.fclass != FI_CLASS_CONNREQ)
+	cr = m->cr;	/* the request the endpoint was opened for, held (braid_msg_open) */
+	if (!cr)
 		return -FI_EINVAL;
 	braid_domain_lock(ep->domain);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	/* refused meanwhile (fi_reject, or its listener closed): the client was told */
+	if (cr->refused) {
+		ret = -FI_ECONNREFUSED;
 		goto out;
 	}
 	local = msg_cm_local(ep);
@@ -356,8 +361,6 @@ static int msg_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 		goto out;
 	/* the QP exists (it receives at once) before REP goes out */
 	ret = braid_msg_cm_run(ep, now, &cr->peer);
-	if (!ret)
-		m->cr = cr;
 out:
 	braid_domain_unlock(ep->domain);
 	return ret;

@@ -31,16 +31,45 @@ static struct braid_pep *pep_of(struct fid *fid)
 	return braid_container_of(fid, struct braid_pep, pep_fid.fid);
 }
 
-void braid_pep_forget(struct braid_connreq *cr)
+void braid_pep_hold(struct braid_connreq *cr)
 {
 	struct braid_pep *pep = cr->pep;
 
+	if (pep)
+		pthread_mutex_lock(&pep->lock);
+	cr->held++;
+	if (pep)
+		pthread_mutex_unlock(&pep->lock);
+}
+
+void braid_pep_forget(struct braid_connreq *cr)
+{
+	struct braid_pep *pep = cr->pep;
+	bool last;
+
 	if (pep) {
 		pthread_mutex_lock(&pep->lock);
-		braid_cm_listener_remove(&cr->req);
+		/* accepted: the listener is done with it (an unanswered one stays its) */
+		if (cr->req.accepted) {
+			braid_cm_listener_remove(&cr->req);
+			cr->pep = NULL;
+		}
+		last = --cr->held == 0 && !cr->pep;
 		pthread_mutex_unlock(&pep->lock);
+	} else {
+		last = --cr->held == 0;
 	}
-	free(cr);
+	if (last)
+		free(cr);
+}
+
+/* @cr was refused (pep->lock held): the listener lets go of it, freed unless an endpoint holds it */
+static void pep_refused_locked(struct braid_connreq *cr)
+{
+	cr->pep = NULL;
+	cr->refused = true;
+	if (!cr->held)
+		free(cr);
 }
 
 /* A REQ: report FI_CONNREQ with an fi_info the application opens its endpoint with. */
@@ -147,7 +176,7 @@ static int pep_close(struct fid *fid)
 			continue;
 		}
 		braid_msg_cm_send(pep->wire, &pep->auth, &cr->peer, &rej);
-		free(cr);
+		pep_refused_locked(cr);
 	}
 	pthread_mutex_unlock(&pep->lock);
 	pep->wire->ops->close(pep->wire);
@@ -201,11 +230,11 @@ static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param, 
 		return -FI_EINVAL;
 	pthread_mutex_lock(&pep->lock);
 	ret = braid_cm_listener_reject(&cr->req, FI_ECONNREFUSED, param, len, &rej);
-	if (!ret)
+	if (!ret) {
 		braid_msg_cm_send(pep->wire, &pep->auth, &cr->peer, &rej);
+		pep_refused_locked(cr);
+	}
 	pthread_mutex_unlock(&pep->lock);
-	if (!ret)
-		free(cr);
 	return ret;
 }
 

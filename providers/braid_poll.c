@@ -88,8 +88,8 @@ static struct member_parts member_parts(struct fid *fid)
 	return p;
 }
 
-/* progress @m; does it have something (and take note of it: reported once)? */
-static bool member_ready(struct member *m)
+/* progress @m; does it have something (and, @note, take note of it: reported once)? */
+static bool member_has(struct member *m, bool note)
 {
 	struct member_parts p = member_parts(m->fid);
 	uint64_t v, e;
@@ -99,9 +99,16 @@ static bool member_ready(struct member *m)
 	braid_cntr_poll(p.cntr, &v, &e);
 	if (v == m->value && e == m->err)
 		return false;
-	m->value = v;
-	m->err = e;
+	if (note) {
+		m->value = v;
+		m->err = e;
+	}
 	return true;
+}
+
+static bool member_ready(struct member *m)
+{
+	return member_has(m, true);
 }
 
 /* ---- wait sets ---- */
@@ -181,6 +188,20 @@ static bool waitset_ready(struct braid_waitset *set)
 		ready |= member_ready(&set->ms.m[i]);
 	pthread_mutex_unlock(&set->lock);
 	return ready;
+}
+
+int braid_waitset_trywait(struct braid_waitset *set)
+{
+	bool ready = false;
+	int i;
+
+	pthread_mutex_lock(&set->lock);
+	for (i = 0; i < set->ms.n; i++)
+		braid_wait_arm(member_parts(set->ms.m[i].fid).wait);
+	for (i = 0; i < set->ms.n && !ready; i++)
+		ready = member_has(&set->ms.m[i], false);
+	pthread_mutex_unlock(&set->lock);
+	return ready ? -FI_EAGAIN : 0;
 }
 
 /* milliseconds until the members' endpoints' next engine timer, at most @cap */

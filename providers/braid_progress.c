@@ -102,13 +102,46 @@ static void *progress_main(void *arg)
 static pthread_mutex_t pt_all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct braid_dlist pt_all = { &pt_all, &pt_all };
 
+/*
+ * fork(2) copies the locks a thread holds, and the child has no thread to
+ * release them: were a thread in a pass at the fork (holding its domain's
+ * endpoint set), the child's endpoint closes would wait for ever. Around a
+ * fork each thread is held between passes (its pt_lock, which it holds
+ * except while it sleeps); the fork's parent and child both let go.
+ */
+static void progress_fork_prepare(void)
+{
+	struct braid_dlist *it;
+
+	pthread_mutex_lock(&pt_all_lock);
+	braid_dlist_foreach(&pt_all, it)
+		pthread_mutex_lock(&braid_container_of(it, struct braid_domain, pt_node)->pt_lock);
+}
+
+static void progress_fork_release(void)
+{
+	struct braid_dlist *it;
+
+	braid_dlist_foreach(&pt_all, it)
+		pthread_mutex_unlock(&braid_container_of(it, struct braid_domain, pt_node)->pt_lock);
+	pthread_mutex_unlock(&pt_all_lock);
+}
+
+static void progress_fork_register(void)
+{
+	/* (from a shared object: glibc forgets the handlers when it is unloaded) */
+	(void)pthread_atfork(progress_fork_prepare, progress_fork_release, progress_fork_release);
+}
+
 int braid_progress_start(struct braid_domain *dom)
 {
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	pthread_condattr_t attr;
 	int ret;
 
 	if (braid_cfg.progress_us <= 0)
 		return 0;
+	(void)pthread_once(&fork_once, progress_fork_register);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);	/* braid_now_ns()'s clock */
 	ret = pthread_cond_init(&dom->pt_cond, &attr);
@@ -137,15 +170,21 @@ static void progress_halt(struct braid_domain *dom)
 {
 	if (dom->pt_running) {
 		braid_dlist_remove(&dom->pt_node);
-		pthread_mutex_lock(&dom->pt_lock);
-		dom->pt_stop = true;
-		pthread_cond_signal(&dom->pt_cond);
-		pthread_mutex_unlock(&dom->pt_lock);
-		/* a forked child has the domain but not the thread */
-		if (getpid() == dom->pt_pid)
+		/*
+		 * A forked child has the domain but not the thread: nothing to
+		 * stop, and the thread's lock and condition are as the fork found
+		 * them (the condition waited on: destroying it would wait for a
+		 * waiter that is not in this process, for ever).
+		 */
+		if (getpid() == dom->pt_pid) {
+			pthread_mutex_lock(&dom->pt_lock);
+			dom->pt_stop = true;
+			pthread_cond_signal(&dom->pt_cond);
+			pthread_mutex_unlock(&dom->pt_lock);
 			pthread_join(dom->pt, NULL);
-		pthread_cond_destroy(&dom->pt_cond);
-		pthread_mutex_destroy(&dom->pt_lock);
+			pthread_cond_destroy(&dom->pt_cond);
+			pthread_mutex_destroy(&dom->pt_lock);
+		}
 		BRAID_INFO(FI_LOG_DOMAIN, "progress thread: %lu endpoint progress calls while "
 			   "the application was away\n", (unsigned long)dom->pt_passes);
 		dom->pt_running = false;

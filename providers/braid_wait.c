@@ -19,6 +19,7 @@ int braid_wait_open(struct braid_wait *wait, enum fi_wait_obj requested, struct 
 	wait->epfd = wait->evfd = -1;
 	wait->set = NULL;
 	atomic_init(&wait->waiters, 0);
+	atomic_init(&wait->armed, false);
 	if (requested == FI_WAIT_SET) {
 		/* its own epoll set as FI_WAIT_FD's, which the wait set watches */
 		if (!set || set->fid.fclass != FI_CLASS_WAIT || !braid_waitset_of(set))
@@ -107,8 +108,30 @@ void braid_wait_signal(struct braid_wait *wait)
 
 void braid_wait_wake(struct braid_wait *wait)
 {
-	if (atomic_load(&wait->waiters) || (wait->set && braid_waitset_waiting(wait->set)))
+	if (atomic_load(&wait->waiters) || (wait->set && braid_waitset_waiting(wait->set)) ||
+	    (atomic_load(&wait->armed) && atomic_exchange(&wait->armed, false)))
 		braid_wait_signal(wait);
+}
+
+/*
+ * fi_poll(3): after fi_trywait returned 0 the application sleeps on the fd
+ * itself (poll(2), epoll), with no thread of its in braid. The endpoints'
+ * sockets in the epoll set wake it for packets still to be read, but a
+ * completion made by whatever drives the endpoints meanwhile (the progress
+ * thread, another thread reading the endpoint's other CQ or a counter) took
+ * its packet off the socket: that completion must signal.
+ */
+void braid_wait_arm(struct braid_wait *wait)
+{
+	uint64_t val;
+
+	if (wait->obj != FI_WAIT_FD)
+		return;
+	atomic_store(&wait->armed, true);
+	/* the signals of what is read already (fi_trywait looks next); a thread
+	 * blocked in braid reads its own */
+	if (!atomic_load(&wait->waiters))
+		(void)!read(wait->evfd, &val, sizeof(val));
 }
 
 int braid_wait_control(struct braid_wait *wait, int command, void *arg)
