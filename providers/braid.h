@@ -327,7 +327,7 @@ struct braid_rc_port {
 	uint64_t wrong_source;
 };
 
-/* braid_msg.c */
+/* braid_msg.c, braid_msg_rma.c, braid_rdm_rma.c: the ops tables */
 struct braid_ep;
 extern struct fi_ops_msg braid_msg_msg_ops;
 extern struct fi_ops_rma braid_msg_rma_ops;
@@ -1139,8 +1139,6 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 int braid_name_copy(const struct sockaddr_in *bound, void *addr, size_t *addrlen);
 int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **ep, void *context);
-/* braid_dgram.c: the DGRAM data path */
-extern struct fi_ops_msg braid_dgram_msg_ops;
 /* Drive one endpoint (the caller holds its lock, braid_ep_lock()). */
 void braid_ep_progress(struct braid_ep *ep);
 bool braid_fid_is_ep(const struct fid *fid);
@@ -1152,8 +1150,11 @@ void braid_stat_attach(struct braid_ep *ep);
 void braid_stat_detach(struct braid_ep *ep);
 void braid_stat_publish(struct braid_ep *ep, uint64_t now);
 void braid_stat_cleanup(void);
-/* braid_msg.c: the queue pair's counters (NULL before it exists) */
+/* braid_msg_progress.c: the queue pair's counters (NULL before it exists) */
 const struct braid_rc_stats *braid_msg_rc_stats(struct braid_ep *ep);
+
+/* braid_dgram.c: the DGRAM data path */
+extern struct fi_ops_msg braid_dgram_msg_ops;
 void braid_dgram_progress_locked(struct braid_ep *ep);
 /* a DGRAM shared receive context's receives: post one (fi_recv on it or a bound endpoint), cancel one */
 ssize_t braid_dgram_srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
@@ -1162,6 +1163,8 @@ int braid_dgram_srx_cancel(struct braid_srx *srx, void *context);
 int braid_dgram_cancel_locked(struct braid_ep *ep, void *context);
 void braid_dgram_flush_locked(struct braid_ep *ep);
 void braid_dgram_discard_locked(struct braid_ep *ep);
+
+/* braid_ep.c */
 void braid_ep_rx_arm(struct braid_ep *ep, bool armed);
 
 /*
@@ -1234,7 +1237,7 @@ void braid_trig_drop(struct braid_ep *ep);
 /* braid_cntr.c: the counter behind @cntr_fid if it is braid's, else NULL */
 struct braid_cntr *braid_cntr_of(struct fid_cntr *cntr_fid);
 
-/* braid_rdm.c: the FI_EP_RDM data path over the RD engine */
+/* braid_rdm.c: the FI_EP_RDM endpoint over the RD engine (braid_rdm_progress.c: its progress) */
 extern struct fi_ops_msg braid_rdm_msg_ops;
 extern struct fi_ops_tagged braid_rdm_tagged_ops;
 int braid_rdm_enable(struct braid_ep *ep);
