@@ -333,6 +333,8 @@ extern struct fi_ops_msg braid_msg_msg_ops;
 extern struct fi_ops_rma braid_msg_rma_ops;
 extern struct fi_ops_rma braid_rdm_rma_ops;
 extern struct fi_ops_atomic braid_rdm_atomic_ops;
+
+/* braid_msg.c, braid_msg_cm.c, braid_msg_progress.c: MSG endpoints */
 extern struct fi_ops_cm braid_msg_cm_ops;
 int braid_msg_open(struct braid_ep *ep);
 void braid_msg_close(struct braid_ep *ep);
