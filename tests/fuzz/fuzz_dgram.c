@@ -50,6 +50,7 @@ static void rd_decoders(const uint8_t *p, size_t len)
 
 		agrees(p, len, BRAID_PKT_RD_CTS, sizeof(h));
 		braid_rd_cts_write(&h, port, se, de, id);
+		KEEP(h, p, reserved);
 		FUZZ_CHECK(len == sizeof(h) && memcmp(&h, p, sizeof(h)) == 0);
 	}
 	{
@@ -61,6 +62,7 @@ static void rd_decoders(const uint8_t *p, size_t len)
 			agrees(p, len, BRAID_PKT_RD_CHALLENGE, sizeof(h));
 			FUZZ_CHECK(!(cv.flags & ~BRAID_RD_CHAL_FLAGS) && cv.src_epoch && cv.dst_epoch);
 			braid_rd_chal_write(&h, &cv);
+			KEEP(h, p, reserved);
 			FUZZ_CHECK(len == sizeof(h) && memcmp(&h, p, sizeof(h)) == 0);
 		}
 	}
