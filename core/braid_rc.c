@@ -447,6 +447,11 @@ const struct braid_rc_stats *braid_rc_get_stats(const struct braid_rc_qp *qp)
 	return &qp->stats;
 }
 
+bool braid_rc_from_peer(const struct braid_rc_qp *qp, uint32_t src_ip, uint16_t src_port)
+{
+	return qp->rx_addr.src_ip == src_ip && qp->rx_addr.src_port == src_port;
+}
+
 void braid_rc_retry_trace(const struct braid_rc_qp *qp, char *buf, size_t len)
 {
 	uint32_t n = qp->nretries < RC_RETRY_TRACE ? qp->nretries : RC_RETRY_TRACE, i;

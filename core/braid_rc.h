@@ -370,6 +370,12 @@ bool braid_rc_pending(const struct braid_rc_qp *qp);
 /** braid_rc_get_stats() - the QP's counters. */
 const struct braid_rc_stats *braid_rc_get_stats(const struct braid_rc_qp *qp);
 
+/**
+ * braid_rc_from_peer() - is @src_ip:@src_port (host byte order) where the
+ * QP's peer sends from (braid_rc_config.rx_addr)?
+ */
+bool braid_rc_from_peer(const struct braid_rc_qp *qp, uint32_t src_ip, uint16_t src_port);
+
 /** braid_rc_drop_str() - a short name for a drop reason. */
 const char *braid_rc_drop_str(enum braid_rc_drop reason);
 

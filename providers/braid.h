@@ -31,6 +31,7 @@
 #include "braid/braid_extent.h"
 #include "braid_auth.h"
 #include "braid_cm.h"
+#include "braid_rc_demux.h"
 #include "braid_hdr.h"
 #include "braid_iov.h"
 #include "braid_peer.h"
@@ -318,13 +319,10 @@ struct braid_cm_obj {
 struct braid_rc_port {
 	struct braid_dlist node;
 	struct braid_wire *wire;
-	/** @qps: QPN -> struct braid_ep. */
-	struct braid_map qps;
+	/** @demux: its QPs by number (owner: struct braid_ep), and the packets it dropped. */
+	struct braid_rc_demux demux;
 	int refs;
 	uint8_t *rx_bufs;
-	uint64_t unknown_qp;
-	/** @wrong_source: packets for a QP from an address other than its peer's (dropped). */
-	uint64_t wrong_source;
 };
 
 /* braid_msg.c, braid_msg_rma.c, braid_rdm_rma.c: the ops tables */

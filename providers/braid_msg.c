@@ -93,7 +93,7 @@ int braid_msg_enable(struct braid_ep *ep)
 		if (getrandom(&m->qpn, sizeof(m->qpn), 0) != sizeof(m->qpn))
 			m->qpn = (uint32_t)(braid_now_ns() * 2654435761u) ^ dom->next_qpn++;
 		m->qpn &= BRAID_ROCE_QPN_MASK;
-	} while (m->qpn < 2 || braid_map_get(&m->port->qps, m->qpn));
+	} while (m->qpn < 2 || braid_rc_demux_has(&m->port->demux, m->qpn));
 	if (getrandom(&m->psn, sizeof(m->psn), 0) != sizeof(m->psn))
 		m->psn = (uint32_t)braid_now_ns();
 	m->psn &= BRAID_ROCE_PSN_MASK;
@@ -139,7 +139,7 @@ void braid_msg_close(struct braid_ep *ep)
 		braid_pep_forget(m->cr);
 	if (m->qp) {
 		braid_msg_qp_log(ep, "closed", false);
-		braid_map_remove(&m->port->qps, m->qpn);
+		braid_rc_demux_remove(&m->port->demux, m->qpn);
 		braid_rc_close(m->qp);
 	}
 	if (m->port) {

@@ -131,7 +131,8 @@ static int qp_create(struct braid_ep *ep)
 	if (ret)
 		return ret;
 	/* the peer's RoCEv2 packets reach us through the domain's port, by QPN */
-	ret = braid_map_insert(&m->port->qps, m->qpn, ep);
+	m->route = (struct braid_rc_demux_entry){ .qp = m->qp, .cm = &m->conn, .owner = ep };
+	ret = braid_rc_demux_add(&m->port->demux, m->qpn, &m->route);
 	if (ret) {
 		braid_rc_close(m->qp);
 		m->qp = NULL;

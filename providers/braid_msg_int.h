@@ -23,6 +23,8 @@ struct braid_msg {
 	uint32_t qpn, psn, peer_qpn, peer_psn, mtu;
 	struct braid_rc_qp *qp;
 	struct braid_rc_port *port;
+	/** @route: @qp's entry in @port's demultiplexer (while @qp is open). */
+	struct braid_rc_demux_entry route;
 	struct braid_connreq *cr;
 	struct braid_eq *eq;
 	/**

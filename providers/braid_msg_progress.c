@@ -42,7 +42,7 @@ struct braid_rc_port *braid_msg_port_get(struct braid_domain *dom, struct in_add
 	port->rx_bufs = malloc((size_t)MSG_RX_BURST * port->wire->mtu);
 	if (!port->rx_bufs)
 		goto err_wire;
-	braid_map_construct(&port->qps);
+	braid_rc_demux_construct(&port->demux);
 	port->refs = 1;
 	braid_dlist_insert_tail(&port->node, &dom->rc_ports);
 	BRAID_INFO(FI_LOG_EP_CTRL, "RoCEv2 receive port %s:%u\n", inet_ntoa(ip),
@@ -61,7 +61,7 @@ void braid_msg_port_put(struct braid_rc_port *port)
 	if (--port->refs)
 		return;
 	braid_dlist_remove(&port->node);
-	braid_map_destruct(&port->qps);
+	braid_rc_demux_destruct(&port->demux);
 	port->wire->ops->close(port->wire);
 	free(port->rx_bufs);
 	free(port);
@@ -228,35 +228,21 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 	for (rounds = 0; rounds < 8; rounds++) {
 		n = braid_wire_rx(port->wire, pkts, iovs, port->rx_bufs, MSG_RX_BURST);
 		for (i = 0; i < n; i++) {
-			const uint8_t *b = iovs[i].iov_base;
+			struct braid_rc_demux_entry *e;
 			struct braid_ep *dst;
-			uint32_t qpn;
+			bool established;
 
-			if ((pkts[i].flags & BRAID_PKT_TRUNC) ||
-			    braid_roce_dest_qp(b, pkts[i].len, &qpn)) {
-				port->unknown_qp++;
+			/* to the QP it names, from that QP's peer only (core/braid_rc_demux.c) */
+			e = braid_rc_demux_input(&port->demux, iovs[i].iov_base, pkts[i].len,
+						 pkts[i].flags & BRAID_PKT_TRUNC,
+						 ntohl(pkts[i].addr.sin_addr.s_addr),
+						 ntohs(pkts[i].addr.sin_port), now, &established);
+			if (!e)
 				continue;
-			}
-			dst = braid_map_get(&port->qps, qpn);
-			if (!dst || !dst->msg->qp) {
-				port->unknown_qp++;
-				continue;
-			}
-			/* a QP hears only its peer: the address and port it sends from */
-			if (pkts[i].addr.sin_addr.s_addr != dst->msg->peer.sin_addr.s_addr ||
-			    pkts[i].addr.sin_port != dst->msg->peer.sin_port) {
-				port->wrong_source++;
-				continue;
-			}
+			dst = e->owner;
 			dst->stats.rx_dgrams++;
-			if (braid_rc_input(dst->msg->qp, b, pkts[i].len, now) == 0 &&
-			    dst->msg->conn.state == BRAID_CM_REP_SENT) {
-				/* RC traffic on the new QP: the RTU was lost, the
-				 * connection is up all the same (IBTA: communication
-				 * established) */
-				braid_cm_comm_established(&dst->msg->conn);
+			if (established)
 				braid_msg_cm_run(dst, now, NULL);
-			}
 			for (t = 0; t < *ntouched && touched[t] != dst; t++)
 				;
 			if (t == *ntouched && t < max_touched)
@@ -294,8 +280,8 @@ void braid_msg_qp_log(struct braid_ep *ep, const char *what, bool warn)
 		 (unsigned long)st->rx_pkts, (unsigned long)st->naks_seq_tx,
 		 (unsigned long)st->naks_seq_rx, (unsigned long)st->rnr_naks_tx,
 		 (unsigned long)st->rnr_naks_rx, (unsigned long)st->timeouts,
-		 off ? drops : " none", (unsigned long)m->port->unknown_qp,
-		 (unsigned long)m->port->wrong_source);
+		 off ? drops : " none", (unsigned long)m->port->demux.unknown_qp,
+		 (unsigned long)m->port->demux.wrong_source);
 	if (warn) {
 		char trace[1024];
 

@@ -1,11 +1,13 @@
 /*
- * fuzz_rc.c: libFuzzer target for the RoCEv2 parser (core/braid_roce.c) and
- * the RC engine's receive side (core/braid_rc*.c): every input is a config
- * byte and a sequence of packets (fuzz_common.h) from the peer, fed to one QP
+ * fuzz_rc.c: libFuzzer target for the RoCEv2 parser (core/braid_roce.c), the
+ * receive port (core/braid_rc_demux.c) and the RC engine's receive side
+ * (core/braid_rc*.c): every input is a config byte and a sequence of packets
+ * (fuzz_common.h) from the peer, handed to the port, which has one QP
  * in RTS that has receives posted and a SEND, a WRITE with immediate, a READ
  * and an inject SEND in flight. A ctl bit of each packet has the target
  * recompute its ICRC first (so mutated packets reach the engine); without
- * it, a packet whose ICRC is wrong must be dropped. After each packet the
+ * it, a packet whose ICRC is wrong must be dropped. A packet reaches the QP
+ * exactly when its DestQP names it; the port counts the others. After each packet the
  * timers run, the output is drained and the completions polled. Nothing may
  * crash, read or write out of bounds, leak or hit UB; payloads must land in
  * the application's buffers and every packet sent must parse, with a good ICRC.
@@ -14,6 +16,7 @@
 #include <rdma/fi_errno.h>
 
 #include "braid_rc.h"
+#include "braid_rc_demux.h"
 #include "braid_roce.h"
 #include "fuzz_common.h"
 
@@ -24,6 +27,9 @@
 struct rc_fuzz {
 	struct braid_rc_qp *qp;
 	struct braid_rc_config cfg;
+	/** @port, @route: the receive port and the QP's entry in it. */
+	struct braid_rc_demux port;
+	struct braid_rc_demux_entry route;
 	struct fuzz_bufs app, src;
 	struct fuzz_region region;
 	struct fuzz_recv rx[NRECV + NSRQ];
@@ -146,6 +152,9 @@ static void rc_start(struct rc_fuzz *f)
 
 	if (braid_rc_open(&f->cfg, &f->qp))
 		abort();
+	f->route = (struct braid_rc_demux_entry){ .qp = f->qp };
+	if (braid_rc_demux_add(&f->port, FRC_QPN_A, &f->route))
+		abort();
 	for (int i = 0; i < NRECV + NSRQ; i++)
 		f->rx[i].posted = false;
 	rc_post_recvs(f);
@@ -162,6 +171,7 @@ static void rc_stop(struct rc_fuzz *f)
 	braid_rc_retry_trace(f->qp, trace, sizeof(trace));
 	braid_rc_flush(f->qp);
 	rc_drain(f);
+	braid_rc_demux_remove(&f->port, FRC_QPN_A);
 	braid_rc_close(f->qp);
 }
 
@@ -169,8 +179,10 @@ static void rc_packet(void *state, uint8_t ctl, uint8_t *pkt, size_t len)
 {
 	struct rc_fuzz *f = state;
 	const struct braid_rc_stats *st;
-	uint64_t bad;
-	int ret;
+	struct braid_rc_demux_entry *e;
+	uint64_t bad, rx, unknown = f->port.unknown_qp;
+	uint32_t qpn;
+	bool est;
 
 	if ((ctl & FRC_CTL_RENEW) && braid_rc_error(f->qp)) {
 		rc_stop(f);
@@ -178,6 +190,7 @@ static void rc_packet(void *state, uint8_t ctl, uint8_t *pkt, size_t len)
 	}
 	st = braid_rc_get_stats(f->qp);
 	bad = st->drops[BRAID_RC_DROP_MALFORMED] + st->drops[BRAID_RC_DROP_ICRC];
+	rx = st->rx_pkts;
 	if ((ctl & FRC_CTL_ICRC) && len >= BRAID_ROCE_BTH_LEN + BRAID_ROCE_ICRC_LEN &&
 	    len <= 0xffff - 8 - 20) {
 		/* all before the ICRC as one header: past the BTH, the ICRC covers it unmasked */
@@ -186,12 +199,16 @@ static void rc_packet(void *state, uint8_t ctl, uint8_t *pkt, size_t len)
 						    NULL, 0, 0, 0));
 	}
 	rc_parse(pkt, len);
-	ret = braid_rc_input(f->qp, pkt, len, f->now);
-	if (!braid_roce_icrc_ok(&f->cfg.rx_addr, pkt, len)) {
-		FUZZ_CHECK(ret == -(BRAID_RC_DROP_MALFORMED + 1) ||
-			   ret == -(BRAID_RC_DROP_ICRC + 1));
-		FUZZ_CHECK(st->drops[BRAID_RC_DROP_MALFORMED] + st->drops[BRAID_RC_DROP_ICRC] ==
-			   bad + 1);
+	e = braid_rc_demux_input(&f->port, pkt, len, false, FRC_IP_B, FRC_PORT_B, f->now, &est);
+	FUZZ_CHECK(!est);	/* the QP has no connection to establish */
+	if (braid_roce_dest_qp(pkt, len, &qpn) || qpn != FRC_QPN_A) {
+		FUZZ_CHECK(!e && f->port.unknown_qp == unknown + 1);
+		FUZZ_CHECK(st->rx_pkts == rx);
+	} else {
+		FUZZ_CHECK(e == &f->route && f->port.unknown_qp == unknown);
+		if (!braid_roce_icrc_ok(&f->cfg.rx_addr, pkt, len))
+			FUZZ_CHECK(st->drops[BRAID_RC_DROP_MALFORMED] +
+				   st->drops[BRAID_RC_DROP_ICRC] == bad + 1);
 	}
 	if (ctl & FRC_CTL_APP) {
 		struct braid_rc_wr wr = { .op = BRAID_RC_OP_SEND, .iov = &f->msg, .iov_count = 1,
@@ -247,12 +264,14 @@ static void rc_open(struct rc_fuzz *f, uint8_t conf)
 		c->srq_ctx = f;
 	}
 	f->pkt = fuzz_buf(&f->src, BRAID_ROCE_MAX_HDR + c->mtu + BRAID_ROCE_MAX_TRAILER);
+	braid_rc_demux_construct(&f->port);
 	rc_start(f);
 }
 
 static void rc_close(struct rc_fuzz *f)
 {
 	rc_stop(f);
+	braid_rc_demux_destruct(&f->port);
 	fuzz_bufs_free(&f->app);
 	fuzz_bufs_free(&f->src);
 }
