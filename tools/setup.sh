@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 PKGS="gcc meson ninja-build pkg-config libfabric-dev libfabric-bin liburcu-dev
       libcriterion-dev zlib1g-dev libsodium-dev iproute2 tshark python3 nftables iptables ethtool
       libnetfilter-queue-dev gnuplot-nox openmpi-bin libopenmpi-dev libdpdk-dev
-      go-md2man man-db"
+      go-md2man man-db debhelper dpkg-dev"
 # CI also fuzzes (tools/test.sh --sanitize: tools/fuzz.sh --smoke): clang and its libFuzzer runtime
 [ "${CI:-}" = true ] && PKGS="$PKGS clang libclang-rt-14-dev"
 missing=""
