@@ -88,7 +88,7 @@ int braid_msg_enable(struct braid_ep *ep)
 	m->port = braid_msg_port_get(dom, ep->wire->name.sin_addr, ep->wire_ops);
 	if (!m->port)
 		return -FI_ENOMEM;
-	/* QP numbers a stranger cannot guess (issue 15): random, 24 bits, unused on the port */
+	/* QP numbers a stranger cannot guess (fi_braid(7), THREAT MODEL): random, 24 bits, unused on the port */
 	do {
 		if (getrandom(&m->qpn, sizeof(m->qpn), 0) != sizeof(m->qpn))
 			m->qpn = (uint32_t)(braid_now_ns() * 2654435761u) ^ dom->next_qpn++;

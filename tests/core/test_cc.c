@@ -118,7 +118,7 @@ Test(braid_cc_swift, ecn_and_rto_reduce_loss_alone_does_not)
 	cr_assert_eq(braid_cc_swift.cwnd(&s), w0 / 2 > 4 ? w0 / 2 : 4, "a real one's stays");
 }
 
-/* Samples that were all the hosts' absence (issue 13: a sender and its receiver
+/* Samples that were all the hosts' absence (protocol.md §4.5: a sender and its receiver
  * sharing a core, 4 ms each) are no queueing: the window keeps growing; the same
  * samples taken whole cut it down. */
 Test(braid_cc_swift, hosts_absence_is_not_congestion)

@@ -407,7 +407,7 @@ static bool received(struct harness *h, void *arg)
 
 /*
  * Messages to a receiver that posts its receives slower than they come, with
- * room to stage only 64 packets (issue 13's collapse: staging full, data
+ * room to stage only 64 packets (the staging collapse: staging full, data
  * refused, and the sender learning of room only at its next retransmission
  * timeout). The receiver's window update (§4.3) brings the refused data back
  * at once: delivery keeps the consumer's pace, and refused packets stay a

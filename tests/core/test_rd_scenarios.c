@@ -1087,7 +1087,7 @@ Test(braid_rd_scenario, ecn_marks_keep_the_queue_short, .timeout = 60)
 		      g_ecn, g_plain);
 }
 
-/* ---- hosts away: a sender and its receiver time-sharing one core (issue 13) ---- */
+/* ---- hosts away: a sender and its receiver time-sharing one core (protocol.md §4.5) ---- */
 
 /*
  * One poll of node @i at h->now, as the provider's progress does: read what

@@ -151,7 +151,7 @@ static void exchange(struct direct *d, int n, uint8_t base)
 	exchange_from(d, 0, n, base);
 }
 
-/* The attack of issue 15: one datagram from the sender's address with a
+/* The forged-restart attack (protocol.md §4.9): one datagram from the sender's address with a
  * "later" incarnation made the receiver drop the real sender for good. Now it
  * is held back and its incarnation challenged; the real sender, which is not
  * that incarnation, does not answer; nothing changes. */
@@ -608,7 +608,7 @@ Test(rd_verify, traffic_resumes_after_a_partition)
 }
 
 /*
- * Unreachable peers cost only themselves (issue 16 item 3). Flows this
+ * Unreachable peers cost only themselves (protocol.md §4.5). Flows this
  * engine makes to send are bounded by max_flows, not by the strangers' share
  * (RD_STRANGER_FLOWS): 2,000 sends to peers that never answer are all taken.
  * Together they resend at most RD_SILENT_RTX_PER_S (10,000) times a second,
@@ -675,7 +675,7 @@ Test(rd_verify, silent_peers_cost_only_themselves)
 }
 
 /*
- * Idle flows go (issue 16 item 2): 100 peers each send one message; once
+ * Idle flows go (FI_BRAID_IDLE_MS): 100 peers each send one message; once
  * they have been quiet for cfg.idle_ns their traffic state is freed and the
  * flow pool's memory given back, while what their sequence numbers need
  * stays: each peer's next message is delivered as usual.
@@ -768,7 +768,7 @@ static void idle_pair_open(struct direct *d, struct braid_rd_config *c,
 }
 
 /*
- * Issue 16 item 2, §4.9 forgetting: a pair quiet for the idle time keeps
+ * protocol.md §4.9, forgetting: a pair quiet for the idle time keeps
  * 32-byte records of its numbering; once those have rested for forget_ns, one
  * side asks the other to forget, it agrees, and both give the pair up: no
  * state, no timer, no shared entry. Met again, they start afresh without an
@@ -1176,7 +1176,7 @@ Test(rd_verify, a_peer_forgotten_alone_learns_it_at_once_and_starts_afresh)
 }
 
 /*
- * Issue 16 items 2 and 4: a proven peer quiet for the idle time is remembered
+ * A proven peer quiet for the idle time is remembered
  * in 32 bytes (its numbering and incarnations); its conn, its traffic state
  * and its entry in the domain's shared peer table are given back. Traffic
  * either way brings it back where it left off: no new proof, no restart, and

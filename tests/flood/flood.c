@@ -1,5 +1,5 @@
 /*
- * flood.c: the spoofing flood of issue 15 (test_flood.sh): a braid RDM
+ * flood.c: a spoofing flood (test_flood.sh, protocol.md §4.9): a braid RDM
  * endpoint on loopback takes packets from a million distinct forged sources
  * while a genuine peer streams checked messages to it.
  *

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_flood.sh BUILD_DIR [PKTS]: the spoofing flood of issue 15 (protocol.md §4.9) on loopback.
+# test_flood.sh BUILD_DIR [PKTS]: a spoofing flood (protocol.md §4.9) on loopback.
 #
 # A braid RDM endpoint on 127.0.0.1 (FI_BRAID_MAX_PEERS=4096) receives a checked stream from a
 # genuine peer while PKTS (default 1,000,000) RD_DATA packets arrive from as many forged source

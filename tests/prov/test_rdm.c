@@ -264,7 +264,7 @@ Test(fi_send, rdm_unreachable_peer_fails_in_bounded_time)
 }
 
 /*
- * Issue 16 item 3: unreachable peers cost only themselves. 1,000 of them take
+ * Unreachable peers cost only themselves (protocol.md §4.5). 1,000 of them take
  * a send each at once (no small pool of flows makes the later ones wait for
  * the earlier ones' peer timeout), a live peer's messages sent meanwhile
  * complete long before that timeout, and every send to an unreachable peer

@@ -322,7 +322,7 @@ Test(braid_stat_file, not_published_when_turned_off)
 }
 
 /*
- * FI_BRAID_IDLE_MS through the API (issue 16 item 2): once two endpoints have
+ * FI_BRAID_IDLE_MS through the API (fi_braid(7)): once two endpoints have
  * been quiet for it, their traffic state is gone (rd.flows_active 0, read
  * through fi_open_ops), and a message afterwards is delivered as usual.
  */
@@ -366,7 +366,7 @@ Test(braid_stat_file, idle_traffic_state_is_freed_and_traffic_resumes, .timeout 
 }
 
 /*
- * FI_BRAID_FORGET_MS through the API (issue 16 item 2): two endpoints quiet
+ * FI_BRAID_FORGET_MS through the API (protocol.md §4.9, Forgetting): two endpoints quiet
  * for the idle time keep each other as records; once those have rested for
  * the forget time, one asks, the other agrees, and both forget the pair
  * (rd.peers 0 on both sides). A message afterwards starts afresh: delivered,
