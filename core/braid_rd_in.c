@@ -477,7 +477,7 @@ uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
 	return room < rd->cfg.window ? (uint32_t)room : rd->cfg.window;
 }
 
-static void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t now)
+static inline void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t now)
 {
 	f->need_ack = true;
 	if (now_ || ++f->ack_count >= 2) {

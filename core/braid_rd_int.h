@@ -195,6 +195,7 @@ void rd_flow_detach(struct braid_rd *rd, struct rd_flow *f);
 struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
 			       uint64_t now);
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
+uint64_t rd_flow_worst_rto(const struct rd_flow *flow, bool busy);
 /* braid_rd_proof.c: proof of incarnation, restarts, forgetting (protocol.md §4.9) */
 uint64_t rd_chal_deadline(const struct braid_rd *rd, const struct rd_flow *f);
 void rd_conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
@@ -218,8 +219,6 @@ int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r)
 void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
 		    size_t hdr_len, int32_t route);
 static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
-uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *flow);
-uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *flow);
 
 /* braid_rd_out.c (outgoing: sends, packets, ACK processing, loss recovery) */
 void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
@@ -272,6 +271,39 @@ int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
 uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
 bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id);
+
+/*
+ * How long the receiving side may hold an ACK back (§4.3): the configured
+ * delay, at most a quarter of the RTT where one is known (either
+ * direction). The sending side widens its loss windows by the peer's.
+ */
+static inline uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint64_t rtt = f->min_rtt ? f->min_rtt : f->cts_rtt;
+	uint64_t d = rd->cfg.ack_delay_ns;
+
+	/* (a ping-pong's held ACK waits for the answer: the echoed hold time
+	 * keeps the sender's RTT true, so it may wait the whole delay) */
+	if (rtt && rtt / 4 < d && !f->pingpong)
+		d = rtt / 4;
+	return d;
+}
+
+/*
+ * How long the peer of @f may be silent before it counts as gone, either
+ * way: the configured timeout, never less than 16 RTOs' worth of the
+ * slowest path (a 50 ms fabric is not dead), never more than 4x the
+ * configured timeout (one absurd sample must not make a dead peer wait for
+ * minutes).
+ */
+static inline uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint64_t t = rd->cfg.peer_timeout_ns, w = rd_flow_worst_rto(f, false) * 16;
+
+	if (w > 4 * t)
+		w = 4 * t;
+	return w > t ? w : t;
+}
 
 /* The window ring slot of PSN or message id @x (struct braid_rd's slot_mask). */
 static inline uint32_t rd_slot(const struct braid_rd *rd, uint32_t x)

@@ -179,62 +179,9 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
  * jitter; nothing is tuned to one fabric's RTT.
  */
 
-/*
- * The slowest path's srtt + 4 rttvar (and the flow's own), 0 before any sample.
- * With @busy, only paths that have packets in flight count (all of them if none
- * has): a path the chooser avoids keeps the statistics of its last samples,
- * which under heavy loss or host jitter can be many times the live paths'; the
- * loss timers of packets it does not carry must not wait for it.
- */
-static uint64_t worst_path_rto(const struct rd_flow *f, bool busy)
-{
-	uint64_t w = f->srtt ? f->srtt + 4 * f->rttvar : 0;
-	uint32_t i;
-	bool any = false;
-
-	if (busy)
-		for (i = 0; i < f->paths.n && !any; i++)
-			any = !braid_dlist_empty(&f->prack[i].inflight);
-	for (i = 0; i < f->paths.n; i++) {
-		const struct braid_path *p = &f->paths.p[i];
-		uint64_t t = (uint64_t)p->srtt_ns + 4ULL * p->rttvar_ns;
-
-		if (any && braid_dlist_empty(&f->prack[i].inflight))
-			continue;
-		if (p->srtt_ns && t > w)
-			w = t;
-	}
-	return w;
-}
-
-uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *f)
-{
-	/* at most a quarter of the RTT where one is known (either direction) */
-	uint64_t rtt = f->min_rtt ? f->min_rtt : f->cts_rtt;
-	uint64_t d = rd->cfg.ack_delay_ns;
-
-	/* (a ping-pong's held ACK waits for the answer: the echoed hold time
-	 * keeps the sender's RTT true, so it may wait the whole delay) */
-	if (rtt && rtt / 4 < d && !f->pingpong)
-		d = rtt / 4;
-	return d;
-}
-
-uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *f)
-{
-	/* never fewer than 16 RTOs' worth of the slowest path (a 50 ms fabric is not
-	 * dead), never more than 4x the configured timeout (one absurd sample must not
-	 * make a dead peer wait for minutes) */
-	uint64_t t = rd->cfg.peer_timeout_ns, w = worst_path_rto(f, false) * 16;
-
-	if (w > 4 * t)
-		w = 4 * t;
-	return w > t ? w : t;
-}
-
 static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t rto = worst_path_rto(f, true), cap = rd_peer_timeout(rd, f) / 16;
+	uint64_t rto = rd_flow_worst_rto(f, true), cap = rd_peer_timeout(rd, f) / 16;
 
 	if (!rto)
 		rto = rd->cfg.rto_init_ns;
@@ -375,7 +322,7 @@ static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
 /* Cross-path window: longer than any path's RTT can plausibly be. */
 static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = worst_path_rto(f, true);
+	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = rd_flow_worst_rto(f, true);
 
 	if (t > w)
 		w = t;
