@@ -118,6 +118,17 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
 		*recvs = ring;	/* a shared queue's receives complete where their message lands */
 }
 
+/*
+ * A staging buffer (a payload staged for its message, an atomic's fetched
+ * values) goes back to its pool; the receiving side hears of the room
+ * (rd_in_room: the flows it refused may get their window update).
+ */
+void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
+{
+	braid_pool_release(s->small ? &rd->stages_small : &rd->stages, s);
+	rd_in_room(rd);
+}
+
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
 {
 	if (!f->ready) {

@@ -64,12 +64,6 @@ void rd_in_forget(struct braid_rd *rd, struct rd_flow *f)
 	f->wupdate = false;
 }
 
-void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
-{
-	braid_pool_release(s->small ? &rd->stages_small : &rd->stages, s);
-	rd_in_room(rd);
-}
-
 /* Staging for @len bytes: a small buffer when it fits one, else a packet's. */
 static struct rd_stage *stage_get(struct braid_rd *rd, size_t len)
 {

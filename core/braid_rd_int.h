@@ -214,6 +214,7 @@ void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
 bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
 /* room in the completion ring for one more application operation (braid_rd_engine.c) */
 size_t rd_comp_room(const struct braid_rd *rd);
+void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
 int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
 void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
@@ -262,7 +263,6 @@ void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
 int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs);
 void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
 uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
-void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
 void rd_in_room(struct braid_rd *rd);
 void rd_in_forget(struct braid_rd *rd, struct rd_flow *flow);
 void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
