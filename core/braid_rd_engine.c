@@ -327,83 +327,108 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 	return braid_rd_input_from(rd, pkt, len, src_ip, BRAID_RD_ROUTE_NONE, ecn_ce, now);
 }
 
+/* An RD_DATA or RD_RMA packet: from a peer of ours, to this incarnation (§4.2 rule 3). */
+static int input_data(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		      bool ecn_ce, uint64_t now)
+{
+	struct braid_rd_data_view dv;
+	struct rd_conn *conn;
+	int ret;
+
+	ret = braid_rd_data_decode(pkt, len, &dv);
+	if (ret)
+		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+	/* nor more payload than a packet of our MTU carries (a staging buffer's size) */
+	if (dv.msg_len > rd->cfg.max_msg_size || dv.payload_len > RD_SEG(rd))
+		return rd_drop(rd, BRAID_DROP_BAD_LEN);
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, dv.src_port), true, now);
+	if (!conn)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	rd_conn_touch(rd, conn, now);
+	ret = rd_conn_epoch_check(rd, conn, dv.src_epoch, now);
+	if (ret)
+		return ret;
+	if (dv.dst_epoch && dv.dst_epoch != conn->my_epoch) {
+		/* §4.2 rule 3: meant for our previous incarnation */
+		if (braid_seq_lt(dv.dst_epoch, conn->my_epoch))
+			rd_conn_send_reset(rd, conn, now);
+		return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
+	}
+	return rd_in_data(rd, conn, &dv, ecn_ce, now);
+}
+
+/* An RD_ACK: the outgoing side takes it, then the flow's deadline moves. */
+static int input_ack(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		     uint64_t now)
+{
+	struct braid_rd_ack_view av;
+	struct rd_conn *conn;
+	int ret;
+
+	ret = braid_rd_ack_decode(pkt, len, &av);
+	if (ret)
+		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, av.src_port), false, now);
+	if (!conn)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	if (av.dst_epoch != conn->my_epoch)
+		return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
+	rd_conn_touch(rd, conn, now);
+	ret = rd_conn_epoch_check(rd, conn, av.src_epoch, now);
+	if (ret)
+		return ret;
+	RD_COUNT(rd, conn->flow, rx_acks, 1);
+	if (!conn->flow)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	conn->flow->last_rx = now;
+	rd_out_ack_input(rd, conn, &av, now);
+	rd_flow_schedule(rd, conn->flow);
+	return 0;
+}
+
+/* An RD_CTS (§4.6): a rendezvous send may go on. */
+static int input_cts(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		     uint64_t now)
+{
+	uint32_t src_epoch, dst_epoch, msg_id;
+	struct rd_conn *conn;
+	uint16_t port;
+	int ret;
+
+	ret = braid_rd_cts_decode(pkt, len, &port, &src_epoch, &dst_epoch, &msg_id);
+	if (ret)
+		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, port), false, now);
+	if (!conn || !conn->flow)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	if (dst_epoch != conn->my_epoch)
+		return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
+	rd_conn_touch(rd, conn, now);
+	/* a CTS may overtake the first ACK: it may teach us the epoch */
+	ret = rd_conn_epoch_check(rd, conn, src_epoch, now);
+	if (ret)
+		return ret;
+	conn->flow->last_rx = now;
+	RD_COUNT(rd, conn->flow, cts_rx, 1);
+	rd_out_cts_input(rd, conn, msg_id);
+	rd_flow_schedule(rd, conn->flow);
+	return 0;
+}
+
 /* One RD packet, alone in its datagram or a record of a bundle (§4.8). */
 static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 			bool ecn_ce, uint64_t now)
 {
-	struct braid_rd_data_view dv;
-	struct braid_rd_ack_view av;
-	struct rd_conn *conn;
-	int type, ret;
+	int type = braid_base_hdr_check(pkt, len);
 
-	type = braid_base_hdr_check(pkt, len);
 	if (type < 0)
 		return rd_drop(rd, (enum braid_drop_reason)(-type - 1));
-	if (type == BRAID_PKT_RD_DATA || type == BRAID_PKT_RD_RMA) {
-		ret = braid_rd_data_decode(pkt, len, &dv);
-		if (ret)
-			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		/* nor more payload than a packet of our MTU carries (a staging buffer's size) */
-		if (dv.msg_len > rd->cfg.max_msg_size || dv.payload_len > RD_SEG(rd))
-			return rd_drop(rd, BRAID_DROP_BAD_LEN);
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, dv.src_port), true, now);
-		if (!conn)
-			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		rd_conn_touch(rd, conn, now);
-		ret = rd_conn_epoch_check(rd, conn, dv.src_epoch, now);
-		if (ret)
-			return ret;
-		if (dv.dst_epoch && dv.dst_epoch != conn->my_epoch) {
-			/* §4.2 rule 3: meant for our previous incarnation */
-			if (braid_seq_lt(dv.dst_epoch, conn->my_epoch))
-				rd_conn_send_reset(rd, conn, now);
-			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
-		}
-		return rd_in_data(rd, conn, &dv, ecn_ce, now);
-	}
-	if (type == BRAID_PKT_RD_ACK) {
-		ret = braid_rd_ack_decode(pkt, len, &av);
-		if (ret)
-			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, av.src_port), false, now);
-		if (!conn)
-			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		if (av.dst_epoch != conn->my_epoch)
-			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
-		rd_conn_touch(rd, conn, now);
-		ret = rd_conn_epoch_check(rd, conn, av.src_epoch, now);
-		if (ret)
-			return ret;
-		RD_COUNT(rd, conn->flow, rx_acks, 1);
-		if (!conn->flow)
-			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		conn->flow->last_rx = now;
-		rd_out_ack_input(rd, conn, &av, now);
-		return 0;
-	}
-	if (type == BRAID_PKT_RD_CTS) {
-		uint32_t src_epoch, dst_epoch, msg_id;
-		uint16_t port;
-
-		ret = braid_rd_cts_decode(pkt, len, &port, &src_epoch, &dst_epoch, &msg_id);
-		if (ret)
-			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, port), false, now);
-		if (!conn || !conn->flow)
-			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		if (dst_epoch != conn->my_epoch)
-			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
-		rd_conn_touch(rd, conn, now);
-		/* a CTS may overtake the first ACK: it may teach us the epoch */
-		ret = rd_conn_epoch_check(rd, conn, src_epoch, now);
-		if (ret)
-			return ret;
-		conn->flow->last_rx = now;
-		RD_COUNT(rd, conn->flow, cts_rx, 1);
-		rd_out_cts_input(rd, conn, msg_id);
-		rd_flow_schedule(rd, conn->flow);
-		return 0;
-	}
+	if (type == BRAID_PKT_RD_DATA || type == BRAID_PKT_RD_RMA)
+		return input_data(rd, pkt, len, src_ip, ecn_ce, now);
+	if (type == BRAID_PKT_RD_ACK)
+		return input_ack(rd, pkt, len, src_ip, now);
+	if (type == BRAID_PKT_RD_CTS)
+		return input_cts(rd, pkt, len, src_ip, now);
 	if (type == BRAID_PKT_RD_CHALLENGE)
 		return rd_input_chal(rd, pkt, len, src_ip, now);
 	return rd_drop(rd, BRAID_DROP_TYPE);

@@ -928,7 +928,6 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	detect_loss(rd, f, now);
 	if (n || !braid_dlist_empty(&f->retxq) || !braid_dlist_empty(&conn->sendq))
 		rd_flow_ready(rd, f);
-	rd_flow_schedule(rd, f);
 }
 
 /* ---- packet building ---- */
