@@ -496,6 +496,22 @@ int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov,
 	return i;
 }
 
+/*
+ * One flow's packets into out[0..@max): the receiving side's CTS, then the
+ * outgoing side's (§4.8), among them the place of the ACK, which the
+ * receiving side writes. Return: how many.
+ */
+static int flow_output(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
+		       struct braid_rd_out *out, int max)
+{
+	int ack, n = rd_in_write_cts(rd, f, now, out, max);
+
+	n = rd_out_flow(rd, f, now, out, n, max, &ack);
+	if (ack >= 0)
+		rd_in_write_ack(rd, f, &out[ack], now);
+	return n;
+}
+
 int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out, int max)
 {
 	struct braid_dlist *it;
@@ -518,7 +534,7 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 		int got;
 
 		f->ready = false;
-		got = rd_out_flow(rd, f, now, out + n, max - n);
+		got = flow_output(rd, f, now, out + n, max - n);
 		n += got;
 		if (n == max && got) {
 			/* it may have more: keep it ready, behind the others (round robin) */

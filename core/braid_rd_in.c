@@ -753,6 +753,11 @@ static uint32_t ack_hold_us(const struct rd_flow *f, uint64_t now)
 	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
+/*
+ * The ACK the flow owes (§4.3), written into @out's header, which the
+ * outgoing side placed and addressed (it rides with data when it can,
+ * §4.8): the ACK is no longer owed.
+ */
 void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
 		     uint64_t now)
 {
@@ -789,8 +794,12 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 			a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
 	}
 	braid_rd_ack_write((struct braid_rd_ack_hdr *)out->hdr, &a);
-	rd_out_control(rd, f, out, sizeof(struct braid_rd_ack_hdr), f->echo_route);
 	RD_COUNT(rd, f, tx_acks, 1);
+	f->ack_now = false;
+	f->ack_held = false;
+	f->need_ack = false;
+	f->ack_count = 0;
+	f->ack_deadline = 0;
 }
 
 bool rd_in_idle(const struct rd_flow *f)

@@ -226,7 +226,7 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		      uint64_t now);
 void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *flow, uint32_t ack_psn, uint64_t now);
 int rd_out_flow(struct braid_rd *rd, struct rd_flow *flow, uint64_t now, struct braid_rd_out *out,
-		int max);
+		int n, int max, int *ack);
 void rd_out_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
 bool rd_out_idle(const struct rd_flow *flow, const struct rd_conn *conn);

@@ -1152,19 +1152,18 @@ static uint32_t flow_allowance(struct braid_rd *rd, struct rd_flow *f, uint64_t 
 	return allow;
 }
 
-/* The ACK, at out[@n], opening the bundle @b that data may join (§4.8). */
+/*
+ * The ACK's place, out[@n]: addressed (back by the route of the packet it
+ * echoes, else on a path of the flow's), opening the bundle @b that data
+ * may join (§4.8). The receiving side writes it (rd_in_write_ack).
+ */
 static void out_ack(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
-		    struct braid_rd_out *out, int n, uint64_t now)
+		    struct braid_rd_out *out, int n)
 {
 	*b = (struct rd_bundle){ .first = n, .count = 1, .path = -1,
 				 .bytes = BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC +
 					  sizeof(struct braid_rd_ack_hdr) };
-	rd_in_write_ack(rd, f, &out[n], now);
-	f->ack_now = false;
-	f->ack_held = false;
-	f->need_ack = false;
-	f->ack_count = 0;
-	f->ack_deadline = 0;
+	rd_out_control(rd, f, &out[n], sizeof(struct braid_rd_ack_hdr), f->echo_route);
 }
 
 /* Retransmissions into out[@n..@max), each on another path than it was lost on. */
@@ -1267,16 +1266,20 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 	return n;
 }
 
+/*
+ * The flow's packets into out[@n..@max) (§4.8): a rendezvous probe, the ACK's
+ * place (*@ack: its index, -1: none), retransmissions, new data. Return:
+ * the index after the last.
+ */
 int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct braid_rd_out *out,
-		int max)
+		int n, int max, int *ack)
 {
 	struct rd_conn *conn = f->conn;
 	struct rd_bundle b = { .first = -1, .path = -1 };
 	uint32_t allow;
 	bool data_next;
-	int n = 0;
 
-	n += rd_in_write_cts(rd, f, now, out + n, max - n);
+	*ack = -1;
 	if (f->probe_due && n < max) {
 		/* the wait may have ended since the timer asked (a CTS came) */
 		if (!out_busy(rd, f, conn) && rd_out_waiting(conn)) {
@@ -1290,8 +1293,10 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 			      (!braid_dlist_empty(&conn->sendq) &&
 			       conn->snd_nxt - f->snd_una < rd->cfg.window));
 	/* the ACK when due, or earlier when data goes back now: it rides with it (§4.8) */
-	if (f->need_ack && (f->ack_now || (rd->cfg.bundle && data_next)) && n < max)
-		out_ack(rd, f, &b, out, n++, now);
+	if (f->need_ack && (f->ack_now || (rd->cfg.bundle && data_next)) && n < max) {
+		*ack = n;
+		out_ack(rd, f, &b, out, n++);
+	}
 	n = out_retransmits(rd, f, &b, out, n, max, &allow, now);
 	n = out_new_data(rd, f, &b, out, n, max, allow, now);
 	bundle_close(rd, f, out, &b);
