@@ -387,7 +387,8 @@ void rd_flow_fail(struct braid_rd *rd, struct rd_flow *f, int err, int prov_errn
 {
 	struct rd_conn *conn = f->conn;
 
-	rd_out_fail_sends(rd, conn, err, prov_errno);
+	rd_out_fail_sends(rd, conn);
+	rd_sends_finish(rd, err, prov_errno);
 	rd_in_reset(rd, conn, err, prov_errno);
 	rd_rma_pend_drop(rd, conn);
 	rd_flow_detach(rd, f);

@@ -65,6 +65,25 @@ bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
  * that no completion ever finds the ring full, however late the caller
  * takes them.
  */
+/*
+ * Complete the sends the outgoing side handed back (rd->sends_done), in
+ * order, with @err (0: as answered, or as acknowledged): an RMA request
+ * through the RMA side, any other send through the outgoing side.
+ */
+void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno)
+{
+	struct braid_dlist *it;
+
+	while ((it = braid_dlist_pop_head(&rd->sends_done))) {
+		struct rd_send *op = braid_container_of(it, struct rd_send, rlink);
+
+		if (op->rma.op && op->rma.op != BRAID_RMA_RESP)
+			rd_rma_finish(rd, op, err, prov_errno);
+		else
+			rd_out_finish(rd, op, err, prov_errno);
+	}
+}
+
 size_t rd_comp_room(const struct braid_rd *rd)
 {
 	size_t held = rd->comp_count + rd->sends.in_use +
@@ -220,6 +239,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_map_construct(&rd->conns);
 	braid_dlist_init(&rd->rxq_node);
 	braid_dlist_init(&rd->rma_pend);
+	braid_dlist_init(&rd->sends_done);
 	braid_dlist_init(&rd->active);
 	braid_dlist_init(&rd->ready);
 	braid_dlist_init(&rd->unproven);
@@ -382,6 +402,8 @@ static int input_ack(struct braid_rd *rd, const void *pkt, size_t len, uint32_t 
 		return rd_drop(rd, BRAID_DROP_NO_STATE);
 	conn->flow->last_rx = now;
 	rd_out_ack_input(rd, conn, &av, now);
+	if (!braid_dlist_empty(&rd->sends_done))
+		rd_sends_finish(rd, 0, 0);	/* answered RMA requests it acknowledged */
 	rd_flow_schedule(rd, conn->flow);
 	return 0;
 }

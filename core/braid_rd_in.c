@@ -685,8 +685,11 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	f->last_rx = now;
 	if (rd->in_route >= 0)
 		f->data_route = rd->in_route;
-	if (v->flags & BRAID_RD_F_ACK)
+	if (v->flags & BRAID_RD_F_ACK) {
 		rd_out_piggy_ack(rd, f, v->ack_psn, now);
+		if (!braid_dlist_empty(&rd->sends_done))
+			rd_sends_finish(rd, 0, 0);	/* answered RMA requests it acknowledged */
+	}
 	/* the header was copied when sent, the payload perhaps not: it is not
 	 * taken (nor acknowledged: the sender, if alive, sends it again) */
 	if (lent_stale(rd, v, now))

@@ -68,6 +68,13 @@ struct braid_rd {
 	struct braid_dlist rxq_node;
 	/** @rma_pend: RMA requests received, due, waiting for a send, a buffer or ring room. */
 	struct braid_dlist rma_pend;
+	/**
+	 * @sends_done: sends the outgoing side is done with whose completion it
+	 * leaves to its caller (rd_sends_finish), in order, by their rlink: RMA
+	 * requests answered and then acknowledged, and every send
+	 * rd_out_fail_sends() failed. Empty between the engine's calls.
+	 */
+	struct braid_dlist sends_done;
 	struct braid_dlist active;	/* flows with state */
 	struct braid_dlist ready;	/* flows with something to send now */
 	/** @heap: flows by deadline (@heap_cap entries, grown with the active flows). */
@@ -214,6 +221,7 @@ void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
 bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
 /* room in the completion ring for one more application operation (braid_rd_engine.c) */
 size_t rd_comp_room(const struct braid_rd *rd);
+void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno);
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
 int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
@@ -230,14 +238,14 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *flow, uint64_t now, struct 
 void rd_out_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
 bool rd_out_idle(const struct rd_flow *flow, const struct rd_conn *conn);
-void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
+void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn);
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
 				void *context);
 int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
 		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
 		 struct rd_send **opp);
 void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now);
-void rd_out_send_done(struct braid_rd *rd, struct rd_send *op);
+void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
 void rd_out_release(struct braid_rd *rd, struct rd_send *op);
 bool rd_out_waiting(const struct rd_conn *conn);
 

@@ -27,7 +27,18 @@ void rd_out_release(struct braid_rd *rd, struct rd_send *op)
 	braid_pool_release((op->flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends, op);
 }
 
-static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
+/*
+ * @op is done with here, its completion left to the caller (in
+ * rd->sends_done, by its rlink, behind those handed back before it).
+ */
+static void send_hand_back(struct braid_rd *rd, struct rd_send *op)
+{
+	braid_dlist_remove(&op->rlink);
+	braid_dlist_insert_tail(&op->rlink, &rd->sends_done);
+}
+
+/* A send's completion, not an RMA request's (rd_rma_finish), and its record goes. */
+void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
 {
 	struct braid_rd_comp c = {
 		.context = op->context,
@@ -39,10 +50,6 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
 		.peer = op->conn->key,
 	};
 
-	if (op->rma.op && op->rma.op != BRAID_RMA_RESP) {
-		rd_rma_finish(rd, op, err, prov_errno);
-		return;
-	}
 	if (!err && (op->flags & BRAID_RD_NO_COMP))
 		c.flags |= BRAID_RD_COMP_SILENT;
 	if (!(op->flags & BRAID_RD_INTERNAL)) {
@@ -54,16 +61,23 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
 	rd_out_release(rd, op);
 }
 
-/* Every packet of @op was acknowledged: it is done, unless it waits for an
- * answer (§4.7: an RMA request, a delivery-complete send). */
-void rd_out_send_done(struct braid_rd *rd, struct rd_send *op)
+/*
+ * Every packet of @op was acknowledged: it is done, unless it waits for an
+ * answer (§4.7: an RMA request, a delivery-complete send). An RMA request
+ * answered already is handed back: the caller has the RMA side complete it
+ * (rd_sends_finish).
+ */
+static void send_done(struct braid_rd *rd, struct rd_send *op)
 {
 	if (!braid_dlist_empty(&op->rlink) && !op->resp_done) {
 		op->waiting = true;
 		op->conn->waiting++;
 		return;
 	}
-	send_finish(rd, op, 0, 0);
+	if (op->rma.op && op->rma.op != BRAID_RMA_RESP)
+		send_hand_back(rd, op);
+	else
+		rd_out_finish(rd, op, 0, 0);
 }
 
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
@@ -666,7 +680,7 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 			while (bit_test(f->msg_done, rd_slot(rd, f->msg_una)))
 				bit_clear(f->msg_done, rd_slot(rd, f->msg_una++));
 		}
-		rd_out_send_done(rd, op);
+		send_done(rd, op);
 	}
 }
 
@@ -1303,7 +1317,12 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 	return n;
 }
 
-void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno)
+/*
+ * The peer failed: every send to it leaves the wire and is handed back, in
+ * the order they finish, for the caller to complete with the failure
+ * (rd_sends_finish).
+ */
+void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn)
 {
 	struct rd_flow *f = conn->flow;
 	struct braid_dlist *it;
@@ -1321,7 +1340,7 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 			p->state = RD_PKT_FREE;
 			p->op = NULL;
 			if (--op->pkts_out == 0 && !op_in_sendq(op))
-				send_finish(rd, op, err, prov_errno);
+				send_hand_back(rd, op);
 		}
 		f->inflight = 0;
 		f->snd_una = conn->snd_nxt;
@@ -1331,15 +1350,11 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 
 		if (op->pkts_out)
 			continue;	/* its packets' slots finish it: already failed above */
-		send_finish(rd, op, err, prov_errno);
+		send_hand_back(rd, op);
 	}
 	/* RMA requests delivered but not answered */
-	while ((it = braid_dlist_pop_head(&conn->rma_ops))) {
-		struct rd_send *op = braid_container_of(it, struct rd_send, rlink);
-
-		braid_dlist_init(&op->rlink);
-		send_finish(rd, op, err, prov_errno);
-	}
+	while ((it = braid_dlist_pop_head(&conn->rma_ops)))
+		send_hand_back(rd, braid_container_of(it, struct rd_send, rlink));
 }
 
 void braid_rd_unsent(struct braid_rd *rd, const struct braid_rd_out *out, int n)
