@@ -156,38 +156,6 @@ void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
 	}
 }
 
-/*
- * A header-only packet to the flow's peer (ACK, CTS, probe): back by @route
- * when it answers a packet whose route is known, else on a path of the flow's
- * own choosing.
- */
-/* A header-only packet of @hdr_len bytes (written in out->hdr) to @ip:@port, back by @route. */
-static void out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t ip, uint16_t port,
-			    int32_t route)
-{
-	out->frame_len = 0;
-	out->gso_cont = false;
-	out->lend = false;
-	out->hdr_len = (uint16_t)hdr_len;
-	out->payload_iovcnt = 0;
-	out->payload_len = 0;
-	out->dst_ip = ip;
-	out->dst_port = port;
-	out->reply_route = route;
-	out->path = 0;
-	out->entropy = 0;
-}
-
-void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
-		    size_t hdr_len, int32_t route)
-{
-	out_header_only(out, hdr_len, f->conn->ip, f->conn->port, route);
-	if (route >= 0)
-		return;
-	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
-	out->entropy = f->paths.p[out->path].entropy;
-}
-
 /* A 32-bit random number (cfg.random, or splitmix64 for tests). */
 uint32_t rd_random(struct braid_rd *rd)
 {
@@ -544,7 +512,7 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 		const struct rd_ctl *c = &rd->ctl[rd->ctl_head];
 
 		braid_rd_chal_write((struct braid_rd_cts_hdr *)out[n].hdr, &c->v);
-		out_header_only(&out[n], sizeof(struct braid_rd_cts_hdr), c->ip, c->port, c->port);
+		rd_out_header_only(&out[n], sizeof(struct braid_rd_cts_hdr), c->ip, c->port, c->port);
 		rd->ctl_head = (rd->ctl_head + 1) % RD_CTL_MAX;
 		rd->ctl_n--;
 	}

@@ -225,11 +225,13 @@ void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno);
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
 int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
-void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
-		    size_t hdr_len, int32_t route);
 static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
 
 /* braid_rd_out.c (outgoing: sends, packets, ACK processing, loss recovery) */
+void rd_out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t ip, uint16_t port,
+			int32_t route);
+void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
+		    size_t hdr_len, int32_t route);
 void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
 		      uint64_t now);
 void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *flow, uint32_t ack_psn, uint64_t now);

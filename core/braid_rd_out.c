@@ -946,6 +946,38 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 
 /* ---- packet building ---- */
 
+/* A header-only packet of @hdr_len bytes (written in out->hdr) to @ip:@port, back by @route. */
+void rd_out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t ip, uint16_t port,
+			int32_t route)
+{
+	out->frame_len = 0;
+	out->gso_cont = false;
+	out->lend = false;
+	out->hdr_len = (uint16_t)hdr_len;
+	out->payload_iovcnt = 0;
+	out->payload_len = 0;
+	out->dst_ip = ip;
+	out->dst_port = port;
+	out->reply_route = route;
+	out->path = 0;
+	out->entropy = 0;
+}
+
+/*
+ * A header-only packet to the flow's peer (ACK, CTS, probe): back by @route
+ * when it answers a packet whose route is known, else on a path of the flow's
+ * own choosing.
+ */
+void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
+		    size_t hdr_len, int32_t route)
+{
+	rd_out_header_only(out, hdr_len, f->conn->ip, f->conn->port, route);
+	if (route >= 0)
+		return;
+	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+	out->entropy = f->paths.p[out->path].entropy;
+}
+
 /* Gather [off, off + len) of the op's buffers into @out's payload iovs. */
 static void gather(const struct rd_send *op, uint64_t off, size_t len, struct braid_rd_out *out)
 {
