@@ -174,23 +174,22 @@ static uint32_t rd_small_stages(const struct braid_rd_config *cfg)
 	return n < 256 ? 256 : n > 8192 ? 8192 : (uint32_t)n;
 }
 
-int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *peers,
-		  struct braid_rd **out)
+/* The configuration's limits (braid_rd.h): each count at least one, each size in range. */
+static bool config_valid(const struct braid_rd_config *cfg)
 {
-	struct braid_rd *rd;
-	size_t stage_size;
-	int ret;
+	return cfg->epoch && cfg->mtu >= 128 && cfg->mtu <= 65535 && cfg->paths &&
+	       cfg->paths <= BRAID_RD_MAX_PATHS && cfg->window &&
+	       cfg->window <= BRAID_RD_MAX_WINDOW && cfg->init_cwnd &&
+	       cfg->init_cwnd <= cfg->window && cfg->max_flows && cfg->max_sends &&
+	       cfg->max_recvs && cfg->max_msgs && cfg->stage_pkts &&
+	       cfg->max_msg_size <= 0xffffffffULL && cfg->inject_size <= cfg->max_msg_size &&
+	       cfg->rto_min_ns && cfg->rto_min_ns <= cfg->rto_max_ns;
+}
 
-	if (!cfg || !peers || !out || !cfg->epoch || cfg->mtu < 128 || cfg->mtu > 65535 ||
-	    !cfg->paths || cfg->paths > BRAID_RD_MAX_PATHS || !cfg->window ||
-	    cfg->window > BRAID_RD_MAX_WINDOW || !cfg->init_cwnd || cfg->init_cwnd > cfg->window || !cfg->max_flows || !cfg->max_sends ||
-	    !cfg->max_recvs || !cfg->max_msgs || !cfg->stage_pkts ||
-	    cfg->max_msg_size > 0xffffffffULL || cfg->inject_size > cfg->max_msg_size ||
-	    !cfg->rto_min_ns || cfg->rto_min_ns > cfg->rto_max_ns)
-		return -FI_EINVAL;
-	rd = calloc(1, sizeof(*rd));
-	if (!rd)
-		return -FI_ENOMEM;
+/* The engine's settings, lists and sizes, from @cfg (nothing allocated). */
+static void rd_construct(struct braid_rd *rd, const struct braid_rd_config *cfg,
+			 struct braid_peer_table *peers)
+{
 	rd->cfg = *cfg;
 	rd->fresh_epoch = cfg->epoch;
 	if (!rd->cfg.cc)
@@ -230,7 +229,14 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 			2 * ((rd->slot_mask + 63) / 64) * sizeof(uint64_t) +
 			rd->slot_mask * sizeof(struct rd_msg *);
 	rd->slot_mask--;
-	stage_size = sizeof(struct rd_stage) + RD_SEG(rd);
+}
+
+/* The completion ring, the receive queue and the pools, sized at open. Return: 0, -FI_ENOMEM. */
+static int rd_pools_construct(struct braid_rd *rd, const struct braid_rd_config *cfg)
+{
+	size_t stage_size = sizeof(struct rd_stage) + RD_SEG(rd);
+	int ret;
+
 	/* twice what the operations can have: the other half is for the events of
 	 * RMA targeting us (§4.7), which wait while it is taken */
 	rd->comp_cap = 2 * (cfg->max_sends + cfg->max_recvs);
@@ -267,6 +273,22 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	if (!ret)
 		ret = braid_pool_construct(&rd->injects, cfg->inject_size ? cfg->inject_size : 1,
 					   cfg->max_sends / 4 ? cfg->max_sends / 4 : 1);
+	return ret;
+}
+
+int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *peers,
+		  struct braid_rd **out)
+{
+	struct braid_rd *rd;
+	int ret;
+
+	if (!cfg || !peers || !out || !config_valid(cfg))
+		return -FI_EINVAL;
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return -FI_ENOMEM;
+	rd_construct(rd, cfg, peers);
+	ret = rd_pools_construct(rd, cfg);
 	if (ret) {
 		braid_rd_close(rd);
 		return ret;
