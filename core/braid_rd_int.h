@@ -188,7 +188,25 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
 	braid_pool_release(&rd->msgs, m);
 }
 
-/* braid_rd_engine.c */
+/*
+ * The calls between the engine's files, by the file that defines them. The
+ * outgoing side (braid_rd_out.c) is a leaf: it calls only the engine's base
+ * and braid_rd_conn.c; what its callers must do next (reschedule a flow,
+ * complete the sends it hands back, write the ACK it placed) they do.
+ */
+
+/* braid_rd_engine.c: the engine's base (ready list, completions, staging, drops) */
+void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
+bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
+/* room in the completion ring for one more application operation */
+size_t rd_comp_room(const struct braid_rd *rd);
+void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno);
+void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
+int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
+int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
+uint32_t rd_random(struct braid_rd *rd);
+static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
+
 /* braid_rd_conn.c: conns and flows */
 struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now);
 void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now);
@@ -203,6 +221,12 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool i
 			       uint64_t now);
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
 uint64_t rd_flow_worst_rto(const struct rd_flow *flow, bool busy);
+
+/* braid_rd_timer.c: the deadline heap */
+void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
+void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
+bool rd_heap_room(struct braid_rd *rd);
+
 /* braid_rd_proof.c: proof of incarnation, restarts, forgetting (protocol.md §4.9) */
 uint64_t rd_chal_deadline(const struct braid_rd *rd, const struct rd_flow *f);
 void rd_conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
@@ -211,30 +235,17 @@ void rd_conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
 int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 		  uint64_t now);
 void rd_forget_walk(struct braid_rd *rd, uint64_t now);
-uint32_t rd_random(struct braid_rd *rd);
-
-/* the deadline heap */
-void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
-void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
-bool rd_heap_room(struct braid_rd *rd);
-void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
-bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
-/* room in the completion ring for one more application operation (braid_rd_engine.c) */
-size_t rd_comp_room(const struct braid_rd *rd);
-void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno);
-void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
-int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
-int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
-static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
 
 /* braid_rd_out.c (outgoing: sends, packets, ACK processing, loss recovery) */
 void rd_out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t ip, uint16_t port,
 			int32_t route);
 void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
 		    size_t hdr_len, int32_t route);
+/* (after either: the caller completes what rd->sends_done holds) */
 void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
 		      uint64_t now);
 void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *flow, uint32_t ack_psn, uint64_t now);
+void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id);
 int rd_out_flow(struct braid_rd *rd, struct rd_flow *flow, uint64_t now, struct braid_rd_out *out,
 		int n, int max, int *ack);
 void rd_out_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
@@ -251,8 +262,25 @@ void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_er
 void rd_out_release(struct braid_rd *rd, struct rd_send *op);
 bool rd_out_waiting(const struct rd_conn *conn);
 
+/* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
+int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
+	       bool ecn, uint64_t now);
+void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
+		     uint64_t now);
+int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
+		    struct braid_rd_out *out, int max);
+bool rd_in_idle(const struct rd_flow *flow);
+void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
+int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs);
+void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
+uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
+void rd_in_room(struct braid_rd *rd);
+void rd_in_forget(struct braid_rd *rd, struct rd_flow *flow);
+void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
+uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
+bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
+
 /* braid_rd_rma.c (RMA and atomics, §4.7) */
-struct rd_msg;
 int rd_rma_in_where(struct braid_rd *rd, const struct rd_msg *m, const struct braid_rd_data_view *v,
 		    struct iovec *iov, int max);
 bool rd_rma_in_open(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd_data_view *v);
@@ -262,25 +290,6 @@ void rd_rma_pend_run(struct braid_rd *rd, uint64_t now);
 void rd_rma_delivered(struct braid_rd *rd, struct rd_msg *m);
 void rd_rma_pend_drop(struct braid_rd *rd, struct rd_conn *conn);
 void rd_rma_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
-
-/* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
-int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
-	       bool ecn, uint64_t now);
-void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
-		     uint64_t now);
-bool rd_in_idle(const struct rd_flow *flow);
-void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
-int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs);
-void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
-uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
-void rd_in_room(struct braid_rd *rd);
-void rd_in_forget(struct braid_rd *rd, struct rd_flow *flow);
-void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
-int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
-		    struct braid_rd_out *out, int max);
-uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
-bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
-void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id);
 
 /*
  * How long the receiving side may hold an ACK back (§4.3): the configured

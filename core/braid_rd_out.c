@@ -1,4 +1,4 @@
-/* braid_rd_out.c: the RD engine's outgoing side: sends cut into packets, sprayed; ACKs; time-based loss detection; retransmission (protocol.md §4.5). */
+/* braid_rd_out.c: the RD engine's outgoing side, a leaf below the engine's base and conns: sends cut into packets, sprayed; ACKs taken; time-based loss detection; retransmission (protocol.md §4.5). */
 #include <string.h>
 #include <rdma/fi_errno.h>
 
