@@ -354,12 +354,41 @@ struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool i
 	return f;
 }
 
+/*
+ * The slowest path's srtt + 4 rttvar (and the flow's own), 0 before any sample.
+ * With @busy, only paths that have packets in flight count (all of them if none
+ * has): a path the chooser avoids keeps the statistics of its last samples,
+ * which under heavy loss or host jitter can be many times the live paths'; the
+ * loss timers of packets it does not carry must not wait for it.
+ */
+uint64_t rd_flow_worst_rto(const struct rd_flow *f, bool busy)
+{
+	uint64_t w = f->srtt ? f->srtt + 4 * f->rttvar : 0;
+	uint32_t i;
+	bool any = false;
+
+	if (busy)
+		for (i = 0; i < f->paths.n && !any; i++)
+			any = !braid_dlist_empty(&f->prack[i].inflight);
+	for (i = 0; i < f->paths.n; i++) {
+		const struct braid_path *p = &f->paths.p[i];
+		uint64_t t = (uint64_t)p->srtt_ns + 4ULL * p->rttvar_ns;
+
+		if (any && braid_dlist_empty(&f->prack[i].inflight))
+			continue;
+		if (p->srtt_ns && t > w)
+			w = t;
+	}
+	return w;
+}
+
 /* The peer stopped answering or restarted: fail everything and forget the flow. */
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *f, int err, int prov_errno)
 {
 	struct rd_conn *conn = f->conn;
 
-	rd_out_fail_sends(rd, conn, err, prov_errno);
+	rd_out_fail_sends(rd, conn);
+	rd_sends_finish(rd, err, prov_errno);
 	rd_in_reset(rd, conn, err, prov_errno);
 	rd_rma_pend_drop(rd, conn);
 	rd_flow_detach(rd, f);

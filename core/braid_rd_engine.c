@@ -1,4 +1,4 @@
-/* braid_rd_engine.c: the RD engine's frame: configuration, open/close, packet input dispatch, output scheduling, completions, the deadline heap and timers. */
+/* braid_rd_engine.c: the RD engine's frame: configuration, open/close, packet input dispatch, output scheduling (each side's packets of a flow), and the base its other files share: the ready list, completions, staging given back, drop counts. */
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_errno.h>
@@ -65,6 +65,25 @@ bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
  * that no completion ever finds the ring full, however late the caller
  * takes them.
  */
+/*
+ * Complete the sends the outgoing side handed back (rd->sends_done), in
+ * order, with @err (0: as answered, or as acknowledged): an RMA request
+ * through the RMA side, any other send through the outgoing side.
+ */
+void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno)
+{
+	struct braid_dlist *it;
+
+	while ((it = braid_dlist_pop_head(&rd->sends_done))) {
+		struct rd_send *op = braid_container_of(it, struct rd_send, rlink);
+
+		if (op->rma.op && op->rma.op != BRAID_RMA_RESP)
+			rd_rma_finish(rd, op, err, prov_errno);
+		else
+			rd_out_finish(rd, op, err, prov_errno);
+	}
+}
+
 size_t rd_comp_room(const struct braid_rd *rd)
 {
 	size_t held = rd->comp_count + rd->sends.in_use +
@@ -118,44 +137,23 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
 		*recvs = ring;	/* a shared queue's receives complete where their message lands */
 }
 
+/*
+ * A staging buffer (a payload staged for its message, an atomic's fetched
+ * values) goes back to its pool; the receiving side hears of the room
+ * (rd_in_room: the flows it refused may get their window update).
+ */
+void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
+{
+	braid_pool_release(s->small ? &rd->stages_small : &rd->stages, s);
+	rd_in_room(rd);
+}
+
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
 {
 	if (!f->ready) {
 		f->ready = true;
 		braid_dlist_insert_tail(&f->ready_node, &rd->ready);
 	}
-}
-
-/*
- * A header-only packet to the flow's peer (ACK, CTS, probe): back by @route
- * when it answers a packet whose route is known, else on a path of the flow's
- * own choosing.
- */
-/* A header-only packet of @hdr_len bytes (written in out->hdr) to @ip:@port, back by @route. */
-static void out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t ip, uint16_t port,
-			    int32_t route)
-{
-	out->frame_len = 0;
-	out->gso_cont = false;
-	out->lend = false;
-	out->hdr_len = (uint16_t)hdr_len;
-	out->payload_iovcnt = 0;
-	out->payload_len = 0;
-	out->dst_ip = ip;
-	out->dst_port = port;
-	out->reply_route = route;
-	out->path = 0;
-	out->entropy = 0;
-}
-
-void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
-		    size_t hdr_len, int32_t route)
-{
-	out_header_only(out, hdr_len, f->conn->ip, f->conn->port, route);
-	if (route >= 0)
-		return;
-	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
-	out->entropy = f->paths.p[out->path].entropy;
 }
 
 /* A 32-bit random number (cfg.random, or splitmix64 for tests). */
@@ -176,23 +174,22 @@ static uint32_t rd_small_stages(const struct braid_rd_config *cfg)
 	return n < 256 ? 256 : n > 8192 ? 8192 : (uint32_t)n;
 }
 
-int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *peers,
-		  struct braid_rd **out)
+/* The configuration's limits (braid_rd.h): each count at least one, each size in range. */
+static bool config_valid(const struct braid_rd_config *cfg)
 {
-	struct braid_rd *rd;
-	size_t stage_size;
-	int ret;
+	return cfg->epoch && cfg->mtu >= 128 && cfg->mtu <= 65535 && cfg->paths &&
+	       cfg->paths <= BRAID_RD_MAX_PATHS && cfg->window &&
+	       cfg->window <= BRAID_RD_MAX_WINDOW && cfg->init_cwnd &&
+	       cfg->init_cwnd <= cfg->window && cfg->max_flows && cfg->max_sends &&
+	       cfg->max_recvs && cfg->max_msgs && cfg->stage_pkts &&
+	       cfg->max_msg_size <= 0xffffffffULL && cfg->inject_size <= cfg->max_msg_size &&
+	       cfg->rto_min_ns && cfg->rto_min_ns <= cfg->rto_max_ns;
+}
 
-	if (!cfg || !peers || !out || !cfg->epoch || cfg->mtu < 128 || cfg->mtu > 65535 ||
-	    !cfg->paths || cfg->paths > BRAID_RD_MAX_PATHS || !cfg->window ||
-	    cfg->window > BRAID_RD_MAX_WINDOW || !cfg->init_cwnd || cfg->init_cwnd > cfg->window || !cfg->max_flows || !cfg->max_sends ||
-	    !cfg->max_recvs || !cfg->max_msgs || !cfg->stage_pkts ||
-	    cfg->max_msg_size > 0xffffffffULL || cfg->inject_size > cfg->max_msg_size ||
-	    !cfg->rto_min_ns || cfg->rto_min_ns > cfg->rto_max_ns)
-		return -FI_EINVAL;
-	rd = calloc(1, sizeof(*rd));
-	if (!rd)
-		return -FI_ENOMEM;
+/* The engine's settings, lists and sizes, from @cfg (nothing allocated). */
+static void rd_construct(struct braid_rd *rd, const struct braid_rd_config *cfg,
+			 struct braid_peer_table *peers)
+{
 	rd->cfg = *cfg;
 	rd->fresh_epoch = cfg->epoch;
 	if (!rd->cfg.cc)
@@ -209,6 +206,7 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	braid_map_construct(&rd->conns);
 	braid_dlist_init(&rd->rxq_node);
 	braid_dlist_init(&rd->rma_pend);
+	braid_dlist_init(&rd->sends_done);
 	braid_dlist_init(&rd->active);
 	braid_dlist_init(&rd->ready);
 	braid_dlist_init(&rd->unproven);
@@ -231,7 +229,14 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 			2 * ((rd->slot_mask + 63) / 64) * sizeof(uint64_t) +
 			rd->slot_mask * sizeof(struct rd_msg *);
 	rd->slot_mask--;
-	stage_size = sizeof(struct rd_stage) + RD_SEG(rd);
+}
+
+/* The completion ring, the receive queue and the pools, sized at open. Return: 0, -FI_ENOMEM. */
+static int rd_pools_construct(struct braid_rd *rd, const struct braid_rd_config *cfg)
+{
+	size_t stage_size = sizeof(struct rd_stage) + RD_SEG(rd);
+	int ret;
+
 	/* twice what the operations can have: the other half is for the events of
 	 * RMA targeting us (§4.7), which wait while it is taken */
 	rd->comp_cap = 2 * (cfg->max_sends + cfg->max_recvs);
@@ -268,6 +273,22 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 	if (!ret)
 		ret = braid_pool_construct(&rd->injects, cfg->inject_size ? cfg->inject_size : 1,
 					   cfg->max_sends / 4 ? cfg->max_sends / 4 : 1);
+	return ret;
+}
+
+int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *peers,
+		  struct braid_rd **out)
+{
+	struct braid_rd *rd;
+	int ret;
+
+	if (!cfg || !peers || !out || !config_valid(cfg))
+		return -FI_EINVAL;
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return -FI_ENOMEM;
+	rd_construct(rd, cfg, peers);
+	ret = rd_pools_construct(rd, cfg);
 	if (ret) {
 		braid_rd_close(rd);
 		return ret;
@@ -316,83 +337,110 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 	return braid_rd_input_from(rd, pkt, len, src_ip, BRAID_RD_ROUTE_NONE, ecn_ce, now);
 }
 
+/* An RD_DATA or RD_RMA packet: from a peer of ours, to this incarnation (§4.2 rule 3). */
+static int input_data(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		      bool ecn_ce, uint64_t now)
+{
+	struct braid_rd_data_view dv;
+	struct rd_conn *conn;
+	int ret;
+
+	ret = braid_rd_data_decode(pkt, len, &dv);
+	if (ret)
+		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+	/* nor more payload than a packet of our MTU carries (a staging buffer's size) */
+	if (dv.msg_len > rd->cfg.max_msg_size || dv.payload_len > RD_SEG(rd))
+		return rd_drop(rd, BRAID_DROP_BAD_LEN);
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, dv.src_port), true, now);
+	if (!conn)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	rd_conn_touch(rd, conn, now);
+	ret = rd_conn_epoch_check(rd, conn, dv.src_epoch, now);
+	if (ret)
+		return ret;
+	if (dv.dst_epoch && dv.dst_epoch != conn->my_epoch) {
+		/* §4.2 rule 3: meant for our previous incarnation */
+		if (braid_seq_lt(dv.dst_epoch, conn->my_epoch))
+			rd_conn_send_reset(rd, conn, now);
+		return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
+	}
+	return rd_in_data(rd, conn, &dv, ecn_ce, now);
+}
+
+/* An RD_ACK: the outgoing side takes it, then the flow's deadline moves. */
+static int input_ack(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		     uint64_t now)
+{
+	struct braid_rd_ack_view av;
+	struct rd_conn *conn;
+	int ret;
+
+	ret = braid_rd_ack_decode(pkt, len, &av);
+	if (ret)
+		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, av.src_port), false, now);
+	if (!conn)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	if (av.dst_epoch != conn->my_epoch)
+		return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
+	rd_conn_touch(rd, conn, now);
+	ret = rd_conn_epoch_check(rd, conn, av.src_epoch, now);
+	if (ret)
+		return ret;
+	RD_COUNT(rd, conn->flow, rx_acks, 1);
+	if (!conn->flow)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	conn->flow->last_rx = now;
+	rd_out_ack_input(rd, conn, &av, now);
+	if (!braid_dlist_empty(&rd->sends_done))
+		rd_sends_finish(rd, 0, 0);	/* answered RMA requests it acknowledged */
+	rd_flow_schedule(rd, conn->flow);
+	return 0;
+}
+
+/* An RD_CTS (§4.6): a rendezvous send may go on. */
+static int input_cts(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+		     uint64_t now)
+{
+	uint32_t src_epoch, dst_epoch, msg_id;
+	struct rd_conn *conn;
+	uint16_t port;
+	int ret;
+
+	ret = braid_rd_cts_decode(pkt, len, &port, &src_epoch, &dst_epoch, &msg_id);
+	if (ret)
+		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
+	conn = rd_conn_get(rd, braid_peer_key(src_ip, port), false, now);
+	if (!conn || !conn->flow)
+		return rd_drop(rd, BRAID_DROP_NO_STATE);
+	if (dst_epoch != conn->my_epoch)
+		return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
+	rd_conn_touch(rd, conn, now);
+	/* a CTS may overtake the first ACK: it may teach us the epoch */
+	ret = rd_conn_epoch_check(rd, conn, src_epoch, now);
+	if (ret)
+		return ret;
+	conn->flow->last_rx = now;
+	RD_COUNT(rd, conn->flow, cts_rx, 1);
+	rd_out_cts_input(rd, conn, msg_id);
+	rd_flow_schedule(rd, conn->flow);
+	return 0;
+}
+
 /* One RD packet, alone in its datagram or a record of a bundle (§4.8). */
 static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 			bool ecn_ce, uint64_t now)
 {
-	struct braid_rd_data_view dv;
-	struct braid_rd_ack_view av;
-	struct rd_conn *conn;
-	int type, ret;
+	int type = braid_base_hdr_check(pkt, len);
 
-	type = braid_base_hdr_check(pkt, len);
 	if (type < 0)
 		return rd_drop(rd, (enum braid_drop_reason)(-type - 1));
-	if (type == BRAID_PKT_RD_DATA || type == BRAID_PKT_RD_RMA) {
-		ret = braid_rd_data_decode(pkt, len, &dv);
-		if (ret)
-			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		/* nor more payload than a packet of our MTU carries (a staging buffer's size) */
-		if (dv.msg_len > rd->cfg.max_msg_size || dv.payload_len > RD_SEG(rd))
-			return rd_drop(rd, BRAID_DROP_BAD_LEN);
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, dv.src_port), true, now);
-		if (!conn)
-			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		rd_conn_touch(rd, conn, now);
-		ret = rd_conn_epoch_check(rd, conn, dv.src_epoch, now);
-		if (ret)
-			return ret;
-		if (dv.dst_epoch && dv.dst_epoch != conn->my_epoch) {
-			/* §4.2 rule 3: meant for our previous incarnation */
-			if (braid_seq_lt(dv.dst_epoch, conn->my_epoch))
-				rd_conn_send_reset(rd, conn, now);
-			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
-		}
-		return rd_in_data(rd, conn, &dv, ecn_ce, now);
-	}
-	if (type == BRAID_PKT_RD_ACK) {
-		ret = braid_rd_ack_decode(pkt, len, &av);
-		if (ret)
-			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, av.src_port), false, now);
-		if (!conn)
-			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		if (av.dst_epoch != conn->my_epoch)
-			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
-		rd_conn_touch(rd, conn, now);
-		ret = rd_conn_epoch_check(rd, conn, av.src_epoch, now);
-		if (ret)
-			return ret;
-		RD_COUNT(rd, conn->flow, rx_acks, 1);
-		if (!conn->flow)
-			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		conn->flow->last_rx = now;
-		rd_out_ack_input(rd, conn, &av, now);
-		return 0;
-	}
-	if (type == BRAID_PKT_RD_CTS) {
-		uint32_t src_epoch, dst_epoch, msg_id;
-		uint16_t port;
-
-		ret = braid_rd_cts_decode(pkt, len, &port, &src_epoch, &dst_epoch, &msg_id);
-		if (ret)
-			return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
-		conn = rd_conn_get(rd, braid_peer_key(src_ip, port), false, now);
-		if (!conn || !conn->flow)
-			return rd_drop(rd, BRAID_DROP_NO_STATE);
-		if (dst_epoch != conn->my_epoch)
-			return rd_drop_at(rd, conn->flow, BRAID_DROP_STALE_EPOCH);
-		rd_conn_touch(rd, conn, now);
-		/* a CTS may overtake the first ACK: it may teach us the epoch */
-		ret = rd_conn_epoch_check(rd, conn, src_epoch, now);
-		if (ret)
-			return ret;
-		conn->flow->last_rx = now;
-		RD_COUNT(rd, conn->flow, cts_rx, 1);
-		rd_out_cts_input(rd, conn, msg_id);
-		rd_flow_schedule(rd, conn->flow);
-		return 0;
-	}
+	if (type == BRAID_PKT_RD_DATA || type == BRAID_PKT_RD_RMA)
+		return input_data(rd, pkt, len, src_ip, ecn_ce, now);
+	if (type == BRAID_PKT_RD_ACK)
+		return input_ack(rd, pkt, len, src_ip, now);
+	if (type == BRAID_PKT_RD_CTS)
+		return input_cts(rd, pkt, len, src_ip, now);
 	if (type == BRAID_PKT_RD_CHALLENGE)
 		return rd_input_chal(rd, pkt, len, src_ip, now);
 	return rd_drop(rd, BRAID_DROP_TYPE);
@@ -460,6 +508,22 @@ int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov,
 	return i;
 }
 
+/*
+ * One flow's packets into out[0..@max): the receiving side's CTS, then the
+ * outgoing side's (§4.8), among them the place of the ACK, which the
+ * receiving side writes. Return: how many.
+ */
+static int flow_output(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
+		       struct braid_rd_out *out, int max)
+{
+	int ack, n = rd_in_write_cts(rd, f, now, out, max);
+
+	n = rd_out_flow(rd, f, now, out, n, max, &ack);
+	if (ack >= 0)
+		rd_in_write_ack(rd, f, &out[ack], now);
+	return n;
+}
+
 int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out, int max)
 {
 	struct braid_dlist *it;
@@ -470,7 +534,7 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 		const struct rd_ctl *c = &rd->ctl[rd->ctl_head];
 
 		braid_rd_chal_write((struct braid_rd_cts_hdr *)out[n].hdr, &c->v);
-		out_header_only(&out[n], sizeof(struct braid_rd_cts_hdr), c->ip, c->port, c->port);
+		rd_out_header_only(&out[n], sizeof(struct braid_rd_cts_hdr), c->ip, c->port, c->port);
 		rd->ctl_head = (rd->ctl_head + 1) % RD_CTL_MAX;
 		rd->ctl_n--;
 	}
@@ -482,7 +546,7 @@ int braid_rd_output(struct braid_rd *rd, uint64_t now, struct braid_rd_out *out,
 		int got;
 
 		f->ready = false;
-		got = rd_out_flow(rd, f, now, out + n, max - n);
+		got = flow_output(rd, f, now, out + n, max - n);
 		n += got;
 		if (n == max && got) {
 			/* it may have more: keep it ready, behind the others (round robin) */

@@ -64,12 +64,6 @@ void rd_in_forget(struct braid_rd *rd, struct rd_flow *f)
 	f->wupdate = false;
 }
 
-void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
-{
-	braid_pool_release(s->small ? &rd->stages_small : &rd->stages, s);
-	rd_in_room(rd);
-}
-
 /* Staging for @len bytes: a small buffer when it fits one, else a packet's. */
 static struct rd_stage *stage_get(struct braid_rd *rd, size_t len)
 {
@@ -477,7 +471,7 @@ uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
 	return room < rd->cfg.window ? (uint32_t)room : rd->cfg.window;
 }
 
-static void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t now)
+static inline void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t now)
 {
 	f->need_ack = true;
 	if (now_ || ++f->ack_count >= 2) {
@@ -691,8 +685,11 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	f->last_rx = now;
 	if (rd->in_route >= 0)
 		f->data_route = rd->in_route;
-	if (v->flags & BRAID_RD_F_ACK)
+	if (v->flags & BRAID_RD_F_ACK) {
 		rd_out_piggy_ack(rd, f, v->ack_psn, now);
+		if (!braid_dlist_empty(&rd->sends_done))
+			rd_sends_finish(rd, 0, 0);	/* answered RMA requests it acknowledged */
+	}
 	/* the header was copied when sent, the payload perhaps not: it is not
 	 * taken (nor acknowledged: the sender, if alive, sends it again) */
 	if (lent_stale(rd, v, now))
@@ -759,6 +756,11 @@ static uint32_t ack_hold_us(const struct rd_flow *f, uint64_t now)
 	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
+/*
+ * The ACK the flow owes (§4.3), written into @out's header, which the
+ * outgoing side placed and addressed (it rides with data when it can,
+ * §4.8): the ACK is no longer owed.
+ */
 void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
 		     uint64_t now)
 {
@@ -795,8 +797,12 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 			a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
 	}
 	braid_rd_ack_write((struct braid_rd_ack_hdr *)out->hdr, &a);
-	rd_out_control(rd, f, out, sizeof(struct braid_rd_ack_hdr), f->echo_route);
 	RD_COUNT(rd, f, tx_acks, 1);
+	f->ack_now = false;
+	f->ack_held = false;
+	f->need_ack = false;
+	f->ack_count = 0;
+	f->ack_deadline = 0;
 }
 
 bool rd_in_idle(const struct rd_flow *f)

@@ -68,6 +68,13 @@ struct braid_rd {
 	struct braid_dlist rxq_node;
 	/** @rma_pend: RMA requests received, due, waiting for a send, a buffer or ring room. */
 	struct braid_dlist rma_pend;
+	/**
+	 * @sends_done: sends the outgoing side is done with whose completion it
+	 * leaves to its caller (rd_sends_finish), in order, by their rlink: RMA
+	 * requests answered and then acknowledged, and every send
+	 * rd_out_fail_sends() failed. Empty between the engine's calls.
+	 */
+	struct braid_dlist sends_done;
 	struct braid_dlist active;	/* flows with state */
 	struct braid_dlist ready;	/* flows with something to send now */
 	/** @heap: flows by deadline (@heap_cap entries, grown with the active flows). */
@@ -181,7 +188,25 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
 	braid_pool_release(&rd->msgs, m);
 }
 
-/* braid_rd_engine.c */
+/*
+ * The calls between the engine's files, by the file that defines them. The
+ * outgoing side (braid_rd_out.c) is a leaf: it calls only the engine's base
+ * and braid_rd_conn.c; what its callers must do next (reschedule a flow,
+ * complete the sends it hands back, write the ACK it placed) they do.
+ */
+
+/* braid_rd_engine.c: the engine's base (ready list, completions, staging, drops) */
+void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
+bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
+/* room in the completion ring for one more application operation */
+size_t rd_comp_room(const struct braid_rd *rd);
+void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno);
+void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
+int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
+int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
+uint32_t rd_random(struct braid_rd *rd);
+static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
+
 /* braid_rd_conn.c: conns and flows */
 struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now);
 void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now);
@@ -195,6 +220,13 @@ void rd_flow_detach(struct braid_rd *rd, struct rd_flow *f);
 struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
 			       uint64_t now);
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
+uint64_t rd_flow_worst_rto(const struct rd_flow *flow, bool busy);
+
+/* braid_rd_timer.c: the deadline heap */
+void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
+void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
+bool rd_heap_room(struct braid_rd *rd);
+
 /* braid_rd_proof.c: proof of incarnation, restarts, forgetting (protocol.md §4.9) */
 uint64_t rd_chal_deadline(const struct braid_rd *rd, const struct rd_flow *f);
 void rd_conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
@@ -203,46 +235,52 @@ void rd_conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
 int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 		  uint64_t now);
 void rd_forget_walk(struct braid_rd *rd, uint64_t now);
-uint32_t rd_random(struct braid_rd *rd);
-
-/* the deadline heap */
-void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
-void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
-bool rd_heap_room(struct braid_rd *rd);
-void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
-bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
-/* room in the completion ring for one more application operation (braid_rd_engine.c) */
-size_t rd_comp_room(const struct braid_rd *rd);
-int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
-int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
-void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
-		    size_t hdr_len, int32_t route);
-static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
-uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *flow);
-uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *flow);
 
 /* braid_rd_out.c (outgoing: sends, packets, ACK processing, loss recovery) */
+void rd_out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t ip, uint16_t port,
+			int32_t route);
+void rd_out_control(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
+		    size_t hdr_len, int32_t route);
+/* (after either: the caller completes what rd->sends_done holds) */
 void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_ack_view *a,
 		      uint64_t now);
 void rd_out_piggy_ack(struct braid_rd *rd, struct rd_flow *flow, uint32_t ack_psn, uint64_t now);
+void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id);
 int rd_out_flow(struct braid_rd *rd, struct rd_flow *flow, uint64_t now, struct braid_rd_out *out,
-		int max);
+		int n, int max, int *ack);
 void rd_out_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
 bool rd_out_idle(const struct rd_flow *flow, const struct rd_conn *conn);
-void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
+void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn);
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
 				void *context);
 int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
 		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
 		 struct rd_send **opp);
 void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now);
-void rd_out_send_done(struct braid_rd *rd, struct rd_send *op);
+void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
 void rd_out_release(struct braid_rd *rd, struct rd_send *op);
 bool rd_out_waiting(const struct rd_conn *conn);
 
+/* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
+int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
+	       bool ecn, uint64_t now);
+void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
+		     uint64_t now);
+int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
+		    struct braid_rd_out *out, int max);
+bool rd_in_idle(const struct rd_flow *flow);
+void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
+int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs);
+void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
+uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
+void rd_in_room(struct braid_rd *rd);
+void rd_in_forget(struct braid_rd *rd, struct rd_flow *flow);
+void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
+uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
+bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
+
 /* braid_rd_rma.c (RMA and atomics, §4.7) */
-struct rd_msg;
 int rd_rma_in_where(struct braid_rd *rd, const struct rd_msg *m, const struct braid_rd_data_view *v,
 		    struct iovec *iov, int max);
 bool rd_rma_in_open(struct braid_rd *rd, struct rd_msg *m, const struct braid_rd_data_view *v);
@@ -253,25 +291,38 @@ void rd_rma_delivered(struct braid_rd *rd, struct rd_msg *m);
 void rd_rma_pend_drop(struct braid_rd *rd, struct rd_conn *conn);
 void rd_rma_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
 
-/* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
-int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,
-	       bool ecn, uint64_t now);
-void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *flow, struct braid_rd_out *out,
-		     uint64_t now);
-bool rd_in_idle(const struct rd_flow *flow);
-void rd_in_match_posted(struct braid_rd *rd, struct rd_recv *recv);
-int rd_rxq_construct(struct braid_rd_rxq *q, uint32_t max_recvs);
-void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno);
-uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *flow);
-void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
-void rd_in_room(struct braid_rd *rd);
-void rd_in_forget(struct braid_rd *rd, struct rd_flow *flow);
-void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
-int rd_in_write_cts(struct braid_rd *rd, struct rd_flow *flow, uint64_t now,
-		    struct braid_rd_out *out, int max);
-uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
-bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
-void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id);
+/*
+ * How long the receiving side may hold an ACK back (§4.3): the configured
+ * delay, at most a quarter of the RTT where one is known (either
+ * direction). The sending side widens its loss windows by the peer's.
+ */
+static inline uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint64_t rtt = f->min_rtt ? f->min_rtt : f->cts_rtt;
+	uint64_t d = rd->cfg.ack_delay_ns;
+
+	/* (a ping-pong's held ACK waits for the answer: the echoed hold time
+	 * keeps the sender's RTT true, so it may wait the whole delay) */
+	if (rtt && rtt / 4 < d && !f->pingpong)
+		d = rtt / 4;
+	return d;
+}
+
+/*
+ * How long the peer of @f may be silent before it counts as gone, either
+ * way: the configured timeout, never less than 16 RTOs' worth of the
+ * slowest path (a 50 ms fabric is not dead), never more than 4x the
+ * configured timeout (one absurd sample must not make a dead peer wait for
+ * minutes).
+ */
+static inline uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint64_t t = rd->cfg.peer_timeout_ns, w = rd_flow_worst_rto(f, false) * 16;
+
+	if (w > 4 * t)
+		w = 4 * t;
+	return w > t ? w : t;
+}
 
 /* The window ring slot of PSN or message id @x (struct braid_rd's slot_mask). */
 static inline uint32_t rd_slot(const struct braid_rd *rd, uint32_t x)

@@ -1,4 +1,4 @@
-/* braid_rd_out.c: the RD engine's outgoing side: sends cut into packets, sprayed; ACKs; time-based loss detection; retransmission (protocol.md §4.5). */
+/* braid_rd_out.c: the RD engine's outgoing side, a leaf below the engine's base and conns: sends cut into packets, sprayed; ACKs taken; time-based loss detection; retransmission (protocol.md §4.5). */
 #include <string.h>
 #include <rdma/fi_errno.h>
 
@@ -27,7 +27,18 @@ void rd_out_release(struct braid_rd *rd, struct rd_send *op)
 	braid_pool_release((op->flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends, op);
 }
 
-static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
+/*
+ * @op is done with here, its completion left to the caller (in
+ * rd->sends_done, by its rlink, behind those handed back before it).
+ */
+static void send_hand_back(struct braid_rd *rd, struct rd_send *op)
+{
+	braid_dlist_remove(&op->rlink);
+	braid_dlist_insert_tail(&op->rlink, &rd->sends_done);
+}
+
+/* A send's completion, not an RMA request's (rd_rma_finish), and its record goes. */
+void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
 {
 	struct braid_rd_comp c = {
 		.context = op->context,
@@ -39,10 +50,6 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
 		.peer = op->conn->key,
 	};
 
-	if (op->rma.op && op->rma.op != BRAID_RMA_RESP) {
-		rd_rma_finish(rd, op, err, prov_errno);
-		return;
-	}
 	if (!err && (op->flags & BRAID_RD_NO_COMP))
 		c.flags |= BRAID_RD_COMP_SILENT;
 	if (!(op->flags & BRAID_RD_INTERNAL)) {
@@ -54,16 +61,23 @@ static void send_finish(struct braid_rd *rd, struct rd_send *op, int err, int pr
 	rd_out_release(rd, op);
 }
 
-/* Every packet of @op was acknowledged: it is done, unless it waits for an
- * answer (§4.7: an RMA request, a delivery-complete send). */
-void rd_out_send_done(struct braid_rd *rd, struct rd_send *op)
+/*
+ * Every packet of @op was acknowledged: it is done, unless it waits for an
+ * answer (§4.7: an RMA request, a delivery-complete send). An RMA request
+ * answered already is handed back: the caller has the RMA side complete it
+ * (rd_sends_finish).
+ */
+static void send_done(struct braid_rd *rd, struct rd_send *op)
 {
 	if (!braid_dlist_empty(&op->rlink) && !op->resp_done) {
 		op->waiting = true;
 		op->conn->waiting++;
 		return;
 	}
-	send_finish(rd, op, 0, 0);
+	if (op->rma.op && op->rma.op != BRAID_RMA_RESP)
+		send_hand_back(rd, op);
+	else
+		rd_out_finish(rd, op, 0, 0);
 }
 
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
@@ -179,62 +193,9 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
  * jitter; nothing is tuned to one fabric's RTT.
  */
 
-/*
- * The slowest path's srtt + 4 rttvar (and the flow's own), 0 before any sample.
- * With @busy, only paths that have packets in flight count (all of them if none
- * has): a path the chooser avoids keeps the statistics of its last samples,
- * which under heavy loss or host jitter can be many times the live paths'; the
- * loss timers of packets it does not carry must not wait for it.
- */
-static uint64_t worst_path_rto(const struct rd_flow *f, bool busy)
-{
-	uint64_t w = f->srtt ? f->srtt + 4 * f->rttvar : 0;
-	uint32_t i;
-	bool any = false;
-
-	if (busy)
-		for (i = 0; i < f->paths.n && !any; i++)
-			any = !braid_dlist_empty(&f->prack[i].inflight);
-	for (i = 0; i < f->paths.n; i++) {
-		const struct braid_path *p = &f->paths.p[i];
-		uint64_t t = (uint64_t)p->srtt_ns + 4ULL * p->rttvar_ns;
-
-		if (any && braid_dlist_empty(&f->prack[i].inflight))
-			continue;
-		if (p->srtt_ns && t > w)
-			w = t;
-	}
-	return w;
-}
-
-uint64_t rd_ack_delay(const struct braid_rd *rd, const struct rd_flow *f)
-{
-	/* at most a quarter of the RTT where one is known (either direction) */
-	uint64_t rtt = f->min_rtt ? f->min_rtt : f->cts_rtt;
-	uint64_t d = rd->cfg.ack_delay_ns;
-
-	/* (a ping-pong's held ACK waits for the answer: the echoed hold time
-	 * keeps the sender's RTT true, so it may wait the whole delay) */
-	if (rtt && rtt / 4 < d && !f->pingpong)
-		d = rtt / 4;
-	return d;
-}
-
-uint64_t rd_peer_timeout(const struct braid_rd *rd, const struct rd_flow *f)
-{
-	/* never fewer than 16 RTOs' worth of the slowest path (a 50 ms fabric is not
-	 * dead), never more than 4x the configured timeout (one absurd sample must not
-	 * make a dead peer wait for minutes) */
-	uint64_t t = rd->cfg.peer_timeout_ns, w = worst_path_rto(f, false) * 16;
-
-	if (w > 4 * t)
-		w = 4 * t;
-	return w > t ? w : t;
-}
-
 static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t rto = worst_path_rto(f, true), cap = rd_peer_timeout(rd, f) / 16;
+	uint64_t rto = rd_flow_worst_rto(f, true), cap = rd_peer_timeout(rd, f) / 16;
 
 	if (!rto)
 		rto = rd->cfg.rto_init_ns;
@@ -375,7 +336,7 @@ static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
 /* Cross-path window: longer than any path's RTT can plausibly be. */
 static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = worst_path_rto(f, true);
+	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = rd_flow_worst_rto(f, true);
 
 	if (t > w)
 		w = t;
@@ -719,7 +680,7 @@ static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p
 			while (bit_test(f->msg_done, rd_slot(rd, f->msg_una)))
 				bit_clear(f->msg_done, rd_slot(rd, f->msg_una++));
 		}
-		rd_out_send_done(rd, op);
+		send_done(rd, op);
 	}
 }
 
@@ -981,10 +942,41 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	detect_loss(rd, f, now);
 	if (n || !braid_dlist_empty(&f->retxq) || !braid_dlist_empty(&conn->sendq))
 		rd_flow_ready(rd, f);
-	rd_flow_schedule(rd, f);
 }
 
 /* ---- packet building ---- */
+
+/* A header-only packet of @hdr_len bytes (written in out->hdr) to @ip:@port, back by @route. */
+void rd_out_header_only(struct braid_rd_out *out, size_t hdr_len, uint32_t ip, uint16_t port,
+			int32_t route)
+{
+	out->frame_len = 0;
+	out->gso_cont = false;
+	out->lend = false;
+	out->hdr_len = (uint16_t)hdr_len;
+	out->payload_iovcnt = 0;
+	out->payload_len = 0;
+	out->dst_ip = ip;
+	out->dst_port = port;
+	out->reply_route = route;
+	out->path = 0;
+	out->entropy = 0;
+}
+
+/*
+ * A header-only packet to the flow's peer (ACK, CTS, probe): back by @route
+ * when it answers a packet whose route is known, else on a path of the flow's
+ * own choosing.
+ */
+void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out *out,
+		    size_t hdr_len, int32_t route)
+{
+	rd_out_header_only(out, hdr_len, f->conn->ip, f->conn->port, route);
+	if (route >= 0)
+		return;
+	out->path = (uint16_t)braid_pathset_pick(&f->paths, rd->cfg.path_health, -1);
+	out->entropy = f->paths.p[out->path].entropy;
+}
 
 /* Gather [off, off + len) of the op's buffers into @out's payload iovs. */
 static void gather(const struct rd_send *op, uint64_t off, size_t len, struct braid_rd_out *out)
@@ -1206,19 +1198,18 @@ static uint32_t flow_allowance(struct braid_rd *rd, struct rd_flow *f, uint64_t 
 	return allow;
 }
 
-/* The ACK, at out[@n], opening the bundle @b that data may join (§4.8). */
+/*
+ * The ACK's place, out[@n]: addressed (back by the route of the packet it
+ * echoes, else on a path of the flow's), opening the bundle @b that data
+ * may join (§4.8). The receiving side writes it (rd_in_write_ack).
+ */
 static void out_ack(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
-		    struct braid_rd_out *out, int n, uint64_t now)
+		    struct braid_rd_out *out, int n)
 {
 	*b = (struct rd_bundle){ .first = n, .count = 1, .path = -1,
 				 .bytes = BRAID_RD_BUNDLE_HDR + BRAID_RD_BUNDLE_REC +
 					  sizeof(struct braid_rd_ack_hdr) };
-	rd_in_write_ack(rd, f, &out[n], now);
-	f->ack_now = false;
-	f->ack_held = false;
-	f->need_ack = false;
-	f->ack_count = 0;
-	f->ack_deadline = 0;
+	rd_out_control(rd, f, &out[n], sizeof(struct braid_rd_ack_hdr), f->echo_route);
 }
 
 /* Retransmissions into out[@n..@max), each on another path than it was lost on. */
@@ -1321,16 +1312,20 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 	return n;
 }
 
+/*
+ * The flow's packets into out[@n..@max) (§4.8): a rendezvous probe, the ACK's
+ * place (*@ack: its index, -1: none), retransmissions, new data. Return:
+ * the index after the last.
+ */
 int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct braid_rd_out *out,
-		int max)
+		int n, int max, int *ack)
 {
 	struct rd_conn *conn = f->conn;
 	struct rd_bundle b = { .first = -1, .path = -1 };
 	uint32_t allow;
 	bool data_next;
-	int n = 0;
 
-	n += rd_in_write_cts(rd, f, now, out + n, max - n);
+	*ack = -1;
 	if (f->probe_due && n < max) {
 		/* the wait may have ended since the timer asked (a CTS came) */
 		if (!out_busy(rd, f, conn) && rd_out_waiting(conn)) {
@@ -1344,15 +1339,22 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 			      (!braid_dlist_empty(&conn->sendq) &&
 			       conn->snd_nxt - f->snd_una < rd->cfg.window));
 	/* the ACK when due, or earlier when data goes back now: it rides with it (§4.8) */
-	if (f->need_ack && (f->ack_now || (rd->cfg.bundle && data_next)) && n < max)
-		out_ack(rd, f, &b, out, n++, now);
+	if (f->need_ack && (f->ack_now || (rd->cfg.bundle && data_next)) && n < max) {
+		*ack = n;
+		out_ack(rd, f, &b, out, n++);
+	}
 	n = out_retransmits(rd, f, &b, out, n, max, &allow, now);
 	n = out_new_data(rd, f, &b, out, n, max, allow, now);
 	bundle_close(rd, f, out, &b);
 	return n;
 }
 
-void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_errno)
+/*
+ * The peer failed: every send to it leaves the wire and is handed back, in
+ * the order they finish, for the caller to complete with the failure
+ * (rd_sends_finish).
+ */
+void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn)
 {
 	struct rd_flow *f = conn->flow;
 	struct braid_dlist *it;
@@ -1370,7 +1372,7 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 			p->state = RD_PKT_FREE;
 			p->op = NULL;
 			if (--op->pkts_out == 0 && !op_in_sendq(op))
-				send_finish(rd, op, err, prov_errno);
+				send_hand_back(rd, op);
 		}
 		f->inflight = 0;
 		f->snd_una = conn->snd_nxt;
@@ -1380,15 +1382,11 @@ void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn, int err, int p
 
 		if (op->pkts_out)
 			continue;	/* its packets' slots finish it: already failed above */
-		send_finish(rd, op, err, prov_errno);
+		send_hand_back(rd, op);
 	}
 	/* RMA requests delivered but not answered */
-	while ((it = braid_dlist_pop_head(&conn->rma_ops))) {
-		struct rd_send *op = braid_container_of(it, struct rd_send, rlink);
-
-		braid_dlist_init(&op->rlink);
-		send_finish(rd, op, err, prov_errno);
-	}
+	while ((it = braid_dlist_pop_head(&conn->rma_ops)))
+		send_hand_back(rd, braid_container_of(it, struct rd_send, rlink));
 }
 
 void braid_rd_unsent(struct braid_rd *rd, const struct braid_rd_out *out, int n)

@@ -53,7 +53,8 @@ static void conn_restart(struct braid_rd *rd, struct rd_conn *conn, uint32_t epo
 	if (conn->flow) {
 		rd_flow_fail(rd, conn->flow, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
 	} else {
-		rd_out_fail_sends(rd, conn, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
+		rd_out_fail_sends(rd, conn);
+		rd_sends_finish(rd, FI_ECONNRESET, BRAID_PERR_PEER_RESTARTED);
 		rd_rma_pend_drop(rd, conn);
 		conn->snd_nxt = conn->next_msg_id = 0;
 		conn->rcv_nxt = conn->match_next = 0;

@@ -395,8 +395,13 @@ void rd_rma_in_settle(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 		if (op) {
 			op->resp_done = true;
 			op->rma.status = m->rma.status;
-			if (op->cut_done && !op->pkts_out)
-				rd_out_send_done(rd, op);
+			if (op->cut_done && !op->pkts_out) {
+				/* answered and wholly acknowledged: it completes */
+				if (op->rma.op)
+					rd_rma_finish(rd, op, 0, 0);
+				else
+					rd_out_finish(rd, op, 0, 0);	/* delivery complete */
+			}
 		}
 		msg_free(rd, m);
 		return;

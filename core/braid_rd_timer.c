@@ -120,20 +120,12 @@ bool rd_heap_room(struct braid_rd *rd)
 /* resting or unproven peers looked at per sweep, at most (each list) */
 #define RD_SWEEP_UNPROVEN	4096
 
-/*
- * Flows with nothing in flight either way for cfg.idle_ns go, and with them
- * their proven peers' conns (conn_rest: 32 bytes stay); unproven peers quiet
- * for the idle time go too, to a record as well if anything was numbered
- * either way, else whole. The pools (flows, staging,
- * messages, operations) give whole free chunks back: an endpoint that heard
- * from ten thousand peers once returns to about its size when they go quiet.
- * Every idle_ns / 4 while flows or unproven peers exist.
- */
-static void rd_sweep(struct braid_rd *rd, uint64_t now)
+/* Flows quiet either way for cfg.idle_ns go, and with them their proven peers'
+ * conns (rd_conn_rest). Return: the bytes of conns and shared entries freed. */
+static size_t sweep_flows(struct braid_rd *rd, uint64_t now)
 {
 	struct braid_dlist *it, *tmp;
-	size_t before, freed = 0;
-	int scan = 0;
+	size_t freed = 0;
 
 	braid_dlist_foreach_safe(&rd->active, it, tmp) {
 		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
@@ -150,8 +142,18 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 				freed += sizeof(*c) + sizeof(struct braid_peer);
 		}
 	}
-	/* proven peers whose flow went another way (reclaimed for room, failed), or that
-	 * were proven after it went: the oldest first */
+	return freed;
+}
+
+/* Proven peers without a flow, quiet for cfg.idle_ns, rest: whose flow went
+ * another way (reclaimed for room, failed), or that were proven after it went;
+ * the oldest first. Return: the bytes freed. */
+static size_t sweep_resting(struct braid_rd *rd, uint64_t now)
+{
+	struct braid_dlist *it, *tmp;
+	size_t freed = 0;
+	int scan = 0;
+
 	braid_dlist_foreach_safe(&rd->resting, it, tmp) {
 		struct rd_conn *c = braid_container_of(it, struct rd_conn, lru);
 		uint64_t last = __atomic_load_n(&c->peer->last_active, __ATOMIC_RELAXED);
@@ -161,7 +163,17 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 		if (rd_conn_rest(rd, c))
 			freed += sizeof(*c) + sizeof(struct braid_peer);
 	}
-	scan = 0;
+	return freed;
+}
+
+/* Unproven peers quiet for cfg.idle_ns go: to a record if anything was numbered
+ * either way, else whole. Return: the bytes freed. */
+static size_t sweep_unproven(struct braid_rd *rd, uint64_t now)
+{
+	struct braid_dlist *it, *tmp;
+	size_t freed = 0;
+	int scan = 0;
+
 	/* the least recently heard from first: stop at the first heard from lately */
 	braid_dlist_foreach_safe(&rd->unproven, it, tmp) {
 		struct rd_conn *c = braid_container_of(it, struct rd_conn, lru);
@@ -184,9 +196,15 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 		}
 		freed += sizeof(*c) + sizeof(struct braid_peer);
 	}
-	if (freed)
-		braid_peer_table_shrink(rd->peers);	/* the shared entries of conns that went */
-	before = braid_rd_pool_bytes(rd);
+	return freed;
+}
+
+/* The pools give whole free chunks back, and malloc's heap its free pages once
+ * it is worth it (@freed: the bytes of conns and entries that went besides). */
+static void sweep_trim(struct braid_rd *rd, size_t freed)
+{
+	size_t before = braid_rd_pool_bytes(rd);
+
 	braid_pool_trim(&rd->flows);
 	braid_pool_trim(&rd->stages);
 	braid_pool_trim(&rd->stages_small);
@@ -205,6 +223,26 @@ static void rd_sweep(struct braid_rd *rd, uint64_t now)
 		rd->trim_again = rd->trim_debt >= RD_TRIM_BYTES;
 		rd->trim_debt = 0;
 	}
+}
+
+/*
+ * Flows with nothing in flight either way for cfg.idle_ns go, and with them
+ * their proven peers' conns (conn_rest: 32 bytes stay); unproven peers quiet
+ * for the idle time go too, to a record as well if anything was numbered
+ * either way, else whole. The pools (flows, staging,
+ * messages, operations) give whole free chunks back: an endpoint that heard
+ * from ten thousand peers once returns to about its size when they go quiet.
+ * Every idle_ns / 4 while flows or unproven peers exist.
+ */
+static void rd_sweep(struct braid_rd *rd, uint64_t now)
+{
+	size_t freed = sweep_flows(rd, now);
+
+	freed += sweep_resting(rd, now);
+	freed += sweep_unproven(rd, now);
+	if (freed)
+		braid_peer_table_shrink(rd->peers);	/* the shared entries of conns that went */
+	sweep_trim(rd, freed);
 	rd->sweep_at = rd->stats.flows_active || !braid_dlist_empty(&rd->unproven) ||
 		       !braid_dlist_empty(&rd->resting) ? now + rd->cfg.idle_ns / 4 : UINT64_MAX;
 	if (rd->cfg.forget_ns && rd->stats.peers_idle && rd->forget_at == UINT64_MAX)
