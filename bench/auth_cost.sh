@@ -1,6 +1,6 @@
 #!/bin/bash
 # auth_cost.sh: what an authorization key costs braid's native RDM on loopback
-# (docs/benchmarks.md §8): the loopback benchmark's single measurements (-1) with no
+# (docs/benchmarks.md, *What an authorization key costs*): the loopback benchmark's single measurements (-1) with no
 # key, with one (FI_BRAID_AUTH=tag, the default: the tag covers the headers) and with
 # one in mac mode (every byte), the three alternating in every repetition; medians,
 # and what each keyed mode costs against keyless (latency over latency, throughput

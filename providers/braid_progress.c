@@ -32,8 +32,8 @@ uint64_t braid_now_ns(void)
  *   sleep doubles after each look that found nothing to do, up to
  *   PT_BACKOFF_MAX periods (64 ms by default), so a busy application is
  *   woken into about 16 times a second, not 1000 (a wake-up every 1 ms
- *   cost a busy-polling ping-pong's p99 3x on 2 cores: docs/benchmarks.md
- *   §4). An endpoint left alone is found within that sleep plus a period.
+ *   cost a busy-polling ping-pong's p99 3x on 2 cores: docs/benchmarks.md,
+ *   *The progress thread's cost*). An endpoint left alone is found within that sleep plus a period.
  * - It sleeps on a lock of its own and only tries each endpoint's: held,
  *   the application (or another of its threads) is in that endpoint now,
  *   driving it. It never waits for one: an endpoint's lock may be the

@@ -50,7 +50,7 @@ build/bench/braid_rd_bench --quick | sed 's/^/   /'
 echo
 echo "4. The A/B: braid against RoCE RC (braid;ofi_rxm), braid;ofi_rxd and tcp;ofi_rxm on the"
 echo "   emulated lossy multipath fabric (namespaces, 4 ECMP paths; needs root), else on loopback;"
-echo "   a short version of tools/ab (the full one: docs/benchmarks.md section 4); braid-stat shows"
+echo "   a short version of tools/ab (the full one: docs/benchmarks.md, *The A/B: how it runs*); braid-stat shows"
 echo "   braid's own view of the path failure: which paths died, moved and resent what"
 if ! tools/ab --quick -o build/ab-demo 2>&1 | sed 's/^/   /'; then
 	echo "   the A/B run failed (build/ab-demo holds what it wrote)"

@@ -798,7 +798,7 @@ Test(rd_bundle_pingpong, acks_ride_on_answers)
  * ping-pong's turnaround on a slow host): the held ACK waits for the answer
  * the whole ACK delay and rides on it, rather than going alone at a quarter
  * of the RTT (2 datagrams each way instead of 1: 15% of a loopback 8-byte
- * round trip, docs/benchmarks.md §2).
+ * round trip, docs/benchmarks.md, *RDM: braid against tcp;ofi_rxm and braid;ofi_rxd*).
  */
 Test(rd_bundle_pingpong, acks_wait_for_a_slower_answer_within_the_ack_delay)
 {

@@ -577,7 +577,7 @@ static long open_fds(void)
  * used; receive buffers belong to the domain's progress, not to each endpoint),
  * and, with one path, one descriptor: its socket (no epoll set, no eventfd for a
  * CQ without a wait object). 10,000 such endpoints fit a process under strict
- * overcommit (bench/braid_ep_strict.sh, docs/benchmarks.md §10).
+ * overcommit (bench/braid_ep_strict.sh, docs/benchmarks.md, *What an idle endpoint costs*).
  */
 Test(fi_endpoint, an_idle_endpoint_costs_under_1_mib_and_one_descriptor_a_path)
 {

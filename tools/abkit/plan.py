@@ -58,7 +58,7 @@ def switch_plan(n, rep=1):
     2026-11-28: on, off, off, on spread a repetition's ratio over 0.74-1.59x, 2 turns of 1 s
     over 0.79-1.41x, and missed 0.9x in 4 of 44 repetitions: a second of slow machine
     falls in one kind of period). The default, 4 turns of 1 s, put braid's loss1 ratios at
-    0.96-1.04x in 16 of 16 and 0.98-1.02x in the full A/B's 5 (docs/benchmarks.md §6).
+    0.96-1.04x in 16 of 16 and 0.98-1.02x in the full A/B's 5 (docs/benchmarks.md, *RMA on native RDM*).
     0.5 s turns did as well for braid but measured RC's impaired goodput
     higher (0.39-0.85 Gbit/s against 0.36-0.77; "loss1 vs RC >= 5x" missed more), and 1 s
     is where RC's loss penalty had always been measured. In loss, neither contender's
