@@ -300,7 +300,7 @@ static void rdm_rx_whole(struct braid_ep *ep, const struct braid_pkt *pkt, uint8
 }
 
 /*
- * Large datagrams straight into place (architecture.md, "receive
+ * Large datagrams straight into place (docs/internals.md, "Receive
  * placement"): while they come, look at each one's header first and, when
  * the engine knows where its payload goes (a matched receive, a WRITE's
  * region, a read's result buffers), receive the payload there: one copy,
