@@ -8,7 +8,25 @@
 #
 #   bench/auth_cost.sh BUILD_DIR [REPS]      (REPS default 5)
 set -euo pipefail
-build=$(cd "${1:?usage: auth_cost.sh BUILD_DIR [REPS]}" && pwd)
+CLI_NAME=auth_cost.sh
+usage() {
+	cat <<'USAGE'
+usage: bench/auth_cost.sh BUILD_DIR [REPS]
+What an authorization key costs braid's native RDM on loopback: braid_loopback_bench's
+single measurements with no key, FI_BRAID_AUTH=tag and FI_BRAID_AUTH=mac, alternating in
+every repetition; prints a Markdown table of medians and each keyed mode's cost.
+  BUILD_DIR  a braid build directory (its bench/braid_loopback_bench and providers/)
+  REPS       repetitions (default 5)
+  -h, --help this text
+AUTH_COST_TESTS (default "lat,8 lat,4096 lat,65536 bw,65536 bw,1048576 rate,8") picks the
+measurements.
+USAGE
+}
+. "$(dirname "$0")/../tools/cli.sh"
+cli_operands 1 2 "$@"
+[ $# -lt 2 ] || cli_count REPS "$2"
+[ -d "$1" ] || cli_usage_error "no such build directory: $1"
+build=$(cd "$1" && pwd)
 reps=${2:-5}
 bench=$build/bench/braid_loopback_bench
 export FI_PROVIDER_PATH=$build/providers

@@ -38,6 +38,7 @@
 #include <rdma/fi_rma.h>
 
 #include "bench_common.h"
+#include "braid_cli.h"
 
 #define TAG_DATA	5
 #define TAG_PING	3
@@ -618,62 +619,135 @@ static int run_client(const char *prov, const char *ip, const char *server, int 
 	return ret;
 }
 
-static void usage(void)
+static void usage(FILE *out)
 {
-	fprintf(stderr, "usage: braid_ab -p PROV -a LOCAL_IP -C CTRL_PORT [-k NCLIENTS]   (server)\n"
+	fprintf(out, "usage: braid_ab -p PROV -a LOCAL_IP -C CTRL_PORT [-k NCLIENTS]   (server)\n"
 		"       braid_ab -p PROV -a LOCAL_IP -c SERVER_IP -C CTRL_PORT -m lat|bw|rate|write\n"
 		"                [-s SIZE] [-n ITERS] [-t SECONDS] [-w WINDOW] [-i INTERVAL_MS]\n"
-		"                [-o SAMPLES_FILE] [-v] [-I CLIENT_ID] [-T TIMEOUT_S]   (client)\n");
-	exit(BENCH_EXIT_USAGE);
+		"                [-o SAMPLES_FILE] [-v] [-I CLIENT_ID] [-T TIMEOUT_S]   (client)\n"
+		"One side of an A/B measurement over a libfabric RDM provider, with a TCP control\n"
+		"channel; the client chooses the measurement. Both print a line \"result key=value ...\".\n"
+		"  -p PROV         the provider (\"tcp\" means tcp;ofi_rxm)\n"
+		"  -a LOCAL_IP     the local address of the endpoint and control channel\n"
+		"  -C CTRL_PORT    the server's TCP control port\n"
+		"  -k NCLIENTS     server: clients to serve, 1 to %d (default 1)\n"
+		"  -c SERVER_IP    client: the server to measure against\n"
+		"  -m MODE         lat (ping-pong percentiles), bw (streaming goodput, default),\n"
+		"                  rate (8-byte message rate), write (RMA goodput)\n"
+		"  -s SIZE         message size in bytes, up to 1 GiB (default 65536)\n"
+		"  -n ITERS        lat: round trips (default 10,000)\n"
+		"  -t SECONDS      bw/rate/write: streaming seconds (default 2)\n"
+		"  -w WINDOW       sends in flight, 1 to %d (default 64)\n"
+		"  -i INTERVAL_MS  bw/rate: the server's receive timeline in ticks of this many ms\n"
+		"  -o FILE         lat: every round trip's time, one a line\n"
+		"  -v              check every payload byte\n"
+		"  -I CLIENT_ID    this client's number, which tells its messages apart (default 0)\n"
+		"  -T TIMEOUT_S    give up after this long without a completion (default 20)\n"
+		"  -h, --help      this text\n"
+		"Exit: 0, 1 a failed check, an error completion or a timeout, 2 usage, 3 setup.\n",
+		MAX_CLIENTS, MAX_WINDOW);
+}
+
+/* a bad value of option @opt: said with the usage; BENCH_EXIT_USAGE */
+static int bad(char opt, const char *arg, const char *want)
+{
+	const char name[3] = { '-', opt, '\0' };
+
+	return braid_cli_bad(usage, "braid_ab", name, arg, want);
+}
+
+/* options that do not go together (@why): said with the usage; BENCH_EXIT_USAGE */
+static int conflict(const char *why)
+{
+	fprintf(stderr, "braid_ab: %s\n", why);
+	usage(stderr);
+	return BENCH_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	struct request rq = { .mode = M_BW, .window = 64, .iters = 10000, .size = 65536,
 			      .seconds = 2 };
 	const char *prov = NULL, *ip = NULL, *server = NULL, *samples = NULL;
 	int port = 0, k = 1, opt;
 	double timeout = 20;
+	long v;
 
-	while ((opt = getopt(argc, argv, "p:a:c:C:k:m:s:n:t:w:i:o:vI:T:")) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:a:c:C:k:m:s:n:t:w:i:o:vI:T:h", longopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
 		case 'a': ip = optarg; break;
 		case 'c': server = optarg; break;
-		case 'C': port = atoi(optarg); break;
-		case 'k': k = atoi(optarg); break;
-		case 'm':
-			if (!strcmp(optarg, "lat"))
-				rq.mode = M_LAT;
-			else if (!strcmp(optarg, "bw"))
-				rq.mode = M_BW;
-			else if (!strcmp(optarg, "rate"))
-				rq.mode = M_RATE;
-			else if (!strcmp(optarg, "write"))
-				rq.mode = M_WRITE;
-			else
-				usage();
+		case 'C':
+			if (!braid_cli_long(optarg, 1, 65535, &v))
+				return bad('C', optarg, "a TCP port, 1 to 65535");
+			port = (int)v;
 			break;
-		case 's': rq.size = strtoull(optarg, NULL, 0); break;
-		case 'n': rq.iters = (uint32_t)atoi(optarg); break;
-		case 't': rq.seconds = atof(optarg); break;
-		case 'w': rq.window = (uint32_t)atoi(optarg); break;
-		case 'i': rq.interval_ms = (uint32_t)atoi(optarg); break;
+		case 'k':
+			if (!braid_cli_long(optarg, 1, MAX_CLIENTS, &v))
+				return bad('k', optarg, "1 to 16 clients");
+			k = (int)v;
+			break;
+		case 'm':
+			for (v = 0; v < 4 && strcmp(optarg, mode_names[v]); v++)
+				;
+			if (v == 4)
+				return bad('m', optarg, "lat, bw, rate or write");
+			rq.mode = (uint32_t)v;
+			break;
+		case 's':
+			if (!braid_cli_long(optarg, 0, 1L << 30, &v))
+				return bad('s', optarg, "bytes, 0 to 1 GiB");
+			rq.size = (uint64_t)v;
+			break;
+		case 'n':
+			if (!braid_cli_long(optarg, 1, UINT32_MAX, &v))
+				return bad('n', optarg, "1 or more iterations");
+			rq.iters = (uint32_t)v;
+			break;
+		case 't':
+			if (!braid_cli_double(optarg, 1e-3, 1e6, &rq.seconds))
+				return bad('t', optarg, "seconds, more than 0");
+			break;
+		case 'w':
+			if (!braid_cli_long(optarg, 1, MAX_WINDOW, &v))
+				return bad('w', optarg, "1 to 1024 sends");
+			rq.window = (uint32_t)v;
+			break;
+		case 'i':
+			if (!braid_cli_long(optarg, 0, 3600000, &v))
+				return bad('i', optarg, "milliseconds (0: no timeline)");
+			rq.interval_ms = (uint32_t)v;
+			break;
 		case 'o': samples = optarg; break;
 		case 'v': rq.verify = 1; break;
-		case 'I': rq.client_id = (uint32_t)atoi(optarg); break;
-		case 'T': timeout = atof(optarg); break;
-		default: usage();
+		case 'I':
+			if (!braid_cli_long(optarg, 0, UINT32_MAX, &v))
+				return bad('I', optarg, "a client number, 0 or more");
+			rq.client_id = (uint32_t)v;
+			break;
+		case 'T':
+			if (!braid_cli_double(optarg, 1e-3, 1e6, &timeout))
+				return bad('T', optarg, "seconds, more than 0");
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return BENCH_EXIT_USAGE;
 		}
 	}
-	if (!prov || !ip || port <= 0 || k < 1 || k > MAX_CLIENTS)
-		usage();
+	if (braid_cli_extra(usage, "braid_ab", argc, argv))
+		return BENCH_EXIT_USAGE;
+	if (!prov || !ip || !port)
+		return conflict("-p, -a and -C are needed");
 	if (rq.mode == M_RATE)
 		rq.size = 8;
-	if (!rq.window || rq.window > MAX_WINDOW || !rq.iters || rq.seconds <= 0 ||
-	    rq.size > (1u << 30) || (rq.verify && rq.size < 8) ||
-	    (rq.mode == M_LAT && rq.iters > 10000000))
-		usage();
+	if (rq.verify && rq.size < 8)
+		return conflict("-v checks messages of 8 bytes or more");
+	if (rq.mode == M_LAT && rq.iters > 10000000)
+		return conflict("-m lat takes at most 10,000,000 round trips (-n)");
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!server)

@@ -15,6 +15,7 @@
  * Run: FI_PROVIDER_PATH=build/providers build/bench/braid_av_bench
  */
 #include <arpa/inet.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "braid_cli.h"
 
 static struct conn a, b;
 static fi_addr_t to_b;
@@ -92,8 +94,23 @@ static void phase_end(struct phase *p, const char *name, double t0, unsigned lon
 	p->gap_ms = (double)(tail > gap ? tail : gap) / 1e6;
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: braid_av_bench [-n N] [-c]\n"
+		"Inserts, looks up and removes N addresses in one braid RDM endpoint's AV while a\n"
+		"second thread sends through that AV to a live peer; prints each phase's time and\n"
+		"the longest gap between two sends. Needs FI_PROVIDER_PATH to find braid.\n"
+		"  -n N        addresses (default 1,000,000)\n"
+		"  -c          open the AV with fi_av_attr.count = N\n"
+		"  -h, --help  this text\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	long v;
 	size_t n = 1000000, i;
 	struct sockaddr_in *sins;
 	fi_addr_t *fa;
@@ -107,14 +124,21 @@ int main(int argc, char **argv)
 	int c, ok = 1;
 	bool counted = false;
 
-	while ((c = getopt(argc, argv, "n:c")) != -1) {
-		if (c == 'c')
-			counted = true;
-		else if (c == 'n')
-			n = strtoul(optarg, NULL, 0);
-		else
-			return BENCH_EXIT_USAGE;
+	while ((c = getopt_long(argc, argv, "n:ch", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c': counted = true; break;
+		case 'n':
+			if (!braid_cli_long(optarg, 1, 100000000, &v))
+				return braid_cli_bad(usage, "braid_av_bench", "-n", optarg,
+						     "1 to 100,000,000 addresses");
+			n = (size_t)v;
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return BENCH_EXIT_USAGE;
+		}
 	}
+	if (braid_cli_extra(usage, "braid_av_bench", argc, argv))
+		return BENCH_EXIT_USAGE;
 	sins = calloc(n, sizeof(*sins));
 	fa = calloc(n, sizeof(*fa));
 	if (!sins || !fa)

@@ -13,10 +13,12 @@
  * Run: FI_PROVIDER_PATH=build/providers build/bench/braid_dead_peers -n 10000 -t 2000
  */
 #include <arpa/inet.h>
+#include <getopt.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "braid_cli.h"
 
 #define MSG	4096
 #define WIN	64
@@ -88,8 +90,23 @@ static double rate_over(struct live *l, double secs, long *df, long *db, double 
 	return (double)(l->done - d0) / (now_s() - t0);
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: braid_dead_peers [-n N] [-t PEER_TIMEOUT_MS]\n"
+		"Streams to a live peer and sends one message to each of N unreachable peers beside\n"
+		"it; reports how long posting took, when and how they failed, the live stream's rate\n"
+		"before, while and after, and the memory each pending peer held. Needs\n"
+		"FI_PROVIDER_PATH to find braid.\n"
+		"  -n N                unreachable peers, 1 to 60,000 (default 10,000)\n"
+		"  -t PEER_TIMEOUT_MS  FI_BRAID_PEER_TIMEOUT_MS, at least 100 (default 2,000)\n"
+		"  -h, --help          this text\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	long n = 10000, timeout_ms = 2000, dead_failed = 0, dead_bad = 0, i;
 	double t_post0, t_post, t_last = 0, before, during, after, t_during0;
 	long rss0, rss_peak = 0;
@@ -101,15 +118,23 @@ int main(int argc, char **argv)
 	char env[32];
 	int c;
 
-	while ((c = getopt(argc, argv, "n:t:")) != -1) {
-		if (c == 'n')
-			n = strtol(optarg, NULL, 0);
-		else if (c == 't')
-			timeout_ms = strtol(optarg, NULL, 0);
-		else
-			return BENCH_EXIT_USAGE;
+	while ((c = getopt_long(argc, argv, "n:t:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (!braid_cli_long(optarg, 1, 60000, &n))
+				return braid_cli_bad(usage, "braid_dead_peers", "-n", optarg,
+						     "1 to 60,000 peers");
+			break;
+		case 't':
+			if (!braid_cli_long(optarg, 100, 86400000, &timeout_ms))
+				return braid_cli_bad(usage, "braid_dead_peers", "-t", optarg,
+						     "100 ms or more");
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return BENCH_EXIT_USAGE;
+		}
 	}
-	if (n < 1 || n > 60000 || timeout_ms < 100)
+	if (braid_cli_extra(usage, "braid_dead_peers", argc, argv))
 		return BENCH_EXIT_USAGE;
 	/* every unreachable peer's send in flight at once, beside the live window */
 	snprintf(env, sizeof(env), "%ld", n + 2 * WIN);

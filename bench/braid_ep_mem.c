@@ -10,10 +10,12 @@
  * Run: FI_PROVIDER_PATH=build/providers build/bench/braid_ep_mem -n 1000
  */
 #include <dirent.h>
+#include <getopt.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "braid_cli.h"
 
 /* The process's open file descriptors (the endpoints' sockets, epoll sets, eventfds). */
 static long open_fds(void)
@@ -31,20 +33,40 @@ static long open_fds(void)
 	return n - 1;	/* not the directory's own */
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: braid_ep_mem [-n N]\n"
+		"Opens N idle braid RDM endpoints in one domain (each with its CQ and AV) and prints\n"
+		"the virtual and resident memory and the descriptors each costs. Needs\n"
+		"FI_PROVIDER_PATH to find braid.\n"
+		"  -n N        endpoints, at least 4 (default 1,000)\n"
+		"  -h, --help  this text\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	long v;
 	struct conn base, *eps;
 	long vm0 = 0, rss0 = 0, fd0 = 0, vm1, rss1, fd1;
 	size_t n = 1000, i, q;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:")) != -1) {
-		if (c == 'n')
-			n = strtoul(optarg, NULL, 0);
-		else
-			return BENCH_EXIT_USAGE;
+	while ((c = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (!braid_cli_long(optarg, 4, 10000000, &v))
+				return braid_cli_bad(usage, "braid_ep_mem", "-n", optarg,
+						     "4 to 10,000,000 endpoints");
+			n = (size_t)v;
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return BENCH_EXIT_USAGE;
+		}
 	}
-	if (n < 4)
+	if (braid_cli_extra(usage, "braid_ep_mem", argc, argv))
 		return BENCH_EXIT_USAGE;
 	eps = calloc(n, sizeof(*eps));
 	if (!eps)

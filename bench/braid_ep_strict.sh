@@ -14,7 +14,22 @@
 # Root. It changes a machine-wide setting for the length of the run (restored on exit,
 # whatever happens): run it on an otherwise idle machine, never beside other jobs.
 set -uo pipefail
-build=${1:?usage: braid_ep_strict.sh BUILD_DIR [N]}
+CLI_NAME=braid_ep_strict.sh
+usage() {
+	cat <<'USAGE'
+usage: bench/braid_ep_strict.sh BUILD_DIR [N]
+Opens N braid RDM endpoints in one process (BUILD_DIR/bench/braid_ep_mem -n N) under
+strict overcommit (vm.overcommit_memory=2, restored on exit) and prints the machine's
+committed memory before and at the peak of the run. Root; exits 77 without it.
+  BUILD_DIR  a braid build directory
+  N          endpoints (default 10000)
+  -h, --help this text
+USAGE
+}
+. "$(dirname "$0")/../tools/cli.sh"
+cli_operands 1 2 "$@"
+[ $# -lt 2 ] || cli_count N "$2"
+build=$1
 n=${2:-10000}
 [ "$(id -u)" -eq 0 ] || { echo "braid_ep_strict.sh: needs root (sysctl, ulimit)"; exit 77; }
 bin=$build/bench/braid_ep_mem

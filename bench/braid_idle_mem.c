@@ -17,6 +17,7 @@
  * (BRAID_IDLE_MEM_STATS=1: glibc's malloc_stats() at the end, on stderr)
  */
 #include <arpa/inet.h>
+#include <getopt.h>
 #include <ifaddrs.h>
 #include <malloc.h>
 #include <netinet/in.h>
@@ -31,6 +32,7 @@
 #include <rdma/fi_braid.h>
 
 #include "bench_common.h"
+#include "braid_cli.h"
 
 #define IDLE_MS	2000
 #define RX_POSTED	512
@@ -191,8 +193,24 @@ static void smaps_save(const char *when)
 		fclose(out);
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: braid_idle_mem [-n N] [-P PROCS] [-x]\n"
+		"A braid RDM endpoint takes one message from each of N peers (endpoints of PROCS\n"
+		"child processes) and reports its memory at start, with every message in, once the\n"
+		"peers were idle and once their records were forgotten. Needs FI_PROVIDER_PATH to\n"
+		"find braid.\n"
+		"  -n N        peers, at least PROCS (default 10,000)\n"
+		"  -P PROCS    sending processes, 1 to 64 (default 4)\n"
+		"  -x          an exchange: the receiver inserts each sender into its AV and answers\n"
+		"  -h, --help  this text\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	long n = 10000, procs = 4, i, got = 0, rss0, rss1, rss2, rss3;
 	uint64_t flows1, flows2, peers2, idle2, peers3;
 	struct conn rx;
@@ -207,18 +225,31 @@ int main(int argc, char **argv)
 	bool exchange = false;
 	long replies = 0;
 
-	while ((c = getopt(argc, argv, "n:P:x")) != -1) {
-		if (c == 'n')
-			n = strtol(optarg, NULL, 0);
-		else if (c == 'P')
-			procs = strtol(optarg, NULL, 0);
-		else if (c == 'x')
-			exchange = true;
-		else
-			return BENCH_EXIT_USAGE;
+	while ((c = getopt_long(argc, argv, "n:P:xh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (!braid_cli_long(optarg, 1, 100000000, &n))
+				return braid_cli_bad(usage, "braid_idle_mem", "-n", optarg,
+						     "1 to 100,000,000 peers");
+			break;
+		case 'P':
+			if (!braid_cli_long(optarg, 1, 64, &procs))
+				return braid_cli_bad(usage, "braid_idle_mem", "-P", optarg,
+						     "1 to 64 processes");
+			break;
+		case 'x': exchange = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return BENCH_EXIT_USAGE;
+		}
 	}
-	if (n < procs || procs < 1 || procs > 64)
+	if (braid_cli_extra(usage, "braid_idle_mem", argc, argv))
 		return BENCH_EXIT_USAGE;
+	if (n < procs) {
+		fprintf(stderr, "braid_idle_mem: -n %ld is fewer peers than -P %ld processes\n",
+			n, procs);
+		usage(stderr);
+		return BENCH_EXIT_USAGE;
+	}
 	setenv("FI_BRAID_PATHS", "1", 0);
 	snprintf(env, sizeof(env), "%d", IDLE_MS);
 	setenv("FI_BRAID_IDLE_MS", env, 1);

@@ -27,6 +27,7 @@
  * over a socketpair, then talk only through libfabric (tagged messages).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -51,6 +52,7 @@
 #include <netinet/in.h>
 
 #include "bench_common.h"
+#include "braid_cli.h"
 
 #define MAX_SIZE	(4u << 20)
 #define WINDOW		64
@@ -842,18 +844,40 @@ static int measure_wires(int reps, bool quick)
 	return 0;
 }
 
-static int measure_one(const char *spec, int reps, bool quick)
-{
-	static const char *const names[] = { "lat", "bw", "rate", "wlat", "rlat", "wbw", "rbw" };
-	char prov[64], test[16];
-	double vals[16];
-	size_t size;
-	int t, r;
+/* the tests of -1 PROV,TEST,SIZE: measure()'s (enum test order), then the others */
+static const char *const one_tests[] = { "lat", "bw", "rate", "wlat", "rlat", "wbw", "rbw",
+					 "floor", "rate2", "rate2d", "ceiling" };
+#define NONE_TESTS	11
 
-	if (sscanf(spec, "%63[^,],%15[^,],%zu", prov, test, &size) != 3) {
-		fprintf(stderr, "-1 PROV,TEST,SIZE (TEST: lat bw rate wlat rlat wbw rbw floor rate2 rate2d ceiling)\n");
-		return 2;
-	}
+/* -1's PROV,TEST,SIZE into @prov, @test (an index of one_tests) and @size; false when it is not that. */
+static bool one_parse(const char *spec, char prov[64], int *test, size_t *size)
+{
+	const char *c1 = strchr(spec, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+	long v;
+	int t;
+
+	if (!c1 || !c2 || c1 == spec || (size_t)(c1 - spec) >= 64 ||
+	    !braid_cli_long(c2 + 1, 0, MAX_SIZE, &v))
+		return false;
+	for (t = 0; t < NONE_TESTS; t++)
+		if (strlen(one_tests[t]) == (size_t)(c2 - c1 - 1) &&
+		    !strncmp(one_tests[t], c1 + 1, (size_t)(c2 - c1 - 1)))
+			break;
+	if (t == NONE_TESTS)
+		return false;
+	memcpy(prov, spec, (size_t)(c1 - spec));
+	prov[c1 - spec] = '\0';
+	*test = t;
+	*size = (size_t)v;
+	return true;
+}
+
+static int measure_one(const char *prov, int t, size_t size, int reps, bool quick)
+{
+	const char *test = one_tests[t];
+	double vals[16];
+	int r;
+
 	for (r = 0; r < reps; r++) {
 		double v;
 
@@ -864,12 +888,6 @@ static int measure_one(const char *spec, int reps, bool quick)
 		} else if (!strcmp(test, "rate2") || !strcmp(test, "rate2d")) {
 			v = measure_rate2(prov, !strcmp(test, "rate2"), quick);
 		} else {
-			for (t = 0; t < 7 && strcmp(test, names[t]); t++)
-				;
-			if (t == 7) {
-				fprintf(stderr, "unknown test %s\n", test);
-				return 2;
-			}
 			v = measure(prov, (enum test)t, size, quick);
 		}
 		printf("%s %s %zu: %.3f\n", prov, test, size, v);
@@ -888,8 +906,31 @@ static int measure_one(const char *spec, int reps, bool quick)
 	return 0;
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: braid_loopback_bench [-r REPS] [-q] [-R] [-I ITERS]\n"
+		"       braid_loopback_bench -1 PROV,TEST,SIZE [-r REPS] [-q] [-I ITERS]\n"
+		"       braid_loopback_bench -W [-r REPS] [-q] [-I ITERS]\n"
+		"braid's native RDM against tcp;ofi_rxm, braid;ofi_rxd and braid;ofi_rxm on loopback:\n"
+		"latency, bandwidth, message rate and RMA, contenders alternating, medians over the\n"
+		"repetitions. Needs FI_PROVIDER_PATH to find braid (e.g. build/providers).\n"
+		"  -r REPS  repetitions, 1 to 16 (default 5)\n"
+		"  -q       quick: shorter measurements\n"
+		"  -R       the RMA part only\n"
+		"  -I ITERS round trips in every latency measurement (default 2,000 up to 4 KiB,\n"
+		"           500 above; -W: 20,000)\n"
+		"  -1 PROV,TEST,SIZE  one measurement per repetition, then the median and the worst\n"
+		"           (TEST: lat, bw, rate, wlat, rlat, wbw, rbw, floor, rate2, rate2d, ceiling)\n"
+		"  -W       braid's UDP wire against its DPDK wire (net_memif): 8 B latency and rate,\n"
+		"           1 MiB bandwidth\n"
+		"  -h, --help  this text\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	int reps = 5, opt, r, p, s, i;
 	bool quick = false, rma_only = false;
 	const char *one = NULL;
@@ -899,28 +940,50 @@ int main(int argc, char **argv)
 	const char *failed_who = NULL;
 	int failed_rep = 0;
 	double med_lat[NPROV][NLAT], med_bw[NPROV][NBW], med_rate[NPROV], med_rma[NRMA][NRMAT];
+	char one_prov[64];
+	int one_test = 0;
+	size_t one_size = 0;
+	long v;
 
 	bool wires = false;
 
-	while ((opt = getopt(argc, argv, "r:qRW1:I:")) != -1) {
-		if (opt == 'r')
-			reps = atoi(argv[optind - 1]);
-		else if (opt == '1')
+	while ((opt = getopt_long(argc, argv, "r:qRW1:I:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			if (!braid_cli_long(optarg, 1, 16, &v))
+				return braid_cli_bad(usage, "braid_loopback_bench", "-r", optarg,
+						     "repetitions, 1 to 16");
+			reps = (int)v;
+			break;
+		case '1':
+			if (!one_parse(optarg, one_prov, &one_test, &one_size))
+				return braid_cli_bad(usage, "braid_loopback_bench", "-1", optarg,
+						     "PROV,TEST,SIZE (SIZE up to 4 MiB)");
 			one = optarg;
-		else if (opt == 'q')
-			quick = true;
-		else if (opt == 'R')
-			rma_only = true;
-		else if (opt == 'W')
-			wires = true;
-		else if (opt == 'I')
-			lat_iters = atoi(optarg);
+			break;
+		case 'q': quick = true; break;
+		case 'R': rma_only = true; break;
+		case 'W': wires = true; break;
+		case 'I':
+			if (!braid_cli_long(optarg, 1, 100000000, &v))
+				return braid_cli_bad(usage, "braid_loopback_bench", "-I", optarg,
+						     "round trips, 1 or more");
+			lat_iters = (int)v;
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return BRAID_CLI_EXIT_USAGE;
+		}
 	}
-	if (reps < 1 || reps > 16)
-		reps = 5;
+	if (braid_cli_extra(usage, "braid_loopback_bench", argc, argv))
+		return BRAID_CLI_EXIT_USAGE;
+	if ((one && (wires || rma_only)) || (wires && rma_only)) {
+		fprintf(stderr, "braid_loopback_bench: -1, -W and -R go alone\n");
+		usage(stderr);
+		return BRAID_CLI_EXIT_USAGE;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (one)
-		return measure_one(one, reps, quick);
+		return measure_one(one_prov, one_test, one_size, reps, quick);
 	if (wires)
 		return measure_wires(reps, quick);
 	printf("braid loopback benchmark: %d repetitions, contenders alternating: braid (native RDM), "

@@ -6,6 +6,23 @@
 # Two UDP ports an endpoint: 100,000 do not fit one address, so it runs in a network namespace
 # of its own (root) whose loopback has an address per process (127.10.<i>.1); nothing leaves it.
 set -eu
+CLI_NAME=braid_peers.sh
+usage() {
+	cat <<'USAGE'
+usage: bench/braid_peers.sh [N [PROCS]]
+N peers, endpoints of PROCS child processes, each exchange a message with one braid RDM
+endpoint (braid_idle_mem -x) in a network namespace of its own; reports the rate first
+contacts were served at and the memory per peer once they are quiet. Root; exits 77
+without it. BUILD (default: the checkout's build/) names the build directory.
+  N          peers (default 100000)
+  PROCS      sending processes, 1 to 64 (default 24)
+  -h, --help this text
+USAGE
+}
+. "$(dirname "$0")/../tools/cli.sh"
+cli_operands 0 2 "$@"
+[ $# -lt 1 ] || cli_count N "$1"
+[ $# -lt 2 ] || cli_count PROCS "$2"
 n=${1:-100000} procs=${2:-24}
 build=${BUILD:-$(dirname "$0")/../build}
 [ "$(id -u)" = 0 ] || { echo "braid_peers: needs root (a network namespace of its own)"; exit 77; }

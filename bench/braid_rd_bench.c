@@ -3,17 +3,19 @@
  * through two engines back to back, goodput against loss over the sim fabric
  * with spraying versus one path, a sick path, and idle state per peer.
  *
- *   braid_rd_bench [--quick] [--rate-only]
+ *   braid_rd_bench [--quick] [--rate-only] [-h|--help]
  *
  * Time in the goodput runs is the sim's virtual time, so the numbers do not
  * depend on how busy this machine is; the message rate is wall-clock time and
  * does.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "braid_cli.h"
 #include "rd_direct.h"
 #include "rd_harness.h"
 #include "braid_rd_int.h"
@@ -217,15 +219,41 @@ static double goodput(size_t msg, double loss_all, int bad_path, double bad_loss
 	return goodput_at(msg, loss_all, bad_path, bad_loss, paths, health, dur, seed, st, 0);
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: braid_rd_bench [--quick] [--rate-only]\n"
+		"Benchmarks braid's RD engine alone (no sockets): message rate through two engines\n"
+		"back to back, goodput against loss on the simulated fabric (sprayed and on one\n"
+		"path), a sick path, and the state kept per peer.\n"
+		"  --quick      shorter runs (5 ms of virtual time, 200,000 messages)\n"
+		"  --rate-only  the message rate only (200,000 messages)\n"
+		"  -h, --help   this text\n");
+}
+
 int main(int argc, char **argv)
 {
-	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
-	bool rate_only = argc > 1 && !strcmp(argv[1], "--rate-only");
-	uint64_t dur = (quick ? 5 : 20) * MS;
+	static const struct option longopts[] = {
+		{ "quick", no_argument, NULL, 'q' }, { "rate-only", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	bool quick = false, rate_only = false;
+	uint64_t dur;
 	double losses[] = { 0, 0.001, 0.01, 0.02, 0.05, 0.10, 0.20 };
 	struct braid_rd_stats st;
 	size_t i;
+	int c;
 
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'q': quick = true; break;
+		case 'r': rate_only = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return BRAID_CLI_EXIT_USAGE;
+		}
+	}
+	if (braid_cli_extra(usage, "braid_rd_bench", argc, argv))
+		return BRAID_CLI_EXIT_USAGE;
+	dur = (quick ? 5 : 20) * MS;
 	bench_rate(quick || rate_only ? 200000 : 1000000);
 	if (rate_only)
 		return 0;

@@ -6,6 +6,20 @@
 # contender, REPS times, contenders alternating. Needs root (unshare -n); exits 77 otherwise.
 # usage: bench/equal_mtu.sh [REPS]
 set -uo pipefail
+CLI_NAME=equal_mtu.sh
+usage() {
+	cat <<'USAGE'
+usage: bench/equal_mtu.sh [REPS]
+braid RD against braid;ofi_rxm (RoCEv2 RC) and tcp;ofi_rxm at the same packet size: a
+network namespace whose loopback MTU is 4200 bytes; 1 MiB goodput and 8 B latency per
+contender, REPS times (default 3), contenders alternating. Uses the checkout's build/.
+Root and network namespaces; exits 77 without them.
+  -h, --help this text
+USAGE
+}
+. "$(dirname "$0")/../tools/cli.sh"
+cli_operands 0 1 "$@"
+[ $# -lt 1 ] || cli_count REPS "$1"
 reps=${1:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${BRAID_EQMTU_NETNS:-}" ]; then

@@ -7,10 +7,41 @@
 # (default fabsim-out): flows.csv, summary.csv, summary.md, cdf_*.dat; then gnuplot draws
 # fct_cdf.png (every scenario's FCT CDF, RD against RC) and fct_pct.png (p50/p99/p999).
 set -eu
-build=${1:-build}
-out=${2:-fabsim-out}
-[ $# -ge 1 ] && shift
-[ $# -ge 1 ] && shift
+CLI_NAME=fabsim.sh
+usage() {
+	cat <<'USAGE'
+usage: bench/fabsim.sh [BUILD_DIR] [OUT_DIR] [braid_fabsim options]
+Runs BUILD_DIR/bench/fabsim/braid_fabsim (every scenario, RD and RC, about 1,000 hosts in
+virtual time) into OUT_DIR, then draws fct_cdf.png and fct_pct.png there with gnuplot.
+  BUILD_DIR  a braid build directory (default build)
+  OUT_DIR    where the results go (default fabsim-out)
+  braid_fabsim options: --small, --seed N, --scenario NAME (repeatable),
+             --transport rd|rc, --reroute-ms MS, --no-drop (braid_fabsim --help)
+  -h, --help this text
+USAGE
+}
+. "$(dirname "$0")/../tools/cli.sh"
+build=build out=fabsim-out
+case ${1:-} in -*) ;; ?*) build=$1; shift ;; esac
+case ${1:-} in -*) ;; ?*) out=$1; shift ;; esac
+# braid_fabsim's options, checked here so that a wrong one starts nothing
+n=$#
+while [ $n -gt 0 ]; do
+	a=$1
+	shift
+	n=$((n - 1))
+	case $a in
+	-h | --help) usage; exit 0 ;;
+	--small | --no-drop | --seed=* | --scenario=* | --transport=* | --reroute-ms=*)
+		set -- "$@" "$a" ;;
+	--seed | --scenario | --transport | --reroute-ms)
+		[ $n -gt 0 ] || cli_usage_error "$a needs a value"
+		set -- "$@" "$a" "$1"
+		shift
+		n=$((n - 1)) ;;
+	*) cli_usage_error "unknown argument '$a'" ;;
+	esac
+done
 prog="$build/bench/fabsim/braid_fabsim"
 [ -x "$prog" ] || { echo "fabsim.sh: $prog not built (meson compile -C $build)" >&2; exit 1; }
 mkdir -p "$out"

@@ -6,6 +6,21 @@
 # (p50/p99). Prints a table of medians with each wire's ratio. Root; no hugepages.
 #   usage: bench/wires_fabric.sh [BUILD_DIR] [REPS]      (default build, 3)
 set -uo pipefail
+CLI_NAME=wires_fabric.sh
+usage() {
+	cat <<'USAGE'
+usage: bench/wires_fabric.sh [BUILD_DIR] [REPS]
+braid's native RDM over its UDP wire against its DPDK wire (net_af_packet) across the
+emulated fabric (tools/fabric: 2 hosts, 4 paths), clean and at 1% loss: 1 MiB goodput and
+8 B ping-pong p50/p99, wires alternating; a table of medians. Root; exits 77 without it.
+  BUILD_DIR  a braid build directory (default: the checkout's build/)
+  REPS       repetitions (default 3)
+  -h, --help this text
+USAGE
+}
+. "$(dirname "$0")/../tools/cli.sh"
+cli_operands 0 2 "$@"
+[ $# -lt 2 ] || cli_count REPS "$2"
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
 reps=${2:-3}

@@ -10,6 +10,7 @@
  *   run:    FI_PROVIDER_PATH=<dir of libbraid-fi.so> ./hello_dgram
  *           (no FI_PROVIDER_PATH needed once braid is installed)
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,8 @@ static void wait_one(struct fid_cq *cq, const char *what)
 	exit(1);
 }
 
-int main(void)
+/* The whole program: steps 1 to 6. */
+static int hello(void)
 {
 	struct fi_info *hints, *info;
 	struct fid_fabric *fabric;
@@ -123,4 +125,33 @@ int main(void)
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 	return strcmp(buf, msg) ? 1 : 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: hello_dgram\n"
+		"Sends \"hello\" between two braid FI_EP_DGRAM endpoints on loopback and waits\n"
+		"for both completions. Takes no arguments; FI_PROVIDER_PATH names the directory\n"
+		"of libbraid-fi.so when braid is not installed.\n"
+		"  -h, --help  this text\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	/* the options: only --help; anything else is a usage error (exit 2) */
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		usage(opt == 'h' ? stdout : stderr);
+		return opt == 'h' ? 0 : 2;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hello_dgram: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	return hello();
 }

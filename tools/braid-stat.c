@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 
 #include "braid/braid_counters.h"
 #include "braid/braid_statfile.h"
+#include "braid_cli.h"
 
 
 struct desc {
@@ -562,7 +564,8 @@ static void usage(FILE *f)
 		   "  -w SECONDS   show again every SECONDS, with rates, until interrupted (or COUNT times)\n"
 		   "  -n COUNT     with -w: this many times\n"
 		   "  -j, --json   one JSON document per sample\n"
-		   "  -l           list the counter table (name, scope, kind, unit, meaning)\n");
+		   "  -l           list the counter table (name, scope, kind, unit, meaning)\n"
+		   "  -h, --help   this text\n");
 }
 
 int main(int argc, char **argv)
@@ -574,32 +577,37 @@ int main(int argc, char **argv)
 	struct opts o = { .dir = getenv("FI_BRAID_STAT_DIR"), .count = -1 };
 	long round = 0;
 	int c, found_any = 0;
+	long v;
 
 	if (!o.dir || !*o.dir)
 		o.dir = "/dev/shm";
 	while ((c = getopt_long(argc, argv, "d:p:aw:n:jlh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': o.dir = optarg; break;
-		case 'p': o.pid = strtol(optarg, NULL, 10); break;
+		case 'p':
+			if (!braid_cli_long(optarg, 1, INT32_MAX, &v))
+				return braid_cli_bad(usage, "braid-stat", "-p", optarg, "a process id");
+			o.pid = v;
+			break;
 		case 'a': o.all = true; break;
 		case 'w':
-			o.watch = strtod(optarg, NULL);
-			if (o.watch <= 0) {
-				fprintf(stderr, "braid-stat: -w takes a positive number of seconds\n");
-				return 2;
-			}
+			if (!braid_cli_double(optarg, 1e-3, 86400, &o.watch))
+				return braid_cli_bad(usage, "braid-stat", "-w", optarg,
+						     "seconds, more than 0");
 			break;
-		case 'n': o.count = strtol(optarg, NULL, 10); break;
+		case 'n':
+			if (!braid_cli_long(optarg, 1, LONG_MAX, &o.count))
+				return braid_cli_bad(usage, "braid-stat", "-n", optarg,
+						     "a count, 1 or more");
+			break;
 		case 'j': o.json = true; break;
 		case 'l': print_table(); return 0;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: usage(stderr); return BRAID_CLI_EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (braid_cli_extra(usage, "braid-stat", argc, argv))
+		return BRAID_CLI_EXIT_USAGE;
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	for (;;) {
 		uint64_t now;

@@ -4,6 +4,20 @@
 # fabric, and the A/B against RoCE RC and TCP on an emulated one (namespaces; loopback without
 # root). About two minutes. Run tools/setup.sh first (the README's command does).
 set -uo pipefail
+CLI_NAME=demo.sh
+usage() {
+	cat <<'USAGE'
+usage: tools/demo.sh
+braid's main job, shown in about two minutes: what libfabric sees (fi_info -p braid),
+ping-pong over braid beside libfabric's own transports on loopback, braid's RD engine on
+a simulated lossy multipath fabric, and a short A/B against RoCE RC and TCP (tools/ab
+--quick; on the emulated fabric with root, else on loopback). Takes no arguments; run
+tools/setup.sh first. BRAID_DEMO_ITERS (default 3000): ping-pong iterations per size.
+  -h, --help this text
+USAGE
+}
+. "$(dirname "$0")/cli.sh"
+cli_operands 0 0 "$@"
 cd "$(dirname "$0")/.."
 
 export FI_PROVIDER_PATH="$PWD/build/providers"

@@ -275,15 +275,17 @@ static int pidfile_write(const char *path)
 	return 0;
 }
 
-static void usage(void)
+static void usage(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: braid_fabric_delay -q QUEUE -d DELAY_MS [-j JITTER_MS] [-n LIMIT]\n"
 		"                          [-f FILE] [-p PIDFILE]\n"
 		"  holds each packet of NFQUEUE QUEUE for DELAY_MS plus uniform jitter in\n"
 		"  [-JITTER_MS, +JITTER_MS], then accepts it; at most LIMIT packets held\n"
-		"  (default %d). -f: read \"DELAY_MS [JITTER_MS]\" from FILE, again on SIGHUP.\n"
-		"  -p: write the pid to PIDFILE once the queue is bound.\n",
+		"  (default %d). -f: read \"DELAY_MS [JITTER_MS]\" from FILE, again on SIGHUP\n"
+		"  (then -d may be left out). -p: write the pid to PIDFILE once the queue is\n"
+		"  bound. -h, --help: this text. SIGTERM or SIGINT: every held packet goes at\n"
+		"  once, then it exits 0.\n",
 		DELAY_LIMIT_DEFAULT);
 }
 
@@ -318,15 +320,19 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	sigset_t block, orig;
 	struct pollfd pfd;
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	int opt, fd, ret = 1;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "q:d:j:n:f:p:h")) != -1) {
+	while ((opt = getopt_long(argc, argv, "q:d:j:n:f:p:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'q':
 			queue = strtol(optarg, &end, 10);
 			if (*end != '\0' || queue < 0 || queue > 65535) {
 				fprintf(stderr, "braid_fabric_delay: bad queue number '%s'\n", optarg);
+				usage(stderr);
 				return 2;
 			}
 			break;
@@ -335,6 +341,7 @@ int main(int argc, char **argv)
 			if (parse_ms(optarg) < 0) {
 				fprintf(stderr, "braid_fabric_delay: bad milliseconds '%s' (0..%.0f)\n",
 					optarg, DELAY_MS_MAX);
+				usage(stderr);
 				return 2;
 			}
 			*(opt == 'd' ? &delay : &jitter) = parse_ms(optarg);
@@ -344,6 +351,7 @@ int main(int argc, char **argv)
 			if (*end != '\0' || limit < 1 || limit > DELAY_LIMIT_MAX) {
 				fprintf(stderr, "braid_fabric_delay: bad limit '%s' (1..%d)\n",
 					optarg, DELAY_LIMIT_MAX);
+				usage(stderr);
 				return 2;
 			}
 			break;
@@ -353,13 +361,16 @@ int main(int argc, char **argv)
 		case 'p':
 			pidfile = optarg;
 			break;
+		case 'h':
+			usage(stdout);
+			return 0;
 		default:
-			usage();
-			return opt == 'h' ? 0 : 2;
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (queue < 0 || (delay < 0 && !s.file) || optind != argc) {
-		usage();
+		usage(stderr);
 		return 2;
 	}
 	s.queue = (uint16_t)queue;

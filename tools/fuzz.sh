@@ -7,9 +7,21 @@
 # features, and ok, or FAILED with the input that crashed (build-fuzz/artifacts/); the log is
 # build-fuzz/fuzz-TARGET.log. Exit 77 without clang or its fuzzer runtime, 1 when a target failed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 all=(fuzz_rd_input fuzz_rc fuzz_cm fuzz_dgram fuzz_auth)
+CLI_NAME=fuzz.sh
+usage() {
+	cat <<USAGE
+usage: tools/fuzz.sh [--smoke] [SECONDS] [TARGET...]
+Builds tests/fuzz's libFuzzer targets with clang (ASan + UBSan) in build-fuzz/ and runs
+each for SECONDS (default 60; --smoke: 30, what CI runs); a line per target, ok or FAILED.
+Exit 77 without clang or its fuzzer runtime, 1 when a target failed.
+  TARGET     one of: ${all[*]} (default: all)
+  -h, --help this text
+USAGE
+}
+. "$(dirname "$0")/cli.sh"
 secs=60
+case ${1:-} in -h | --help) usage; exit 0 ;; esac
 if [ "${1:-}" = --smoke ]; then
 	secs=30
 	shift
@@ -21,8 +33,14 @@ fi
 targets=("${all[@]}")
 [ $# -eq 0 ] || targets=("$@")
 for t in "${targets[@]}"; do
-	[[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz.sh: no target $t (${all[*]})" >&2; exit 2; }
+	case $t in
+	-h | --help) usage; exit 0 ;;
+	-*) cli_usage_error "unknown option '$t'" ;;
+	esac
+	[[ " ${all[*]} " == *" $t "* ]] || cli_usage_error "no target '$t'"
 done
+[ "$secs" -ge 1 ] || cli_usage_error "SECONDS must be 1 or more"
+cd "$(dirname "$0")/.."
 
 # the largest input worth trying: a few packets of each target's MTU, one datagram for the decoders
 max_len() {

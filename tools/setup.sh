@@ -1,6 +1,18 @@
 #!/bin/bash
 # setup.sh: install what is missing (Debian bookworm, apt), then configure and build braid in ./build.
 set -euo pipefail
+CLI_NAME=setup.sh
+usage() {
+	cat <<'USAGE'
+usage: tools/setup.sh
+Installs the Debian packages braid's build, tests and tools need that are missing (apt,
+with sudo unless root; with CI=true also clang for the fuzzers), then configures and
+builds braid in ./build. Takes no arguments.
+  -h, --help this text
+USAGE
+}
+. "$(dirname "$0")/cli.sh"
+cli_operands 0 0 "$@"
 cd "$(dirname "$0")/.."
 
 PKGS="gcc meson ninja-build pkg-config libfabric-dev libfabric-bin liburcu-dev

@@ -15,11 +15,20 @@
 # (tools/fuzz.sh --smoke, build-fuzz/; skipped without clang), a test each.
 # The summary counts them all.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-
+CLI_NAME=test.sh
 usage() {
-	echo "usage: $0 [--sanitize] [--build DIR] [meson test arguments]"
+	cat <<'USAGE'
+usage: tools/test.sh [--sanitize] [--build DIR] [meson test arguments]
+Runs braid's whole test suite (meson test) and prints "N passed, N failed, N skipped" last.
+  --sanitize  then again from build-asan/ under ASan + UBSan, and the fuzz smoke run
+              (tools/fuzz.sh --smoke); the default when CI=true
+  --build DIR the build directory to test (default build)
+  meson test arguments: passed on (e.g. --suite prov, a test's name); meson test --help
+  -h, --help  this text
+USAGE
 }
+. "$(dirname "$0")/cli.sh"
+cd "$(dirname "$0")/.."
 sanitize=false
 [ "${CI:-}" = true ] && sanitize=true
 bdir=build
@@ -28,14 +37,19 @@ while [ $# -gt 0 ]; do
 	-h|--help) usage; exit 0 ;;
 	--sanitize) sanitize=true; shift ;;
 	--build)
-		[ $# -ge 2 ] || { usage >&2; exit 2; }
+		[ $# -ge 2 ] || cli_usage_error "--build needs a directory"
 		bdir=$2
 		shift 2
-		[ -f "$bdir/build.ninja" ] || { echo "test: $bdir is not a meson build directory" >&2; exit 2; }
+		[ -f "$bdir/build.ninja" ] || cli_usage_error "$bdir is not a meson build directory"
 		;;
 	*) break ;;
 	esac
 done
+# what is passed on to meson test is checked by meson test's own parser (its exit 2) first
+if [ $# -gt 0 ]; then
+	err=$(meson test -C "$bdir" --list "$@" 2>&1 >/dev/null)
+	[ $? -ne 2 ] || cli_usage_error "meson test refuses the arguments: ${err##*$'\n'}"
+fi
 
 total_ok=0 total_fail=0 total_skip=0 rc=0
 

@@ -11,12 +11,15 @@
  * cdf_<scenario>_<transport>.dat for bench/fabsim.sh's plots.
  */
 #include <errno.h>
+#include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <rdma/fi_errno.h>
 
+#include "braid_cli.h"
 #include "fabsim_bench.h"
 
 #define MAX_RUNS	32
@@ -78,47 +81,95 @@ static int run_one(const struct fabsim_scenario *sc, const struct fabsim_transpo
 	return 0;
 }
 
-static void usage(void)
+static void usage(FILE *out)
 {
-	fprintf(stderr, "usage: braid_fabsim [--small] [--seed N] [--scenario NAME]... "
-		"[--transport rd|rc] [--reroute-ms MS] [--no-drop] [--out DIR]\nscenarios:");
+	fprintf(out, "usage: braid_fabsim [--small] [--seed N] [--scenario NAME]... [--transport rd|rc]\n"
+		"                    [--reroute-ms MS] [--no-drop] [--out DIR]\n"
+		"Runs each scenario with braid's RD and with RoCEv2 RC on a simulated leaf-spine\n"
+		"fabric of about 1,000 hosts, in virtual time, and writes the flow completion times.\n"
+		"  --small            a smaller fabric (quick runs)\n"
+		"  --seed N           the random seed (default 1)\n"
+		"  --scenario NAME    this scenario (repeatable, up to 16; default: every one)\n"
+		"  --transport rd|rc  this transport only (default: both)\n"
+		"  --reroute-ms MS    routing around a failed link takes MS ms (default: the scenario's)\n"
+		"  --no-drop          unlimited switch queues\n"
+		"  --out DIR          flows.csv, summary.csv, summary.md, cdf_*.dat here\n"
+		"                     (default fabsim-out)\n"
+		"  -h, --help         this text\n"
+		"scenarios:");
 	for (int i = 0; fabsim_scenario_names[i]; i++)
-		fprintf(stderr, " %s", fabsim_scenario_names[i]);
-	fprintf(stderr, "\n");
-	exit(2);
+		fprintf(out, " %s", fabsim_scenario_names[i]);
+	fprintf(out, "\n");
+}
+
+/* @name is one of fabsim_scenario_names */
+static bool scenario_known(const char *name)
+{
+	for (int i = 0; fabsim_scenario_names[i]; i++)
+		if (!strcmp(name, fabsim_scenario_names[i]))
+			return true;
+	return false;
 }
 
 int main(int argc, char **argv)
 {
+	enum { O_SMALL = 256, O_SEED, O_SCENARIO, O_TRANSPORT, O_REROUTE, O_NO_DROP, O_OUT };
+	static const struct option longopts[] = {
+		{ "small", no_argument, NULL, O_SMALL },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "scenario", required_argument, NULL, O_SCENARIO },
+		{ "transport", required_argument, NULL, O_TRANSPORT },
+		{ "reroute-ms", required_argument, NULL, O_REROUTE },
+		{ "no-drop", no_argument, NULL, O_NO_DROP },
+		{ "out", required_argument, NULL, O_OUT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *scen[16], *dir = "fabsim-out", *only_tp = NULL;
 	const struct fabsim_transport *tps[] = { &fabsim_rd, &fabsim_rc };
 	struct fabsim_result results[MAX_RUNS];
 	struct fabsim_shape shape;
 	uint64_t seed = 1;
-	long reroute_ms = -1;
+	long reroute_ms = -1, v;
 	size_t nres = 0;
-	int nscen = 0, i, t, ret;
+	int nscen = 0, i, t, ret, opt;
 	bool small = false, no_drop = false;
 	FILE *flows, *sum_csv, *sum_md;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--small"))
-			small = true;
-		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-			seed = strtoull(argv[++i], NULL, 0);
-		else if (!strcmp(argv[i], "--scenario") && i + 1 < argc && nscen < 16)
-			scen[nscen++] = argv[++i];
-		else if (!strcmp(argv[i], "--transport") && i + 1 < argc)
-			only_tp = argv[++i];
-		else if (!strcmp(argv[i], "--reroute-ms") && i + 1 < argc)
-			reroute_ms = strtol(argv[++i], NULL, 0);
-		else if (!strcmp(argv[i], "--no-drop"))
-			no_drop = true;
-		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
-			dir = argv[++i];
-		else
-			usage();
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case O_SMALL: small = true; break;
+		case O_SEED:
+			if (!braid_cli_long(optarg, 0, LONG_MAX, &v))
+				return braid_cli_bad(usage, "braid_fabsim", "--seed", optarg,
+						     "a number, 0 or more");
+			seed = (uint64_t)v;
+			break;
+		case O_SCENARIO:
+			if (!scenario_known(optarg) || nscen == 16)
+				return braid_cli_bad(usage, "braid_fabsim", "--scenario", optarg,
+						     "one of the scenarios below, at most 16 times");
+			scen[nscen++] = optarg;
+			break;
+		case O_TRANSPORT:
+			if (strcmp(optarg, fabsim_rd.name) && strcmp(optarg, fabsim_rc.name))
+				return braid_cli_bad(usage, "braid_fabsim", "--transport", optarg,
+						     "rd or rc");
+			only_tp = optarg;
+			break;
+		case O_REROUTE:
+			if (!braid_cli_long(optarg, 0, 3600000, &reroute_ms))
+				return braid_cli_bad(usage, "braid_fabsim", "--reroute-ms", optarg,
+						     "milliseconds, 0 or more");
+			break;
+		case O_NO_DROP: no_drop = true; break;
+		case O_OUT: dir = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return BRAID_CLI_EXIT_USAGE;
+		}
 	}
+	if (braid_cli_extra(usage, "braid_fabsim", argc, argv))
+		return BRAID_CLI_EXIT_USAGE;
 	if (!nscen)
 		for (; fabsim_scenario_names[nscen]; nscen++)
 			scen[nscen] = fabsim_scenario_names[nscen];

@@ -5,7 +5,6 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 
 from .campaign import Campaign
 from .common import CONTENDERS, EXIT_SKIP, REPO, log
@@ -18,12 +17,52 @@ EPILOG = ("Exit: 0 every braid run passed (targets are reported, not enforced; b
           "DIR/results.csv), 77 nothing could run here.")
 
 
+def count(text):
+    """argparse type: a whole number of 1 or more."""
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError("want 1 or more, not %s" % text)
+    return v
+
+
+def index(text):
+    """argparse type: a whole number of 0 or more."""
+    v = int(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError("want 0 or more, not %s" % text)
+    return v
+
+
+def positive(text):
+    """argparse type: a number above 0."""
+    v = float(text)
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError("want a number above 0, not %s" % text)
+    return v
+
+
+def nonnegative(text):
+    """argparse type: a number of 0 or more."""
+    v = float(text)
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError("want a number of 0 or more, not %s" % text)
+    return v
+
+
+def fraction(text):
+    """argparse type: a number from 0 to 1."""
+    v = float(text)
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError("want a number from 0 to 1, not %s" % text)
+    return v
+
+
 def plan_options(ap):
     """What runs: the plan's size and subsets, the contenders, the fabric's size."""
     ap.add_argument("--quick", action="store_true",
                     help="about a minute: clean, loss1 and pathdown; 1 MiB goodput and "
                          "latency; 1 repetition")
-    ap.add_argument("-r", "--reps", type=int, help="repetitions (default 5, --quick 1)")
+    ap.add_argument("-r", "--reps", type=count, help="repetitions (default 5, --quick 1)")
     ap.add_argument("-o", "--out", default=os.path.join(REPO, "build", "ab"),
                     help="results directory (default build/ab)")
     ap.add_argument("--scenarios", help="comma-separated subset of: loopback, clean, loss0.1, "
@@ -33,7 +72,7 @@ def plan_options(ap):
                     "write1m (RMA writes), timeline (pathdown), incast64k, incast1m")
     ap.add_argument("--contenders", default=",".join(CONTENDERS),
                     help="comma-separated (default: %(default)s)")
-    ap.add_argument("--paths", type=int, default=4, help="fabric paths (default 4)")
+    ap.add_argument("--paths", type=count, default=4, help="fabric paths (default 4)")
     ap.add_argument("--incast", type=int, default=3,
                     help="hosts in the incast scenario: one receiver, the rest send (default 3)")
 
@@ -44,21 +83,21 @@ def victim_options(ap):
                     help="the impaired path: 'busiest' (default: the path carrying most of "
                          "the run's bytes after --probe s) or a path number, impaired from the "
                          "start")
-    ap.add_argument("--probe", type=float, default=0.3,
+    ap.add_argument("--probe", type=nonnegative, default=0.3,
                     help="seconds after the client's start when the counters are first read "
                          "(default 0.3); the busiest path over the next --window-s is impaired")
-    ap.add_argument("--lat-victim", type=int, default=0,
+    ap.add_argument("--lat-victim", type=index, default=0,
                     help="latency runs with --victim busiest: the path impaired from the start "
                          "(default 0); runs whose traffic missed it are repeated")
-    ap.add_argument("--min-share", type=float, default=0.15,
+    ap.add_argument("--min-share", type=fraction, default=0.15,
                     help="a latency run counts when at least this share of its fabric bytes "
                          "crossed the impaired path, or its bytes spread over 3 or more paths "
                          "(default 0.15)")
-    ap.add_argument("--lat-attempts", type=int, default=8,
+    ap.add_argument("--lat-attempts", type=count, default=8,
                     help="latency runs: at most this many attempts to cross the impaired path")
-    ap.add_argument("--window-s", type=float, default=0.15,
+    ap.add_argument("--window-s", type=positive, default=0.15,
                     help="seconds of counting that pick the busiest path (default 0.15)")
-    ap.add_argument("--switch-s", type=float, default=1.0,
+    ap.add_argument("--switch-s", type=nonnegative, default=1.0,
                     help="switchback (with --victim busiest): an impaired streaming run "
                          "(loss, slowpath) lifts its impairment and puts it back in periods of "
                          "this many seconds, and its target compares the impaired periods with "
@@ -73,19 +112,19 @@ def victim_options(ap):
 
 def run_options(ap):
     """Each run: its length, sizes, ticks, delays, time limits and payload checks."""
-    ap.add_argument("--seconds", type=float, help="streaming seconds per bw/rate run "
+    ap.add_argument("--seconds", type=positive, help="streaming seconds per bw/rate run "
                     "(default 2, --quick 1.5; the path failure run streams twice that)")
-    ap.add_argument("--iters", type=int, help="latency round trips on a clean fabric "
+    ap.add_argument("--iters", type=count, help="latency round trips on a clean fabric "
                     "(default 4000, --quick 1000; halved at 1%% loss, an eighth at 5%%)")
-    ap.add_argument("--lat-size", type=int, default=64, help="latency message size (64)")
-    ap.add_argument("--tick-ms", type=int, default=50,
+    ap.add_argument("--lat-size", type=index, default=64, help="latency message size (64)")
+    ap.add_argument("--tick-ms", type=count, default=50,
                     help="timeline interval of bw/rate runs (default 50 ms)")
-    ap.add_argument("--base-delay", type=float, default=0.2,
+    ap.add_argument("--base-delay", type=nonnegative, default=0.2,
                     help="slowpath: every path's one-way delay in ms; one path gets 10x (its "
                          "baseline, scenario delay<this>, has every path at this delay)")
-    ap.add_argument("--stuck-timeout", type=float, default=6,
+    ap.add_argument("--stuck-timeout", type=positive, default=6,
                     help="a client with nothing completing for this long fails (braid_ab -T)")
-    ap.add_argument("--lat-budget-us", type=float, default=10000,
+    ap.add_argument("--lat-budget-us", type=positive, default=10000,
                     help="latency runs are killed after 15 s + iters x this (default 10 ms)")
     ap.add_argument("-v", "--verify", action="store_true",
                     help="every payload byte checked, exactly once (braid_ab -v)")
@@ -144,8 +183,6 @@ def parse(ap, argv=None):
         ap.error("--victim: 'busiest' or a path number")
     if args.incast < 2:
         ap.error("--incast: at least 2 hosts")
-    if args.switch_s < 0:
-        ap.error("--switch-s: 0 (off) or more seconds")
     return args, reps, contenders
 
 
@@ -180,7 +217,7 @@ def main(description, argv=None):
     try:
         plan = make_plan(args)
     except PlanError as e:
-        sys.exit(str(e))
+        ap.error(str(e).removeprefix("ab: "))
     what = {s.name: s.what for s in plan}
     if args.summarize:
         args.out, args.replot = args.summarize, True
