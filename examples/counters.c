@@ -17,6 +17,7 @@
  *           (no FI_PROVIDER_PATH needed once braid is installed)
  *   exit:   0 when the counters match the traffic, 1 otherwise.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,16 @@ static int row_index(const struct fi_braid_stat_desc *descs, size_t n, const cha
 	return -1;
 }
 
-int main(void)
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: counters\n"
+		"Sends %d messages between two braid FI_EP_RDM endpoints on loopback, then\n"
+		"reads braid's counters through fi_open_ops(FI_BRAID_STAT_OPS) and prints a few\n"
+		"by name. Takes no arguments. Exit status 0 when the counters match the traffic.\n"
+		"  -h, --help  this text\n", NMSG);
+}
+
+int main(int argc, char **argv)
 {
 	static const char *names[] = { "ep.tx_dgrams", "ep.rx_dgrams", "rd.tx_data",
 					"rd.retx_pkts", "rd.msgs_sent", "rd.msgs_received" };
@@ -129,8 +139,19 @@ int main(void)
 	size_t addrlen = sizeof(addr), n;
 	uint64_t sent = 0, received = 0;
 	fi_addr_t b_addr;
-	int srtt;
+	int srtt, opt;
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		usage(opt == 'h' ? stdout : stderr);
+		return opt == 'h' ? 0 : 2;
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
 	/* 1. braid's native RDM endpoint on loopback: its counters are braid's own. */
 	hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_RDM;

@@ -19,6 +19,7 @@
  *   exit:   0 when both messages arrived intact, 1 otherwise.
  */
 #include <arpa/inet.h>
+#include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -169,6 +170,16 @@ static void wait_one(struct fid_cq *cq, struct fi_cq_tagged_entry *entry)
 	exit(1);
 }
 
+static void usage(FILE *out, const char *prog)
+{
+	fprintf(out, "usage: %s -s [-p PORT]   (server)\n"
+		"       %s -p PORT HOST   (client)\n"
+		"Sends a tagged message each way between two braid FI_EP_RDM endpoints in two\n"
+		"processes, their addresses exchanged over a TCP connection (port PORT; -p 0:\n"
+		"the server takes a free one and prints \"port N\").\n"
+		"  -h, --help  this text\n", prog, prog);
+}
+
 int main(int argc, char **argv)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC };
@@ -190,8 +201,15 @@ int main(int argc, char **argv)
 	fi_addr_t peer;
 	int opt, server = 0, sock, ok;
 
-	while ((opt = getopt(argc, argv, "sp:")) != -1) {
-		if (opt == 's')
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+
+	while ((opt = getopt_long(argc, argv, "hsp:", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			usage(stdout, argv[0]);
+			return 0;
+		} else if (opt == 's')
 			server = 1;
 		else if (opt == 'p')
 			port = optarg;
@@ -199,8 +217,8 @@ int main(int argc, char **argv)
 			goto usage;
 	}
 	if (optind < argc)
-		host = argv[optind];
-	if (server == (host != NULL))
+		host = argv[optind++];
+	if (optind < argc || server == (host != NULL))
 		goto usage;
 
 	/* 1. The out-of-band connection; every read on it gives up after TIMEOUT_MS. */
@@ -273,7 +291,6 @@ int main(int argc, char **argv)
 	return ok ? 0 : 1;
 
 usage:
-	fprintf(stderr, "usage: %s -s [-p PORT]   (server)\n"
-			"       %s -p PORT HOST   (client)\n", argv[0], argv[0]);
+	usage(stderr, argv[0]);
 	return 2;
 }

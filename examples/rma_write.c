@@ -20,6 +20,7 @@
  *   exit:   0 when the write arrived intact with its data, 1 otherwise.
  */
 #include <arpa/inet.h>
+#include <getopt.h>
 #include <endian.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -177,6 +178,16 @@ static uint8_t pattern(size_t i)
 	return (uint8_t)(i * 7 + 1);
 }
 
+static void usage(FILE *out, const char *prog)
+{
+	fprintf(out, "usage: %s -s [-p PORT]   (target)\n"
+		"       %s -p PORT HOST   (initiator)\n"
+		"Writes into the target's registered buffer with fi_writedata (remote CQ data)\n"
+		"from another process; addresses and the key go over a TCP connection (port\n"
+		"PORT; -p 0: the target takes a free one and prints \"port N\").\n"
+		"  -h, --help  this text\n", prog, prog);
+}
+
 int main(int argc, char **argv)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_UNSPEC };
@@ -200,8 +211,15 @@ int main(int argc, char **argv)
 	fi_addr_t peer;
 	int opt, target = 0, sock, ok = 1;
 
-	while ((opt = getopt(argc, argv, "sp:")) != -1) {
-		if (opt == 's')
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+
+	while ((opt = getopt_long(argc, argv, "hsp:", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			usage(stdout, argv[0]);
+			return 0;
+		} else if (opt == 's')
 			target = 1;
 		else if (opt == 'p')
 			port = optarg;
@@ -325,7 +343,6 @@ int main(int argc, char **argv)
 	return ok ? 0 : 1;
 
 usage:
-	fprintf(stderr, "usage: %s -s [-p PORT]   (target)\n"
-			"       %s -p PORT HOST   (initiator)\n", argv[0], argv[0]);
+	usage(stderr, argv[0]);
 	return 2;
 }

@@ -23,7 +23,7 @@ import tempfile
 PROGRAMS = [
     "braid_rd_bench", "braid_loopback_bench", "braid_av_bench", "braid_ep_mem",
     "braid_dead_peers", "braid_idle_mem", "braid_ab", "braid_fabsim",
-    "braid-stat", "braid_fabric_delay", "hello_dgram",
+    "braid-stat", "braid_fabric_delay", "hello_dgram", "hello_rdm", "rma_write", "counters",
 ]
 # the scripts (executable files of the source tree, relative to its root)
 SCRIPTS = [
