@@ -1,5 +1,5 @@
 /*
- * braid_dead_peers.c: unreachable peers cost only themselves (issue 16 item 3).
+ * braid_dead_peers.c: unreachable peers cost only themselves.
  * One native RDM endpoint streams 4 KiB tagged messages to a live peer (a
  * second endpoint of its domain, on loopback) and, half a second in, sends
  * one message to each of N unreachable peers (127.78.x.y port 9: nothing
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 	printf("live peer, 4 KiB messages (window %d): before %.0f msg/s, while pending %.0f msg/s "
 	       "(%.2fx), after %.0f msg/s (%.2fx)\n", WIN, before, during, during / before, after,
 	       after / before);
-	printf("target (issue 16 item 3): every send to an unreachable peer fails with "
+	printf("target: every send to an unreachable peer fails with "
 	       "FI_EHOSTUNREACH within about one peer timeout: %s\n",
 	       dead_failed == n && t_last - t_post0 <= 1.5 * (double)timeout_ms / 1000 ? "met" : "missed");
 	conn_close(&b);

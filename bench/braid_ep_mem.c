@@ -1,5 +1,5 @@
 /*
- * braid_ep_mem.c: what an idle braid RDM endpoint costs (issue 16 item 2):
+ * braid_ep_mem.c: what an idle braid RDM endpoint costs:
  * opens N endpoints (default 1,000) in one domain, each enabled with its own
  * CQ and AV, and prints the process's virtual and resident memory per
  * endpoint (from /proc/self/status): the slope between the first quarter
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 	printf("  resident %8.1f KiB per endpoint\n", (double)(rss1 - rss0) / (double)(n - q));
 	printf("  files    %8.1f descriptors per endpoint (%ld open)\n",
 	       (double)(fd1 - fd0) / (double)(n - q), fd1);
-	printf("target (issue 16 item 2): an idle endpoint under 1 MiB of virtual memory: %s\n",
+	printf("target: an idle endpoint under 1 MiB of virtual memory: %s\n",
 	       (double)(vm1 - vm0) / (double)(n - q) < 1024 ? "met" : "NOT met");
 	for (i = n; i-- > 0;)
 		conn_close(&eps[i]);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# braid_ep_strict.sh BUILD_DIR [N]: issue 16 item 2, "10,000 endpoints in one process open
+# braid_ep_strict.sh BUILD_DIR [N]: "10,000 endpoints in one process open
 # under strict overcommit". Runs bench/braid_ep_mem -n N (default 10000: N native RDM
 # endpoints in one domain, each enabled with its own CQ and AV) with
 # vm.overcommit_memory=2, where the kernel refuses any allocation that would take the

@@ -1,6 +1,6 @@
 /*
  * braid_idle_mem.c: a receiver that heard from N peers once returns to its
- * size when they go quiet (issue 16 item 2). A native RDM endpoint on
+ * size when they go quiet. A native RDM endpoint on
  * loopback takes one 64-byte message from each of N peers (endpoints of
  * P child processes, one path each) and reports its resident memory (and
  * its engine's pools) at start, when every message was in, after the
@@ -12,7 +12,7 @@
  *   braid_idle_mem [-n N] [-P PROCS]
  * Run: FI_PROVIDER_PATH=build/providers build/bench/braid_idle_mem -n 10000 -P 4
  * -x: an exchange: each message carries its sender's name, which the
- *     receiver inserts into its AV (FI_AV_TABLE) and answers (issue 16 item 4:
+ *     receiver inserts into its AV (FI_AV_TABLE) and answers (e.g.
  *     build/bench/braid_idle_mem -x -n 100000 -P 12)
  * (BRAID_IDLE_MEM_STATS=1: glibc's malloc_stats() at the end, on stderr)
  */
@@ -368,7 +368,7 @@ int main(int argc, char **argv)
 	       (unsigned long)value(&rx, "rd.peers_forgotten"));
 	/* (-x: the receiver's AV keeps every sender, as the application asked) */
 	if (!exchange)
-		printf("target (issue 16 item 2): back within 10%% of its starting memory after the "
+		printf("target: back within 10%% of its starting memory after the "
 		       "idle and forget timeouts: %s\n",
 		       forget_ms && rss3 - rss0 <= rss0 / 10 ? "met" : "missed");
 	conn_close(&rx);

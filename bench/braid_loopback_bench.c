@@ -12,14 +12,14 @@
  *       rate2d (a domain each), ceiling (raw UDP stream); for tuning, not for the tables)
  *   ... braid_loopback_bench -W [-r REPS]   braid's UDP wire against its DPDK wire (net_memif
  *       between the two processes): 8 B latency, 8 B rate (with bundles and, FI_BRAID_BUNDLE=0,
- *       without), 1 MiB bandwidth (issue 18's targets)
+ *       without), 1 MiB bandwidth
  *   -I ITERS: that many round trips in every latency measurement (default 2,000 up to 4 KiB,
  *       500 above; -W: 20,000)
  *
  * RMA (fi_write, fi_read) is measured for braid, tcp;ofi_rxm and
  * braid;ofi_rxm: the time from posting one operation to its completion
  * (a full round trip: braid completes a write when the target has it) and
- * windowed bandwidth. The 1 MiB write, issue 14's target, runs braid and
+ * windowed bandwidth. The 1 MiB write runs braid and
  * tcp;ofi_rxm interleaved in bursts in one run (measure_pair). -R: the RMA
  * part only.
  *
@@ -831,9 +831,9 @@ static int measure_wires(int reps, bool quick)
 		       med[1][k] / med[0][k], worst(v[0][k], reps, k == 0),
 		       worst(v[1][k], reps, k == 0));
 	}
-	printf("  (no bundles: FI_BRAID_BUNDLE=0, a datagram per message, as braid was when issue 18 "
+	printf("  (no bundles: FI_BRAID_BUNDLE=0, a datagram per message, as braid was before bundles "
 	       "set its rate target)\n");
-	printf("\ntargets (issue 18; ratios from this run):\n");
+	printf("\ntargets (ratios from this run):\n");
 	printf("  8 B rate on memif >= 5x the UDP wire's:  %.1fx  %s  (a datagram per message; with "
 	       "bundles %.1fx)\n", med[1][2] / med[0][2],
 	       med[1][2] >= 5 * med[0][2] ? "met" : "NOT met", med[1][1] / med[0][1]);
@@ -894,7 +894,7 @@ static int measure_one(const char *prov, int t, size_t size, int reps, bool quic
 		fflush(stdout);
 		vals[r] = v;
 	}
-	/* the worst repetition beside the median: a run that collapses shows (issue 13) */
+	/* the worst repetition beside the median: a run that collapses shows */
 	if (reps > 1) {
 		bool lower = !strcmp(test, "floor") || !strcmp(test, "lat") || !strcmp(test, "wlat") ||
 			     !strcmp(test, "rlat");
@@ -1139,7 +1139,7 @@ int main(int argc, char **argv)
 	       "half round trip (median; worst %.2f)\n", median(floor8, reps), worst(floor8, reps, true));
 	printf("the ceiling: a raw UDP stream of 65507-byte datagrams, received: %.0f MB/s "
 	       "(median; lowest %.0f)\n", median(ceiling, reps), worst(ceiling, reps, false));
-	printf("\ntargets (issue 13; ratios from this run):\n");
+	printf("\ntargets (ratios from this run):\n");
 	printf("  8 B latency <= 0.8x tcp;ofi_rxm's:      %.2fx  %s\n", med_lat[0][0] / med_lat[1][0],
 	       med_lat[0][0] <= 0.8 * med_lat[1][0] ? "met" : "NOT met");
 	printf("  8 B latency <= 1.3x the raw UDP floor:  %.2fx  %s\n", med_lat[0][0] / median(floor8, reps),
@@ -1152,7 +1152,7 @@ int main(int argc, char **argv)
 	       med_bw[0][2] >= 1.5 * med_bw[1][2] ? "met" : "NOT met");
 	printf("  two threads, one domain >= 1.7x one:    %.2fx  %s\n", median(rate2[0], reps) / med_rate[0],
 	       median(rate2[0], reps) >= 1.7 * med_rate[0] ? "met" : "NOT met");
-	/* issue 5: a competent RC is within 20% of braid RD on a clean link */
+	/* a competent RC is within 20% of braid RD on a clean link */
 	printf("  RC (braid;ofi_rxm) within 20%% of RD:  8 B latency %.2fx, 1 MiB bandwidth %.2fx  %s\n",
 	       med_lat[3][0] / med_lat[0][0], med_bw[3][2] / med_bw[0][2],
 	       med_lat[3][0] <= 1.2 * med_lat[0][0] && med_bw[3][2] >= 0.8 * med_bw[0][2] ?

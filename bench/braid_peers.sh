@@ -1,5 +1,5 @@
 #!/bin/sh
-# braid_peers.sh [N [PROCS]]: many peers end to end (issue 16 item 4). N peers (default 100,000),
+# braid_peers.sh [N [PROCS]]: many peers end to end. N peers (default 100,000),
 # endpoints of PROCS child processes (default 24), each exchange a message with one native RDM
 # endpoint, which inserts each into its AV and answers; it reports the rate first contacts were
 # served at and its memory per peer once they are quiet (bench/braid_idle_mem.c -x).
