@@ -16,7 +16,7 @@ from .report import describe, load_rows, report, write_rows
 from .runner import Runner
 
 
-def session_meta(args, reps):
+def campaign_meta(args, reps):
     """summary.md's line on the invocation: when, where, how many repetitions, how the
     impaired path is chosen, the switchback and the fabric's options."""
     meta = "%s; %d cores, kernel %s; %d repetition(s)%s; every repetition runs every " \
@@ -76,7 +76,7 @@ class Campaign:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGHUP, on_signal)
         started = time.monotonic()
-        meta = session_meta(args, self.reps)
+        meta = campaign_meta(args, self.reps)
         try:
             if self.run_all() == EXIT_SKIP:
                 return EXIT_SKIP
