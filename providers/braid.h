@@ -446,7 +446,6 @@ int braid_waitset_add(struct braid_wait *wait, struct fid *fid);
 /* braid_pep.c: an active endpoint takes over a passive endpoint's address (its socket) */
 struct braid_wire;
 int braid_pep_give_wire(struct fid *handle, struct braid_wire **wire);
-int braid_ep_getname(fid_t fid, void *addr, size_t *addrlen);
 void braid_waitset_del(struct braid_wait *wait, struct fid *fid);
 /* is a thread blocked in fi_wait on @set (its members' wakes must signal)? */
 bool braid_waitset_waiting(struct braid_waitset *set);
@@ -824,10 +823,110 @@ struct braid_stx {
 enum { BRAID_CNTR_READ, BRAID_CNTR_WRITE, BRAID_CNTR_REMOTE_READ, BRAID_CNTR_REMOTE_WRITE,
        BRAID_RMA_CNTRS };
 
+/**
+ * struct braid_ep_kind - what one endpoint type (FI_EP_DGRAM, FI_EP_RDM,
+ * FI_EP_MSG) does where the common endpoint code (braid_ep.c) leaves off:
+ * the size of its struct, its data and CM ops, what it asks of its wire,
+ * and its hooks. One table per type, in the type's file (braid_dgram.c,
+ * braid_rdm.c, braid_msg.c); fi_endpoint picks it by ep_attr->type. A NULL
+ * hook has nothing to do, unless its comment says what the call returns.
+ */
+struct braid_ep_kind {
+	/** @size: the type's endpoint struct, which starts with struct braid_ep. */
+	size_t size;
+	/**
+	 * @msg, @tagged, @rma, @atomic, @cm: its ops tables (NULL: braid_nosys_*'s;
+	 * @cm NULL: the connectionless one, braid_ep.c's).
+	 */
+	struct fi_ops_msg *msg;
+	struct fi_ops_tagged *tagged;
+	struct fi_ops_rma *rma;
+	struct fi_ops_atomic *atomic;
+	struct fi_ops_cm *cm;
+	/** @domain_lock: its data lock is the domain's (MSG: the RoCEv2 ports are shared). */
+	bool domain_lock;
+	/** @needs_av: fi_enable fails -FI_ENOAV without an AV bound (connectionless). */
+	bool needs_av;
+	/** @aliases: fi_ep_alias is offered (else -FI_ENOSYS). */
+	bool aliases;
+	/**
+	 * @tx_wire_wait: its sends complete when the peer's ACKs arrive: the
+	 * transmit-side wait objects (tx CQ, send counter) wait on the wire's fd.
+	 */
+	bool tx_wire_wait;
+	/** @clocked: its progress reads the clock into braid_ep.progress_ns. */
+	bool clocked;
+	/**
+	 * @one_path, @gro, @lend, @gso: what its wire is opened with: one path
+	 * (RC: one per QP) instead of FI_BRAID_PATHS; coalesced runs (UDP GRO)
+	 * split into datagrams; large payloads lent (FI_BRAID_LEND_MIN: they
+	 * stay put until acknowledged); runs of full packets sent with UDP GSO.
+	 */
+	bool one_path, gro, lend, gso;
+	/**
+	 * @open: fi_endpoint, once the common fields are set: its wire (bound to
+	 * @addr, braid_ep_wire_open) and its own state. Undoes itself on failure.
+	 */
+	int (*open)(struct braid_ep *ep, const struct sockaddr_in *addr);
+	/** @max_msg_size: the largest message over its wire (before ep_attr's limit). */
+	size_t (*max_msg_size)(const struct braid_ep *ep);
+	/** @enable: fi_enable, once its AV and CQs are checked; it goes live (braid_ep_live_locked). */
+	int (*enable)(struct braid_ep *ep);
+	/** @progress: drive it (the caller holds its lock, it is enabled). */
+	void (*progress)(struct braid_ep *ep);
+	/** @bind_eq: fi_ep_bind of an EQ, before the endpoint takes it. */
+	int (*bind_eq)(struct braid_ep *ep, struct braid_eq *eq);
+	/**
+	 * @bind_rma_cntrs: bind @cntr as the counters of the RMA @flags (domain
+	 * lock held), or (@cntr NULL) unbind the ones bound; NULL: RMA counter
+	 * flags are refused (-FI_EBADFLAGS).
+	 */
+	int (*bind_rma_cntrs)(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags);
+	/** @cancel: fi_cancel (takes the locks it needs): 0, or -FI_ENOENT. */
+	int (*cancel)(struct braid_ep *ep, void *context);
+	/** @rx_size_left, @tx_size_left: of an enabled endpoint (NULL: -FI_ENOSYS). */
+	ssize_t (*rx_size_left)(struct braid_ep *ep);
+	ssize_t (*tx_size_left)(struct braid_ep *ep);
+	/** @getopt, @setopt: its FI_OPT_ENDPOINT options (NULL, or an unknown one: -FI_ENOPROTOOPT). */
+	int (*getopt)(struct braid_ep *ep, int optname, void *optval, size_t *optlen);
+	int (*setopt)(struct braid_ep *ep, int optname, const void *optval, size_t optlen);
+	/**
+	 * @detach: fi_close, once no progress set holds it and before any lock
+	 * is taken: RDM lets go of its RMA counters, MSG of its connection and QP.
+	 */
+	void (*detach)(struct braid_ep *ep);
+	/** @discard_locked: fi_close, under its lock: operations still queued go, with no completions. */
+	void (*discard_locked)(struct braid_ep *ep);
+	/** @close: fi_close, once nothing progresses it: its engine and queues go. */
+	void (*close)(struct braid_ep *ep);
+	/** @next_deadline: when its earliest timer is due (ns, UINT64_MAX: none); its lock held. */
+	uint64_t (*next_deadline)(struct braid_ep *ep);
+	/**
+	 * @rx_last: when its wire last gave it a datagram: a thread polling it
+	 * may yield once that is long enough ago (NULL: never, braid_wait.c).
+	 */
+	uint64_t (*rx_last)(const struct braid_ep *ep);
+	/** @rd_stats, @rc_stats: its engine's counters (RD or RC), NULL while there is none. */
+	const struct braid_rd_stats *(*rd_stats)(struct braid_ep *ep);
+	const struct braid_rc_stats *(*rc_stats)(struct braid_ep *ep);
+	/**
+	 * @stat_peers: its peers' records for a snapshot (braid_rd_snapshot_peers):
+	 * bytes written to @buf, *@peers records, *@total peers with traffic state.
+	 */
+	size_t (*stat_peers)(struct braid_ep *ep, void *buf, size_t len, uint32_t *peers,
+			     uint32_t *total);
+};
+
+/* the tables of braid_dgram.c, braid_rdm.c, braid_msg.c */
+extern const struct braid_ep_kind braid_dgram_kind, braid_rdm_kind, braid_msg_kind;
+
 struct braid_ep {
 	struct fid_ep ep_fid;
 	struct braid_domain *domain;
 	struct fi_info *info;
+	/** @kind: what its type does (struct braid_ep_kind); @type: that type, fi_info's. */
+	const struct braid_ep_kind *kind;
+	enum fi_ep_type type;
 	/**
 	 * @lock, @lockp: what serialises the endpoint's data calls and progress
 	 * (braid_ep_lock()): @lockp is @lock for RDM and DGRAM endpoints, the
@@ -898,8 +997,6 @@ struct braid_ep {
 	uint64_t rx_last_ns;
 	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
 	size_t pending_comps;
-	/** @type: FI_EP_DGRAM or FI_EP_RDM. */
-	enum fi_ep_type type;
 	/** @rd: the reliable-datagram engine (RDM; created at fi_enable). */
 	struct braid_rd *rd;
 	/** @rx_bufs: BRAID_MAX_BATCH receive buffers of wire->mtu bytes (RDM). */
@@ -1144,6 +1241,25 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 /* Drive one endpoint (the caller holds its lock, braid_ep_lock()). */
 void braid_ep_progress(struct braid_ep *ep);
 bool braid_fid_is_ep(const struct fid *fid);
+/*
+ * For the endpoint types' hooks (struct braid_ep_kind): open a wire bound to
+ * @addr with what the type asks (0, or the wire's error), or take @wire (a
+ * passive endpoint's), as the endpoint's (the one it had is closed);
+ * max_msg_size follows the wire.
+ */
+int braid_ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr);
+void braid_ep_wire_adopt(struct braid_ep *ep, struct braid_wire *wire);
+/*
+ * fi_enable of a connectionless endpoint (DGRAM, RDM; its engine made): its
+ * key's scratch, into its domain's progress, its shared receive context's
+ * AV checked, live. 0, -FI_ENOMEM, -FI_EINVAL (another AV than the context's).
+ */
+int braid_ep_join(struct braid_ep *ep);
+/* @ep is enabled: progress may drive it from now on (its lock and the domain's held) */
+void braid_ep_live_locked(struct braid_ep *ep);
+/* A size_t option's value out to fi_getopt's @optval (-FI_ETOOSMALL) or in from fi_setopt's (-FI_EINVAL). */
+int braid_ep_opt_get_size(size_t value, void *optval, size_t *optlen);
+int braid_ep_opt_set_size(size_t *value, const void *optval, size_t optlen);
 
 /* braid_stat.c: counters out of the process (fi_open_ops, the file braid-stat reads) */
 int braid_stat_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,

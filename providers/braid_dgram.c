@@ -576,3 +576,73 @@ int braid_dgram_srx_cancel(struct braid_srx *srx, void *context)
 	braid_srx_unlock(srx);
 	return ret;
 }
+
+/* ---- the endpoint's type (struct braid_ep_kind): what braid_ep.c asks of DGRAM ---- */
+
+/* its own receive queue (FI_BRAID_RX_SIZE or rx_attr.size records), then its wire */
+static int dgram_open(struct braid_ep *ep, const struct sockaddr_in *addr)
+{
+	const struct fi_info *info = ep->info;
+	size_t rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size :
+			 braid_cfg.rx_size;
+	int ret;
+
+	ret = braid_pool_construct(&ep->rxq_own.pool, sizeof(struct braid_rx_entry), rx_size);
+	if (ret)
+		return ret;
+	braid_dlist_init(&ep->rxq_own.posted);
+	ep->rxq = &ep->rxq_own;
+	ret = braid_ep_wire_open(ep, addr);
+	if (ret)
+		braid_pool_destruct(&ep->rxq_own.pool);
+	return ret;
+}
+
+/* one datagram, a keyed one 8 bytes longer (protocol.md §2.4) */
+static size_t dgram_max_msg_size(const struct braid_ep *ep)
+{
+	size_t mtu = ep->wire->mtu;
+
+	return mtu > BRAID_DGRAM_HDR + BRAID_AUTH_TAG ?
+	       mtu - BRAID_DGRAM_HDR - (ep->auth.mode ? BRAID_AUTH_TAG : 0) : 0;
+}
+
+static int dgram_cancel(struct braid_ep *ep, void *context)
+{
+	int ret;
+
+	braid_ep_lock(ep);
+	ret = braid_dgram_cancel_locked(ep, context);
+	braid_ep_unlock(ep);
+	return ret;
+}
+
+static ssize_t dgram_rx_size_left(struct braid_ep *ep)
+{
+	return (ssize_t)(ep->rxq->pool.count - ep->rxq->pool.in_use);
+}
+
+static ssize_t dgram_tx_size_left(struct braid_ep *ep)
+{
+	return (ssize_t)(braid_cfg.tx_size - (size_t)ep->tx_npending);
+}
+
+static void dgram_close(struct braid_ep *ep)
+{
+	braid_pool_destruct(&ep->rxq_own.pool);
+}
+
+const struct braid_ep_kind braid_dgram_kind = {
+	.size = sizeof(struct braid_ep),
+	.msg = &braid_dgram_msg_ops,
+	.needs_av = true,
+	.open = dgram_open,
+	.max_msg_size = dgram_max_msg_size,
+	.enable = braid_ep_join,
+	.progress = braid_dgram_progress_locked,
+	.cancel = dgram_cancel,
+	.rx_size_left = dgram_rx_size_left,
+	.tx_size_left = dgram_tx_size_left,
+	.discard_locked = braid_dgram_discard_locked,
+	.close = dgram_close,
+};

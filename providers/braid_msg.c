@@ -58,9 +58,6 @@ int braid_msg_open(struct braid_ep *ep)
 		m->cr = braid_container_of(ep->info->handle, struct braid_connreq, fid);
 		braid_pep_hold(m->cr);
 	}
-	ep->max_msg_size = BRAID_MSG_MAX_MSG;
-	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
-		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
 	return 0;
 }
 
@@ -504,4 +501,107 @@ struct fi_ops_tagged braid_msg_tagged_ops = {
 	.inject = msg_tinject,
 	.senddata = msg_tsenddata,
 	.injectdata = msg_tinjectdata,
+};
+
+/* ---- the endpoint's type (struct braid_ep_kind): what braid_ep.c asks of MSG ---- */
+
+static int msg_open(struct braid_ep *ep, const struct sockaddr_in *addr)
+{
+	struct fid *handle = ep->info->handle;
+	int ret;
+
+	if (handle && handle->fclass == FI_CLASS_PEP) {
+		/* it takes over the passive endpoint's address (fi_endpoint(3)) */
+		struct braid_wire *wire;
+
+		ret = braid_pep_give_wire(handle, &wire);
+		if (ret)
+			return ret;
+		braid_ep_wire_adopt(ep, wire);
+	} else {
+		ret = braid_ep_wire_open(ep, addr);
+		if (ret)
+			return ret;
+	}
+	if (handle && handle->fclass == FI_CLASS_CONNREQ) {
+		ep->cm_name = braid_container_of(handle, struct braid_connreq, fid)->local;
+		ep->cm_named = true;
+	}
+	ep->min_multi_recv = BRAID_MIN_MULTI_RECV;
+	ret = braid_msg_open(ep);
+	if (ret) {
+		ep->wire_ops->close(ep->wire);
+		return ret;
+	}
+	if (ep->info->caps & FI_TAGGED)
+		ep->ep_fid.tagged = &braid_msg_tagged_ops;
+	return 0;
+}
+
+static size_t msg_max_msg_size(const struct braid_ep *ep)
+{
+	return BRAID_MSG_MAX_MSG;
+}
+
+static int msg_enable(struct braid_ep *ep)
+{
+	int ret;
+
+	braid_domain_lock(ep->domain);
+	ret = braid_msg_enable(ep);
+	if (!ret)
+		ret = braid_epset_add(&ep->domain->eps, ep);
+	if (!ret)
+		braid_ep_live_locked(ep);	/* (its lock is the domain's) */
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+/* a receive still posted (not yet taken by a message) */
+static int msg_cancel(struct braid_ep *ep, void *context)
+{
+	int ret;
+
+	braid_domain_lock(ep->domain);
+	ret = braid_msg_rx_cancel(ep, context);
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+/* FI_OPT_CM_DATA_SIZE, and the floor of a multi-receive buffer (FI_OPT_MIN_MULTI_RECV) */
+static int msg_getopt(struct braid_ep *ep, int optname, void *optval, size_t *optlen)
+{
+	if (optname == FI_OPT_CM_DATA_SIZE)
+		return braid_ep_opt_get_size(BRAID_CM_DATA_MAX, optval, optlen);
+	if (optname == FI_OPT_MIN_MULTI_RECV)
+		return braid_ep_opt_get_size(ep->min_multi_recv, optval, optlen);
+	return -FI_ENOPROTOOPT;
+}
+
+static int msg_setopt(struct braid_ep *ep, int optname, const void *optval, size_t optlen)
+{
+	if (optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	return braid_ep_opt_set_size(&ep->min_multi_recv, optval, optlen);
+}
+
+const struct braid_ep_kind braid_msg_kind = {
+	.size = sizeof(struct braid_ep),
+	.msg = &braid_msg_msg_ops,
+	.rma = &braid_msg_rma_ops,
+	.cm = &braid_msg_cm_ops,
+	.domain_lock = true,
+	.clocked = true,
+	.one_path = true,
+	.open = msg_open,
+	.max_msg_size = msg_max_msg_size,
+	.enable = msg_enable,
+	.progress = braid_msg_progress_locked,
+	.bind_eq = braid_msg_bind_eq,
+	.cancel = msg_cancel,
+	.getopt = msg_getopt,
+	.setopt = msg_setopt,
+	.detach = braid_msg_close,
+	.next_deadline = braid_msg_next_deadline,
+	.rc_stats = braid_msg_rc_stats,
 };

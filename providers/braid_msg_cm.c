@@ -420,6 +420,14 @@ static int msg_cm_nosys_reject(struct fid_pep *pep, fid_t handle, const void *pa
 	return -FI_ENOSYS;
 }
 
+/* the endpoint's address; an accepted one's is its listener's (as rdma_cm's) */
+static int msg_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct braid_ep *ep = msg_ep(braid_container_of(fid, struct fid_ep, fid));
+
+	return braid_name_copy(ep->cm_named ? &ep->cm_name : &ep->wire->name, addr, addrlen);
+}
+
 static int msg_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	return -FI_ENOSYS;
@@ -434,7 +442,7 @@ static int msg_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct 
 struct fi_ops_cm braid_msg_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = msg_setname,
-	.getname = braid_ep_getname,
+	.getname = msg_getname,
 	.getpeer = msg_getpeer,
 	.connect = msg_connect,
 	.listen = msg_cm_nosys_listen,
