@@ -920,6 +920,12 @@ struct braid_ep_kind {
 /* the tables of braid_dgram.c, braid_rdm.c, braid_msg.c */
 extern const struct braid_ep_kind braid_dgram_kind, braid_rdm_kind, braid_msg_kind;
 
+/**
+ * struct braid_ep - what endpoints of every type have (braid_ep.c). Each
+ * type's struct starts with it: struct braid_dgram_ep and struct
+ * braid_rdm_ep below, struct braid_msg_ep (braid_msg_int.h); @kind says
+ * which, and its converter (braid_rdm_ep_of() ...) gets there.
+ */
 struct braid_ep {
 	struct fid_ep ep_fid;
 	struct braid_domain *domain;
@@ -938,17 +944,12 @@ struct braid_ep {
 	_Atomic(pthread_mutex_t *) lockp;
 	/** @enabled: set under @lockp: progress never sees a half-enabled endpoint. */
 	bool enabled;
-	/** @cm_name, @cm_named: MSG, accepted: the listener's address, its fi_getname. */
-	struct sockaddr_in cm_name;
-	bool cm_named;
 	/** @app_ns: when the application last drove its progress (a CQ or counter read). */
 	uint64_t app_ns;
 	struct braid_av *av;
 	struct braid_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;
 	struct braid_cntr *send_cntr, *recv_cntr;
-	/** @rma_cntr: RDM: the FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE counters. */
-	struct braid_cntr *rma_cntr[BRAID_RMA_CNTRS];
 	/**
 	 * @srx: the shared receive context it takes its receives from, or NULL;
 	 * @srx_node: in its endpoints (struct braid_srx.eps).
@@ -970,13 +971,6 @@ struct braid_ep {
 	struct braid_wire *wire;
 	const struct braid_wire_ops *wire_ops;
 	size_t max_msg_size;
-	uint32_t next_path;
-	/** @rxq: DGRAM: where its receives are posted: @rxq_own, or its shared context's. */
-	struct braid_rxq *rxq;
-	struct braid_rxq rxq_own;
-	/** @tx_pending: sends queued by FI_MORE. */
-	struct braid_tx_pending tx_pending[BRAID_MAX_BATCH];
-	int tx_npending;
 	struct braid_ep_stats stats;
 	/** @stat_slot: its slot in the published file (braid_stat.c), or -1; @stat_id: its number
 	 * in the process; @stat_next: when it publishes next. */
@@ -985,34 +979,6 @@ struct braid_ep {
 	uint64_t stat_next;
 	/** @progress_ns: when RDM and MSG progress last read the clock. */
 	uint64_t progress_ns;
-	/**
-	 * @lent_ns: when the last datagram whose payload was lent left
-	 * (protocol.md §4.2 "Lent payloads"): closing waits until it is
-	 * BRAID_RD_LENT_WAIT_NS old. 0: none.
-	 */
-	uint64_t lent_ns;
-	/** @rx_drained_ns: RDM: when its wire was last read to empty (datagrams read later came after). */
-	uint64_t rx_drained_ns;
-	/** @rx_last_ns: RDM: when its wire last gave it a datagram. */
-	uint64_t rx_last_ns;
-	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
-	size_t pending_comps;
-	/** @rd: the reliable-datagram engine (RDM; created at fi_enable). */
-	struct braid_rd *rd;
-	/** @rx_bufs: BRAID_MAX_BATCH receive buffers of wire->mtu bytes (RDM). */
-	uint8_t *rx_bufs;
-	/**
-	 * @rx_direct: large datagrams are arriving on the home route: peek at each
-	 * and receive its payload straight into place (braid_rdm.c; counted in
-	 * stats.rx_placed).
-	 */
-	bool rx_direct;
-	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
-	size_t min_multi_recv;
-	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */
-	unsigned int unflushed;
-	/** @msg: FI_EP_MSG state (connection and QP), NULL for other types. */
-	struct braid_msg *msg;
 	/**
 	 * @auth: the endpoint's authorization key as the wire uses it: its own
 	 * (ep_attr.auth_key) or the domain's; BRAID_AUTH_NONE: keyless.
@@ -1030,6 +996,68 @@ struct braid_ep {
 	 */
 	bool mr_auth_ok;
 };
+
+/**
+ * struct braid_dgram_ep - an FI_EP_DGRAM endpoint (braid_dgram.c): datagrams
+ * straight between the wire and the application's buffers.
+ */
+struct braid_dgram_ep {
+	struct braid_ep ep;
+	/** @rxq: where its receives are posted: @rxq_own, or its shared context's. */
+	struct braid_rxq *rxq;
+	struct braid_rxq rxq_own;
+	/** @tx_pending, @tx_npending: sends queued by FI_MORE. */
+	struct braid_tx_pending tx_pending[BRAID_MAX_BATCH];
+	int tx_npending;
+	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
+	size_t pending_comps;
+	/** @next_path: the path its next send takes (they go round the paths). */
+	uint32_t next_path;
+};
+
+static inline struct braid_dgram_ep *braid_dgram_ep_of(struct braid_ep *ep)
+{
+	return braid_container_of(ep, struct braid_dgram_ep, ep);
+}
+
+/**
+ * struct braid_rdm_ep - an FI_EP_RDM endpoint (braid_rdm.c, braid_rdm_progress.c,
+ * braid_rdm_rma.c): the RD engine's reliable datagrams.
+ */
+struct braid_rdm_ep {
+	struct braid_ep ep;
+	/** @rd: the reliable-datagram engine (created at fi_enable). */
+	struct braid_rd *rd;
+	/** @rx_bufs: while it progresses, the burst buffers its domain lent it (braid_rxbuf). */
+	uint8_t *rx_bufs;
+	/**
+	 * @rx_direct: large datagrams are arriving on the home route: peek at each
+	 * and receive its payload straight into place (braid_rdm_progress.c;
+	 * counted in stats.rx_placed).
+	 */
+	bool rx_direct;
+	/** @rx_drained_ns: when its wire was last read to empty (datagrams read later came after). */
+	uint64_t rx_drained_ns;
+	/** @rx_last_ns: when its wire last gave it a datagram. */
+	uint64_t rx_last_ns;
+	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */
+	unsigned int unflushed;
+	/**
+	 * @lent_ns: when the last datagram whose payload was lent left
+	 * (protocol.md §4.2 "Lent payloads"): closing waits until it is
+	 * BRAID_RD_LENT_WAIT_NS old. 0: none.
+	 */
+	uint64_t lent_ns;
+	/** @rma_cntr: the FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE counters. */
+	struct braid_cntr *rma_cntr[BRAID_RMA_CNTRS];
+	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
+	size_t min_multi_recv;
+};
+
+static inline struct braid_rdm_ep *braid_rdm_ep_of(struct braid_ep *ep)
+{
+	return braid_container_of(ep, struct braid_rdm_ep, ep);
+}
 
 /* braid_srx.c: shared receive contexts */
 int braid_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,

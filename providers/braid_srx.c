@@ -96,7 +96,7 @@ int braid_srx_bind(struct braid_ep *ep, struct braid_srx *srx)
 	}
 	ep->srx = srx;
 	if (srx->type == FI_EP_DGRAM)
-		ep->rxq = &srx->q;	/* its datagrams land in the context's receives */
+		braid_dgram_ep_of(ep)->rxq = &srx->q;	/* its datagrams land in the context's receives */
 	atomic_fetch_add(&srx->ref, 1);
 out:
 	braid_domain_unlock(dom);
