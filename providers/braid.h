@@ -337,10 +337,7 @@ extern struct fi_ops_atomic braid_rdm_atomic_ops;
 /* braid_msg.c, braid_msg_cm.c, braid_msg_progress.c: MSG endpoints */
 extern struct fi_ops_cm braid_msg_cm_ops;
 int braid_msg_open(struct braid_ep *ep);
-void braid_msg_close(struct braid_ep *ep);
-int braid_msg_enable(struct braid_ep *ep);
 void braid_msg_progress_locked(struct braid_ep *ep);
-int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq);
 int braid_msg_wait_fd(struct braid_ep *ep);
 uint64_t braid_msg_next_deadline(struct braid_ep *ep);
 /*
@@ -1301,14 +1298,10 @@ const struct braid_rc_stats *braid_msg_rc_stats(struct braid_ep *ep);
 
 /* braid_dgram.c: the DGRAM data path */
 extern struct fi_ops_msg braid_dgram_msg_ops;
-void braid_dgram_progress_locked(struct braid_ep *ep);
 /* a DGRAM shared receive context's receives: post one (fi_recv on it or a bound endpoint), cancel one */
 ssize_t braid_dgram_srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
 			     void *context, uint64_t flags);
 int braid_dgram_srx_cancel(struct braid_srx *srx, void *context);
-int braid_dgram_cancel_locked(struct braid_ep *ep, void *context);
-void braid_dgram_flush_locked(struct braid_ep *ep);
-void braid_dgram_discard_locked(struct braid_ep *ep);
 
 /* braid_ep.c */
 void braid_ep_rx_arm(struct braid_ep *ep, bool armed);
@@ -1386,8 +1379,6 @@ struct braid_cntr *braid_cntr_of(struct fid_cntr *cntr_fid);
 /* braid_rdm.c: the FI_EP_RDM endpoint over the RD engine (braid_rdm_progress.c: its progress) */
 extern struct fi_ops_msg braid_rdm_msg_ops;
 extern struct fi_ops_tagged braid_rdm_tagged_ops;
-int braid_rdm_enable(struct braid_ep *ep);
-void braid_rdm_close(struct braid_ep *ep);
 void braid_rdm_progress_locked(struct braid_ep *ep);
 /* braid_rdm.c, for braid_rdm_rma.c: an fi_addr's engine peer key; what follows a post (flush or progress) */
 int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key);

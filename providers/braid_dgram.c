@@ -321,7 +321,7 @@ static void dgram_tx_done(struct braid_ep *ep, struct braid_tx_pending *tx, int 
 		braid_cntr_inc(ep->send_cntr);
 }
 
-void braid_dgram_flush_locked(struct braid_ep *ep)
+static void braid_dgram_flush_locked(struct braid_ep *ep)
 {
 	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
 	struct braid_pkt pkts[BRAID_MAX_BATCH];
@@ -514,7 +514,7 @@ struct fi_ops_msg braid_dgram_msg_ops = {
 };
 
 /* Drop sends still held by FI_MORE, with no completions (endpoint close). */
-void braid_dgram_discard_locked(struct braid_ep *ep)
+static void braid_dgram_discard_locked(struct braid_ep *ep)
 {
 	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
 	int i;
@@ -530,7 +530,7 @@ void braid_dgram_discard_locked(struct braid_ep *ep)
 
 /* ---- progress and cancel ---- */
 
-void braid_dgram_progress_locked(struct braid_ep *ep)
+static void braid_dgram_progress_locked(struct braid_ep *ep)
 {
 	braid_dgram_flush_locked(ep);
 	dgram_progress_rx(ep);
@@ -560,7 +560,7 @@ static int dgram_rxq_cancel(struct braid_rxq *q, void *context, struct braid_ep 
 	return -FI_ENOENT;
 }
 
-int braid_dgram_cancel_locked(struct braid_ep *ep, void *context)
+static int braid_dgram_cancel_locked(struct braid_ep *ep, void *context)
 {
 	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
 	int ret = dgram_rxq_cancel(d->rxq, context, ep);

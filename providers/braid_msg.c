@@ -62,7 +62,7 @@ int braid_msg_open(struct braid_ep *ep)
 	return 0;
 }
 
-int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq)
+static int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq)
 {
 	struct braid_msg *m = braid_msg_of(ep);
 
@@ -74,7 +74,7 @@ int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq)
 }
 
 /* Allocate the QPN and the port; the caller holds the domain lock. */
-int braid_msg_enable(struct braid_ep *ep)
+static int braid_msg_enable(struct braid_ep *ep)
 {
 	struct braid_msg *m = braid_msg_of(ep);
 	struct braid_domain *dom = ep->domain;
@@ -121,7 +121,7 @@ static bool port_used_by_other(struct braid_epset *set, const struct braid_ep *s
 	return used;
 }
 
-void braid_msg_close(struct braid_ep *ep)
+static void braid_msg_close(struct braid_ep *ep)
 {
 	struct braid_msg_ep *me = braid_msg_ep_of(ep);
 	struct braid_msg *m = me->msg;

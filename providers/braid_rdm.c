@@ -23,7 +23,7 @@ static int rdm_mr_check(void *ctx, uint64_t key, uint64_t addr, size_t len, uint
 			      ((access & BRAID_RD_ACC_WRITE) ? FI_REMOTE_WRITE : 0), ptr);
 }
 
-int braid_rdm_enable(struct braid_ep *ep)
+static int braid_rdm_enable(struct braid_ep *ep)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rd_config cfg;
@@ -121,7 +121,7 @@ static void rdm_lent_wait(struct braid_ep *ep)
 	}
 }
 
-void braid_rdm_close(struct braid_ep *ep)
+static void braid_rdm_close(struct braid_ep *ep)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	bool unacked;
