@@ -1,4 +1,4 @@
-/* braid_dgram.c: the FI_EP_DGRAM data path: posted receives filled straight from the wire, sends sprayed over the paths. */
+/* braid_dgram.c: the FI_EP_DGRAM endpoint: posted receives filled straight from the wire, sends sprayed over the paths, and its type table (struct braid_ep_kind). */
 #include <string.h>
 
 #include "braid.h"
