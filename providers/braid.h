@@ -335,10 +335,7 @@ extern struct fi_ops_atomic braid_rdm_atomic_ops;
 /* braid_msg.c, braid_msg_cm.c, braid_msg_progress.c: MSG endpoints */
 extern struct fi_ops_cm braid_msg_cm_ops;
 int braid_msg_open(struct braid_ep *ep);
-void braid_msg_close(struct braid_ep *ep);
-int braid_msg_enable(struct braid_ep *ep);
 void braid_msg_progress_locked(struct braid_ep *ep);
-int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq);
 int braid_msg_wait_fd(struct braid_ep *ep);
 uint64_t braid_msg_next_deadline(struct braid_ep *ep);
 /*
@@ -444,7 +441,6 @@ int braid_waitset_add(struct braid_wait *wait, struct fid *fid);
 /* braid_pep.c: an active endpoint takes over a passive endpoint's address (its socket) */
 struct braid_wire;
 int braid_pep_give_wire(struct fid *handle, struct braid_wire **wire);
-int braid_ep_getname(fid_t fid, void *addr, size_t *addrlen);
 void braid_waitset_del(struct braid_wait *wait, struct fid *fid);
 /* is a thread blocked in fi_wait on @set (its members' wakes must signal)? */
 bool braid_waitset_waiting(struct braid_waitset *set);
@@ -822,10 +818,116 @@ struct braid_stx {
 enum { BRAID_CNTR_READ, BRAID_CNTR_WRITE, BRAID_CNTR_REMOTE_READ, BRAID_CNTR_REMOTE_WRITE,
        BRAID_RMA_CNTRS };
 
+/**
+ * struct braid_ep_kind - what one endpoint type (FI_EP_DGRAM, FI_EP_RDM,
+ * FI_EP_MSG) does where the common endpoint code (braid_ep.c) leaves off:
+ * the size of its struct, its data and CM ops, what it asks of its wire,
+ * and its hooks. One table per type, in the type's file (braid_dgram.c,
+ * braid_rdm.c, braid_msg.c); fi_endpoint picks it by ep_attr->type. A NULL
+ * hook has nothing to do, unless its comment says what the call returns.
+ */
+struct braid_ep_kind {
+	/** @size: the type's endpoint struct, which starts with struct braid_ep. */
+	size_t size;
+	/**
+	 * @msg, @tagged, @rma, @atomic, @cm: its ops tables (NULL: braid_nosys_*'s;
+	 * @cm NULL: the connectionless one, braid_ep.c's).
+	 */
+	struct fi_ops_msg *msg;
+	struct fi_ops_tagged *tagged;
+	struct fi_ops_rma *rma;
+	struct fi_ops_atomic *atomic;
+	struct fi_ops_cm *cm;
+	/** @domain_lock: its data lock is the domain's (MSG: the RoCEv2 ports are shared). */
+	bool domain_lock;
+	/** @needs_av: fi_enable fails -FI_ENOAV without an AV bound (connectionless). */
+	bool needs_av;
+	/** @aliases: fi_ep_alias is offered (else -FI_ENOSYS). */
+	bool aliases;
+	/**
+	 * @tx_wire_wait: its sends complete when the peer's ACKs arrive: the
+	 * transmit-side wait objects (tx CQ, send counter) wait on the wire's fd.
+	 */
+	bool tx_wire_wait;
+	/** @clocked: its progress reads the clock into braid_ep.progress_ns. */
+	bool clocked;
+	/**
+	 * @one_path, @gro, @lend, @gso: what its wire is opened with: one path
+	 * (RC: one per QP) instead of FI_BRAID_PATHS; coalesced runs (UDP GRO)
+	 * split into datagrams; large payloads lent (FI_BRAID_LEND_MIN: they
+	 * stay put until acknowledged); runs of full packets sent with UDP GSO.
+	 */
+	bool one_path, gro, lend, gso;
+	/**
+	 * @open: fi_endpoint, once the common fields are set: its wire (bound to
+	 * @addr, braid_ep_wire_open) and its own state. Undoes itself on failure.
+	 */
+	int (*open)(struct braid_ep *ep, const struct sockaddr_in *addr);
+	/** @max_msg_size: the largest message over its wire (before ep_attr's limit). */
+	size_t (*max_msg_size)(const struct braid_ep *ep);
+	/** @enable: fi_enable, once its AV and CQs are checked; it goes live (braid_ep_live_locked). */
+	int (*enable)(struct braid_ep *ep);
+	/** @progress: drive it (the caller holds its lock, it is enabled). */
+	void (*progress)(struct braid_ep *ep);
+	/** @bind_eq: fi_ep_bind of an EQ, before the endpoint takes it. */
+	int (*bind_eq)(struct braid_ep *ep, struct braid_eq *eq);
+	/**
+	 * @bind_rma_cntrs: bind @cntr as the counters of the RMA @flags (domain
+	 * lock held), or (@cntr NULL) unbind the ones bound; NULL: RMA counter
+	 * flags are refused (-FI_EBADFLAGS).
+	 */
+	int (*bind_rma_cntrs)(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags);
+	/** @cancel: fi_cancel (takes the locks it needs): 0, or -FI_ENOENT. */
+	int (*cancel)(struct braid_ep *ep, void *context);
+	/** @rx_size_left, @tx_size_left: of an enabled endpoint (NULL: -FI_ENOSYS). */
+	ssize_t (*rx_size_left)(struct braid_ep *ep);
+	ssize_t (*tx_size_left)(struct braid_ep *ep);
+	/** @getopt, @setopt: its FI_OPT_ENDPOINT options (NULL, or an unknown one: -FI_ENOPROTOOPT). */
+	int (*getopt)(struct braid_ep *ep, int optname, void *optval, size_t *optlen);
+	int (*setopt)(struct braid_ep *ep, int optname, const void *optval, size_t optlen);
+	/**
+	 * @detach: fi_close, once no progress set holds it and before any lock
+	 * is taken: RDM lets go of its RMA counters, MSG of its connection and QP.
+	 */
+	void (*detach)(struct braid_ep *ep);
+	/** @discard_locked: fi_close, under its lock: operations still queued go, with no completions. */
+	void (*discard_locked)(struct braid_ep *ep);
+	/** @close: fi_close, once nothing progresses it: its engine and queues go. */
+	void (*close)(struct braid_ep *ep);
+	/** @next_deadline: when its earliest timer is due (ns, UINT64_MAX: none); its lock held. */
+	uint64_t (*next_deadline)(struct braid_ep *ep);
+	/**
+	 * @rx_last: when its wire last gave it a datagram: a thread polling it
+	 * may yield once that is long enough ago (NULL: never, braid_wait.c).
+	 */
+	uint64_t (*rx_last)(const struct braid_ep *ep);
+	/** @rd_stats, @rc_stats: its engine's counters (RD or RC), NULL while there is none. */
+	const struct braid_rd_stats *(*rd_stats)(struct braid_ep *ep);
+	const struct braid_rc_stats *(*rc_stats)(struct braid_ep *ep);
+	/**
+	 * @stat_peers: its peers' records for a snapshot (braid_rd_snapshot_peers):
+	 * bytes written to @buf, *@peers records, *@total peers with traffic state.
+	 */
+	size_t (*stat_peers)(struct braid_ep *ep, void *buf, size_t len, uint32_t *peers,
+			     uint32_t *total);
+};
+
+/* the tables of braid_dgram.c, braid_rdm.c, braid_msg.c */
+extern const struct braid_ep_kind braid_dgram_kind, braid_rdm_kind, braid_msg_kind;
+
+/**
+ * struct braid_ep - what endpoints of every type have (braid_ep.c). Each
+ * type's struct starts with it: struct braid_dgram_ep and struct
+ * braid_rdm_ep below, struct braid_msg_ep (braid_msg_int.h); @kind says
+ * which, and its converter (braid_rdm_ep_of() ...) gets there.
+ */
 struct braid_ep {
 	struct fid_ep ep_fid;
 	struct braid_domain *domain;
 	struct fi_info *info;
+	/** @kind: what its type does (struct braid_ep_kind); @type: that type, fi_info's. */
+	const struct braid_ep_kind *kind;
+	enum fi_ep_type type;
 	/**
 	 * @lock, @lockp: what serialises the endpoint's data calls and progress
 	 * (braid_ep_lock()): @lockp is @lock for RDM and DGRAM endpoints, the
@@ -837,17 +939,12 @@ struct braid_ep {
 	_Atomic(pthread_mutex_t *) lockp;
 	/** @enabled: set under @lockp: progress never sees a half-enabled endpoint. */
 	bool enabled;
-	/** @cm_name, @cm_named: MSG, accepted: the listener's address, its fi_getname. */
-	struct sockaddr_in cm_name;
-	bool cm_named;
 	/** @app_ns: when the application last drove its progress (a CQ or counter read). */
 	uint64_t app_ns;
 	struct braid_av *av;
 	struct braid_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;
 	struct braid_cntr *send_cntr, *recv_cntr;
-	/** @rma_cntr: RDM: the FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE counters. */
-	struct braid_cntr *rma_cntr[BRAID_RMA_CNTRS];
 	/**
 	 * @srx: the shared receive context it takes its receives from, or NULL;
 	 * @srx_node: in its endpoints (struct braid_srx.eps).
@@ -869,13 +966,6 @@ struct braid_ep {
 	struct braid_wire *wire;
 	const struct braid_wire_ops *wire_ops;
 	size_t max_msg_size;
-	uint32_t next_path;
-	/** @rxq: DGRAM: where its receives are posted: @rxq_own, or its shared context's. */
-	struct braid_rxq *rxq;
-	struct braid_rxq rxq_own;
-	/** @tx_pending: sends queued by FI_MORE. */
-	struct braid_tx_pending tx_pending[BRAID_MAX_BATCH];
-	int tx_npending;
 	struct braid_ep_stats stats;
 	/** @stat_slot: its slot in the published file (braid_stat.c), or -1; @stat_id: its number
 	 * in the process; @stat_next: when it publishes next. */
@@ -884,36 +974,6 @@ struct braid_ep {
 	uint64_t stat_next;
 	/** @progress_ns: when RDM and MSG progress last read the clock. */
 	uint64_t progress_ns;
-	/**
-	 * @lent_ns: when the last datagram whose payload was lent left
-	 * (protocol.md §4.2 "Lent payloads"): closing waits until it is
-	 * BRAID_RD_LENT_WAIT_NS old. 0: none.
-	 */
-	uint64_t lent_ns;
-	/** @rx_drained_ns: RDM: when its wire was last read to empty (datagrams read later came after). */
-	uint64_t rx_drained_ns;
-	/** @rx_last_ns: RDM: when its wire last gave it a datagram. */
-	uint64_t rx_last_ns;
-	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
-	size_t pending_comps;
-	/** @type: FI_EP_DGRAM or FI_EP_RDM. */
-	enum fi_ep_type type;
-	/** @rd: the reliable-datagram engine (RDM; created at fi_enable). */
-	struct braid_rd *rd;
-	/** @rx_bufs: BRAID_MAX_BATCH receive buffers of wire->mtu bytes (RDM). */
-	uint8_t *rx_bufs;
-	/**
-	 * @rx_direct: large datagrams are arriving on the home route: peek at each
-	 * and receive its payload straight into place (braid_rdm.c; counted in
-	 * stats.rx_placed).
-	 */
-	bool rx_direct;
-	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
-	size_t min_multi_recv;
-	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */
-	unsigned int unflushed;
-	/** @msg: FI_EP_MSG state (connection and QP), NULL for other types. */
-	struct braid_msg *msg;
 	/**
 	 * @auth: the endpoint's authorization key as the wire uses it: its own
 	 * (ep_attr.auth_key) or the domain's; BRAID_AUTH_NONE: keyless.
@@ -931,6 +991,68 @@ struct braid_ep {
 	 */
 	bool mr_auth_ok;
 };
+
+/**
+ * struct braid_dgram_ep - an FI_EP_DGRAM endpoint (braid_dgram.c): datagrams
+ * straight between the wire and the application's buffers.
+ */
+struct braid_dgram_ep {
+	struct braid_ep ep;
+	/** @rxq: where its receives are posted: @rxq_own, or its shared context's. */
+	struct braid_rxq *rxq;
+	struct braid_rxq rxq_own;
+	/** @tx_pending, @tx_npending: sends queued by FI_MORE. */
+	struct braid_tx_pending tx_pending[BRAID_MAX_BATCH];
+	int tx_npending;
+	/** @pending_comps: completions reserved in the tx CQ by queued sends. */
+	size_t pending_comps;
+	/** @next_path: the path its next send takes (they go round the paths). */
+	uint32_t next_path;
+};
+
+static inline struct braid_dgram_ep *braid_dgram_ep_of(struct braid_ep *ep)
+{
+	return braid_container_of(ep, struct braid_dgram_ep, ep);
+}
+
+/**
+ * struct braid_rdm_ep - an FI_EP_RDM endpoint (braid_rdm.c, braid_rdm_progress.c,
+ * braid_rdm_rma.c): the RD engine's reliable datagrams.
+ */
+struct braid_rdm_ep {
+	struct braid_ep ep;
+	/** @rd: the reliable-datagram engine (created at fi_enable). */
+	struct braid_rd *rd;
+	/** @rx_bufs: while it progresses, the burst buffers its domain lent it (braid_rxbuf). */
+	uint8_t *rx_bufs;
+	/**
+	 * @rx_direct: large datagrams are arriving on the home route: peek at each
+	 * and receive its payload straight into place (braid_rdm_progress.c;
+	 * counted in stats.rx_placed).
+	 */
+	bool rx_direct;
+	/** @rx_drained_ns: when its wire was last read to empty (datagrams read later came after). */
+	uint64_t rx_drained_ns;
+	/** @rx_last_ns: when its wire last gave it a datagram. */
+	uint64_t rx_last_ns;
+	/** @unflushed: sends since the last progress call (the first of them is flushed at once). */
+	unsigned int unflushed;
+	/**
+	 * @lent_ns: when the last datagram whose payload was lent left
+	 * (protocol.md §4.2 "Lent payloads"): closing waits until it is
+	 * BRAID_RD_LENT_WAIT_NS old. 0: none.
+	 */
+	uint64_t lent_ns;
+	/** @rma_cntr: the FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE counters. */
+	struct braid_cntr *rma_cntr[BRAID_RMA_CNTRS];
+	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
+	size_t min_multi_recv;
+};
+
+static inline struct braid_rdm_ep *braid_rdm_ep_of(struct braid_ep *ep)
+{
+	return braid_container_of(ep, struct braid_rdm_ep, ep);
+}
 
 /* braid_srx.c: shared receive contexts */
 int braid_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
@@ -1142,6 +1264,25 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 /* Drive one endpoint (the caller holds its lock, braid_ep_lock()). */
 void braid_ep_progress(struct braid_ep *ep);
 bool braid_fid_is_ep(const struct fid *fid);
+/*
+ * For the endpoint types' hooks (struct braid_ep_kind): open a wire bound to
+ * @addr with what the type asks (0, or the wire's error), or take @wire (a
+ * passive endpoint's), as the endpoint's (the one it had is closed);
+ * max_msg_size follows the wire.
+ */
+int braid_ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr);
+void braid_ep_wire_adopt(struct braid_ep *ep, struct braid_wire *wire);
+/*
+ * fi_enable of a connectionless endpoint (DGRAM, RDM; its engine made): its
+ * key's scratch, into its domain's progress, its shared receive context's
+ * AV checked, live. 0, -FI_ENOMEM, -FI_EINVAL (another AV than the context's).
+ */
+int braid_ep_join(struct braid_ep *ep);
+/* @ep is enabled: progress may drive it from now on (its lock and the domain's held) */
+void braid_ep_live_locked(struct braid_ep *ep);
+/* A size_t option's value out to fi_getopt's @optval (-FI_ETOOSMALL) or in from fi_setopt's (-FI_EINVAL). */
+int braid_ep_opt_get_size(size_t value, void *optval, size_t *optlen);
+int braid_ep_opt_set_size(size_t *value, const void *optval, size_t optlen);
 
 /* braid_stat.c: counters out of the process (fi_open_ops, the file braid-stat reads) */
 int braid_stat_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
@@ -1155,14 +1296,10 @@ const struct braid_rc_stats *braid_msg_rc_stats(struct braid_ep *ep);
 
 /* braid_dgram.c: the DGRAM data path */
 extern struct fi_ops_msg braid_dgram_msg_ops;
-void braid_dgram_progress_locked(struct braid_ep *ep);
 /* a DGRAM shared receive context's receives: post one (fi_recv on it or a bound endpoint), cancel one */
 ssize_t braid_dgram_srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
 			     void *context, uint64_t flags);
 int braid_dgram_srx_cancel(struct braid_srx *srx, void *context);
-int braid_dgram_cancel_locked(struct braid_ep *ep, void *context);
-void braid_dgram_flush_locked(struct braid_ep *ep);
-void braid_dgram_discard_locked(struct braid_ep *ep);
 
 /* braid_ep.c */
 void braid_ep_rx_arm(struct braid_ep *ep, bool armed);
@@ -1240,8 +1377,6 @@ struct braid_cntr *braid_cntr_of(struct fid_cntr *cntr_fid);
 /* braid_rdm.c: the FI_EP_RDM endpoint over the RD engine (braid_rdm_progress.c: its progress) */
 extern struct fi_ops_msg braid_rdm_msg_ops;
 extern struct fi_ops_tagged braid_rdm_tagged_ops;
-int braid_rdm_enable(struct braid_ep *ep);
-void braid_rdm_close(struct braid_ep *ep);
 void braid_rdm_progress_locked(struct braid_ep *ep);
 /* braid_rdm.c, for braid_rdm_rma.c: an fi_addr's engine peer key; what follows a post (flush or progress) */
 int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key);

@@ -1,4 +1,4 @@
-/* braid_dgram.c: the FI_EP_DGRAM data path: posted receives filled straight from the wire, sends sprayed over the paths. */
+/* braid_dgram.c: the FI_EP_DGRAM endpoint: posted receives filled straight from the wire, sends sprayed over the paths, and its type table (struct braid_ep_kind). */
 #include <string.h>
 
 #include "braid.h"
@@ -81,6 +81,7 @@ static ssize_t dgram_rxq_post(struct braid_rxq *q, const struct iovec *iov, size
 static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
 			       void *context, uint64_t flags)
 {
+	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
 	bool was_empty;
 	ssize_t ret;
 
@@ -92,7 +93,7 @@ static ssize_t dgram_post_recv(struct braid_ep *ep, const struct iovec *iov, siz
 	if (ret)
 		return ret;
 	braid_ep_lock(ep);
-	ret = dgram_rxq_post(ep->rxq, iov, count, context, flags, &was_empty);
+	ret = dgram_rxq_post(d->rxq, iov, count, context, flags, &was_empty);
 	if (!ret && was_empty)
 		braid_ep_rx_arm(ep, true);
 	braid_ep_unlock(ep);
@@ -236,6 +237,7 @@ static int dgram_rx_open(struct braid_ep *ep, struct braid_rx_entry *rx, struct 
 
 static void dgram_progress_rx(struct braid_ep *ep)
 {
+	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
 	struct braid_rx_entry *rxs[BRAID_MAX_BATCH];
 	struct braid_pkt pkts[BRAID_MAX_BATCH];
 	struct braid_dgram_view view;
@@ -243,7 +245,7 @@ static void dgram_progress_rx(struct braid_ep *ep)
 	int n, got, i, ret, next;
 	size_t room;
 
-	while (!braid_dlist_empty(&ep->rxq->posted)) {
+	while (!braid_dlist_empty(&d->rxq->posted)) {
 		room = BRAID_MAX_BATCH;
 		if (ep->rx_cq) {
 			room = braid_cq_free(ep->rx_cq);
@@ -251,7 +253,7 @@ static void dgram_progress_rx(struct braid_ep *ep)
 				room = BRAID_MAX_BATCH;
 		}
 		n = 0;
-		braid_dlist_foreach(&ep->rxq->posted, it) {
+		braid_dlist_foreach(&d->rxq->posted, it) {
 			if ((size_t)n >= room)
 				break;
 			rxs[n] = braid_container_of(it, struct braid_rx_entry, node);
@@ -285,13 +287,13 @@ static void dgram_progress_rx(struct braid_ep *ep)
 				dgram_rx_move(rxs[i], rxs[next], &pkts[i]);
 			braid_dlist_remove(&rxs[next]->node);
 			dgram_rx_complete(ep, rxs[next], &pkts[i], &view);
-			braid_pool_release(&ep->rxq->pool, rxs[next]);
+			braid_pool_release(&d->rxq->pool, rxs[next]);
 			next++;
 		}
 		if (got < n)
 			break;
 	}
-	if (braid_dlist_empty(&ep->rxq->posted))
+	if (braid_dlist_empty(&d->rxq->posted))
 		dgram_rx_arm(ep, false);
 }
 
@@ -319,41 +321,42 @@ static void dgram_tx_done(struct braid_ep *ep, struct braid_tx_pending *tx, int 
 		braid_cntr_inc(ep->send_cntr);
 }
 
-void braid_dgram_flush_locked(struct braid_ep *ep)
+static void braid_dgram_flush_locked(struct braid_ep *ep)
 {
+	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
 	struct braid_pkt pkts[BRAID_MAX_BATCH];
-	int i, n = ep->tx_npending, sent;
+	int i, n = d->tx_npending, sent;
 	size_t reserved;
 
 	if (!n)
 		return;
 	for (i = 0; i < n; i++) {
-		struct braid_tx_pending *tx = &ep->tx_pending[i];
+		struct braid_tx_pending *tx = &d->tx_pending[i];
 
 		tx->iov[0].iov_base = &tx->hdr;
 		pkts[i].iov = tx->iov;
 		pkts[i].iovcnt = tx->iovcnt;
 		pkts[i].addr = tx->dest;
-		pkts[i].path = ep->next_path++ % (uint32_t)ep->wire->paths;
+		pkts[i].path = d->next_path++ % (uint32_t)ep->wire->paths;
 		pkts[i].status = 0;
 		pkts[i].gso_size = 0;
 		pkts[i].flags = 0;	/* a datagram is complete when sent: its bytes are copied */
 	}
 	sent = ep->wire->ops->tx_burst(ep->wire, pkts, n);
 	for (i = 0, reserved = 0; i < sent; i++)
-		reserved += ep->tx_pending[i].comp;
+		reserved += d->tx_pending[i].comp;
 	if (reserved) {
 		/* their promised slots given back, then taken by their completions */
 		braid_cq_unreserve(ep->tx_cq, reserved);
-		ep->pending_comps -= reserved;
+		d->pending_comps -= reserved;
 	}
 	for (i = 0; i < sent; i++)
-		dgram_tx_done(ep, &ep->tx_pending[i], pkts[i].status);
+		dgram_tx_done(ep, &d->tx_pending[i], pkts[i].status);
 	braid_ep_tx_give(ep, (size_t)sent);	/* done: room in a shared transmit context */
 	if (sent < n)
-		memmove(ep->tx_pending, ep->tx_pending + sent,
-			(size_t)(n - sent) * sizeof(ep->tx_pending[0]));
-	ep->tx_npending = n - sent;
+		memmove(d->tx_pending, d->tx_pending + sent,
+			(size_t)(n - sent) * sizeof(d->tx_pending[0]));
+	d->tx_npending = n - sent;
 }
 
 /*
@@ -365,6 +368,7 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 				 fi_addr_t dest, void *context, uint64_t data, uint64_t flags,
 				 bool nocomp)
 {
+	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
 	struct braid_tx_pending *tx;
 	struct sockaddr_in sin;
 	bool comp;
@@ -391,9 +395,9 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 
 	comp = !nocomp && ep->tx_cq && (!ep->tx_selective || (flags & FI_COMPLETION));
 	braid_ep_lock(ep);
-	if (ep->tx_npending == BRAID_MAX_BATCH)
+	if (d->tx_npending == BRAID_MAX_BATCH)
 		braid_dgram_flush_locked(ep);
-	if (ep->tx_npending == BRAID_MAX_BATCH || braid_ep_tx_take(ep)) {
+	if (d->tx_npending == BRAID_MAX_BATCH || braid_ep_tx_take(ep)) {
 		ret = -FI_EAGAIN;
 		goto out;
 	}
@@ -403,7 +407,7 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 		ret = -FI_EAGAIN;
 		goto out;
 	}
-	tx = &ep->tx_pending[ep->tx_npending];
+	tx = &d->tx_pending[d->tx_npending];
 	braid_dgram_hdr_write(&tx->hdr.h, ntohs(ep->wire->name.sin_port),
 			      !!(flags & FI_REMOTE_CQ_DATA), data);
 	tx->iov[0].iov_len = sizeof(tx->hdr.h);
@@ -420,20 +424,20 @@ static ssize_t dgram_send_common(struct braid_ep *ep, const struct iovec *iov, s
 	tx->buf = count ? iov[0].iov_base : NULL;
 	tx->dest = sin;
 	tx->comp = comp;
-	ep->tx_npending++;
+	d->tx_npending++;
 	if (comp)
-		ep->pending_comps++;	/* its slot reserved above */
+		d->pending_comps++;	/* its slot reserved above */
 	/* FI_MORE: hold it for one sendmmsg with what follows (inject data must go now) */
 	if ((flags & FI_MORE) && !(flags & FI_INJECT))
 		goto out;
 	braid_dgram_flush_locked(ep);
-	if (ep->tx_npending) {
+	if (d->tx_npending) {
 		/* the wire is full: the newest send is withdrawn, older ones stay queued */
-		ep->tx_npending--;
+		d->tx_npending--;
 		braid_ep_tx_give(ep, 1);
 		if (comp) {
 			braid_cq_unreserve(ep->tx_cq, 1);
-			ep->pending_comps--;
+			d->pending_comps--;
 		}
 		ret = -FI_EAGAIN;
 	}
@@ -510,22 +514,23 @@ struct fi_ops_msg braid_dgram_msg_ops = {
 };
 
 /* Drop sends still held by FI_MORE, with no completions (endpoint close). */
-void braid_dgram_discard_locked(struct braid_ep *ep)
+static void braid_dgram_discard_locked(struct braid_ep *ep)
 {
+	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
 	int i;
 
-	for (i = 0; i < ep->tx_npending; i++) {
-		if (ep->tx_pending[i].comp && ep->tx_cq)
+	for (i = 0; i < d->tx_npending; i++) {
+		if (d->tx_pending[i].comp && ep->tx_cq)
 			braid_cq_unreserve(ep->tx_cq, 1);
 	}
-	braid_ep_tx_give(ep, (size_t)ep->tx_npending);
-	ep->tx_npending = 0;
-	ep->pending_comps = 0;
+	braid_ep_tx_give(ep, (size_t)d->tx_npending);
+	d->tx_npending = 0;
+	d->pending_comps = 0;
 }
 
 /* ---- progress and cancel ---- */
 
-void braid_dgram_progress_locked(struct braid_ep *ep)
+static void braid_dgram_progress_locked(struct braid_ep *ep)
 {
 	braid_dgram_flush_locked(ep);
 	dgram_progress_rx(ep);
@@ -555,11 +560,12 @@ static int dgram_rxq_cancel(struct braid_rxq *q, void *context, struct braid_ep 
 	return -FI_ENOENT;
 }
 
-int braid_dgram_cancel_locked(struct braid_ep *ep, void *context)
+static int braid_dgram_cancel_locked(struct braid_ep *ep, void *context)
 {
-	int ret = dgram_rxq_cancel(ep->rxq, context, ep);
+	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
+	int ret = dgram_rxq_cancel(d->rxq, context, ep);
 
-	if (!ret && braid_dlist_empty(&ep->rxq->posted))
+	if (!ret && braid_dlist_empty(&d->rxq->posted))
 		dgram_rx_arm(ep, false);
 	return ret;
 }
@@ -576,3 +582,76 @@ int braid_dgram_srx_cancel(struct braid_srx *srx, void *context)
 	braid_srx_unlock(srx);
 	return ret;
 }
+
+/* ---- the endpoint's type (struct braid_ep_kind): what braid_ep.c asks of DGRAM ---- */
+
+/* its own receive queue (FI_BRAID_RX_SIZE or rx_attr.size records), then its wire */
+static int dgram_open(struct braid_ep *ep, const struct sockaddr_in *addr)
+{
+	struct braid_dgram_ep *d = braid_dgram_ep_of(ep);
+	const struct fi_info *info = ep->info;
+	size_t rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size :
+			 braid_cfg.rx_size;
+	int ret;
+
+	ret = braid_pool_construct(&d->rxq_own.pool, sizeof(struct braid_rx_entry), rx_size);
+	if (ret)
+		return ret;
+	braid_dlist_init(&d->rxq_own.posted);
+	d->rxq = &d->rxq_own;
+	ret = braid_ep_wire_open(ep, addr);
+	if (ret)
+		braid_pool_destruct(&d->rxq_own.pool);
+	return ret;
+}
+
+/* one datagram, a keyed one 8 bytes longer (protocol.md §2.4) */
+static size_t dgram_max_msg_size(const struct braid_ep *ep)
+{
+	size_t mtu = ep->wire->mtu;
+
+	return mtu > BRAID_DGRAM_HDR + BRAID_AUTH_TAG ?
+	       mtu - BRAID_DGRAM_HDR - (ep->auth.mode ? BRAID_AUTH_TAG : 0) : 0;
+}
+
+static int dgram_cancel(struct braid_ep *ep, void *context)
+{
+	int ret;
+
+	braid_ep_lock(ep);
+	ret = braid_dgram_cancel_locked(ep, context);
+	braid_ep_unlock(ep);
+	return ret;
+}
+
+static ssize_t dgram_rx_size_left(struct braid_ep *ep)
+{
+	const struct braid_rxq *q = braid_dgram_ep_of(ep)->rxq;
+
+	return (ssize_t)(q->pool.count - q->pool.in_use);
+}
+
+static ssize_t dgram_tx_size_left(struct braid_ep *ep)
+{
+	return (ssize_t)(braid_cfg.tx_size - (size_t)braid_dgram_ep_of(ep)->tx_npending);
+}
+
+static void dgram_close(struct braid_ep *ep)
+{
+	braid_pool_destruct(&braid_dgram_ep_of(ep)->rxq_own.pool);
+}
+
+const struct braid_ep_kind braid_dgram_kind = {
+	.size = sizeof(struct braid_dgram_ep),
+	.msg = &braid_dgram_msg_ops,
+	.needs_av = true,
+	.open = dgram_open,
+	.max_msg_size = dgram_max_msg_size,
+	.enable = braid_ep_join,
+	.progress = braid_dgram_progress_locked,
+	.cancel = dgram_cancel,
+	.rx_size_left = dgram_rx_size_left,
+	.tx_size_left = dgram_tx_size_left,
+	.discard_locked = braid_dgram_discard_locked,
+	.close = dgram_close,
+};

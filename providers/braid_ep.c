@@ -1,4 +1,4 @@
-/* braid_ep.c: the endpoint object (fi_endpoint(3)): open, bind, enable, names, options, close; data ops live in braid_dgram.c. */
+/* braid_ep.c: the endpoint object (fi_endpoint(3)), what every type shares: open, bind, enable, names, options, close; each type's own part is behind its struct braid_ep_kind (braid_dgram.c, braid_rdm.c, braid_msg.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,41 +10,31 @@
 #define EP_CNTR_FLAGS	(FI_SEND | FI_RECV)
 #define EP_CNTR_RMA	(FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
-static int ep_bind_rma_cntrs(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags);
-
 /* the endpoint of @fid, or of the alias it is (the alias shares its calls, fi_ep_alias) */
 static struct braid_ep *ep_of(struct fid *fid)
 {
 	return braid_ep_of(braid_container_of(fid, struct fid_ep, fid));
 }
 
-/* @wire becomes the endpoint's (the one it had is closed) */
-static void ep_wire_adopt(struct braid_ep *ep, struct braid_wire *wire)
+void braid_ep_wire_adopt(struct braid_ep *ep, struct braid_wire *wire)
 {
 	if (ep->wire)
 		ep->wire_ops->close(ep->wire);
 	ep->wire = wire;
-	if (ep->type == FI_EP_RDM)
-		ep->max_msg_size = BRAID_RDM_MAX_MSG;
-	else if (ep->type == FI_EP_MSG)
-		ep->max_msg_size = BRAID_MSG_MAX_MSG;
-	else	/* DGRAM: one datagram, a keyed one 8 bytes longer (protocol.md §2.4) */
-		ep->max_msg_size = wire->mtu > BRAID_DGRAM_HDR + BRAID_AUTH_TAG ?
-				   wire->mtu - BRAID_DGRAM_HDR - (ep->auth.mode ? BRAID_AUTH_TAG : 0) : 0;
+	ep->max_msg_size = ep->kind->max_msg_size(ep);
 	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
 		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
 }
 
-static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
+int braid_ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 {
+	const struct braid_ep_kind *k = ep->kind;
 	struct braid_wire_params params = {
 		.addr = *addr,
-		.paths = ep->type == FI_EP_MSG ? 1 : braid_cfg.paths,	/* RC: one path per QP */
+		.paths = k->one_path ? 1 : braid_cfg.paths,
 		.sockbuf = braid_cfg.sockbuf,
-		/* RDM splits coalesced runs (UDP GRO) into their datagrams */
-		.gro = ep->type == FI_EP_RDM && braid_cfg.gro,
-		/* RDM's payloads stay put until acknowledged: large ones may be lent */
-		.lend_min = ep->type == FI_EP_RDM ? braid_cfg.lend_min : 0,
+		.gro = k->gro && braid_cfg.gro,
+		.lend_min = k->lend ? braid_cfg.lend_min : 0,
 	};
 	struct braid_wire *wire;
 	int ret;
@@ -55,7 +45,7 @@ static int ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 			   ep->wire_ops->name, fi_strerror(-ret));
 		return ret;
 	}
-	ep_wire_adopt(ep, wire);
+	braid_ep_wire_adopt(ep, wire);
 	return 0;
 }
 
@@ -80,17 +70,18 @@ static void ep_rx_wait_update(struct braid_ep *ep, bool add)
 }
 
 /*
- * RDM: a send completes when the peer's ACKs arrive, so the transmit-side
- * wait objects (tx CQ, send counter) wait on the wire's fd too; without it
- * fi_cntr_wait on a send counter slept until the next engine timer (fabtests'
- * fi_rdm_cntr_pingpong ran about 7x slower at 64 KiB than fi_rdm_pingpong).
- * (DGRAM sends complete locally; MSG endpoints add their own fds, braid_msg.c.)
+ * RDM (braid_ep_kind.tx_wire_wait): a send completes when the peer's ACKs
+ * arrive, so the transmit-side wait objects (tx CQ, send counter) wait on
+ * the wire's fd too; without it fi_cntr_wait on a send counter slept until
+ * the next engine timer (fabtests' fi_rdm_cntr_pingpong ran about 7x slower
+ * at 64 KiB than fi_rdm_pingpong). (DGRAM sends complete locally; MSG
+ * endpoints add their own fds, braid_msg.c.)
  */
 static void ep_tx_wait_update(struct braid_ep *ep, bool add)
 {
 	int fd = ep->wire->ops->wait_fd(ep->wire);
 
-	if (ep->type != FI_EP_RDM)
+	if (!ep->kind->tx_wire_wait)
 		return;
 	if (ep->tx_cq)
 		ep_wait_fd(&ep->tx_cq->wait, fd, add);
@@ -104,16 +95,11 @@ void braid_ep_progress(struct braid_ep *ep)
 
 	if (!ep->enabled)
 		return;
-	if (ep->type == FI_EP_RDM)
-		braid_rdm_progress_locked(ep);
-	else if (ep->type == FI_EP_MSG)
-		braid_msg_progress_locked(ep);
-	else
-		braid_dgram_progress_locked(ep);
+	ep->kind->progress(ep);
 	/* its counters, for braid-stat, every FI_BRAID_STAT_MS it is progressed (RDM and MSG
 	 * read the clock anyway: no second read on their data path) */
 	if (ep->stat_slot >= 0) {
-		now = ep->type == FI_EP_DGRAM ? braid_now_ns() : ep->progress_ns;
+		now = ep->kind->clocked ? ep->progress_ns : braid_now_ns();
 		if (now >= ep->stat_next)
 			braid_stat_publish(ep, now);
 	}
@@ -136,7 +122,7 @@ void braid_ep_rx_arm(struct braid_ep *ep, bool armed)
  */
 static void ep_log_drops(struct braid_ep *ep)
 {
-	const struct braid_rd_stats *st = ep->rd ? braid_rd_get_stats(ep->rd) : NULL;
+	const struct braid_rd_stats *st = ep->kind->rd_stats ? ep->kind->rd_stats(ep) : NULL;
 	char drops[BRAID_DROP_MAX * 32] = "";
 	size_t off = 0;
 	int k;
@@ -157,6 +143,7 @@ static void ep_log_drops(struct braid_ep *ep)
 static int ep_close(struct fid *fid)
 {
 	struct braid_ep *ep = ep_of(fid);
+	const struct braid_ep_kind *k = ep->kind;
 	struct braid_domain *dom = ep->domain;
 
 	if (atomic_load(&ep->aliases))
@@ -173,14 +160,15 @@ static int ep_close(struct fid *fid)
 		braid_epset_remove(&ep->send_cntr->eps, ep);
 	if (ep->recv_cntr)
 		braid_epset_remove(&ep->recv_cntr->eps, ep);
-	ep_bind_rma_cntrs(ep, NULL, EP_CNTR_RMA);
-	braid_msg_close(ep);	/* takes the domain lock itself */
+	if (k->detach)
+		k->detach(ep);	/* (MSG: takes the domain lock itself) */
 	braid_domain_lock(dom);
 	/* a call still inside it finishes first (an MSG endpoint's lock is the domain's) */
 	if (ep->lockp != &dom->lock)
 		braid_ep_lock(ep);
 	/* fi_endpoint(3): operations still pending are discarded, with no completions */
-	braid_dgram_discard_locked(ep);
+	if (k->discard_locked)
+		k->discard_locked(ep);
 	/* no call of its shared receive context reaches it from now on */
 	braid_srx_unlink_locked(ep);
 	ep_tx_wait_update(ep, false);
@@ -204,50 +192,9 @@ static int ep_close(struct fid *fid)
 		braid_ep_unlock(ep);
 	braid_domain_unlock(dom);
 	braid_stat_detach(ep);	/* nothing progresses it any more */
-	if (ep->rd) {
-		const struct braid_rd_stats *st = braid_rd_get_stats(ep->rd);
-
-		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u closed: %lu data packets "
-			   "(%lu bytes) sent, %lu received (%lu bytes), %lu retransmitted, "
-			   "%lu messages sent, %lu received, %lu packets put back (socket full); "
-			   "%lu bundles sent, %lu received; %lu datagrams received into place, "
-			   "%lu large copies dropped uncopied, %lu in %lu coalesced runs (UDP GRO)\n",
-			   ntohs(ep->wire->name.sin_port),
-			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
-			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
-			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
-			   (unsigned long)st->msgs_received, (unsigned long)ep->stats.tx_refused,
-			   (unsigned long)st->tx_bundles, (unsigned long)st->rx_bundles,
-			   (unsigned long)ep->stats.rx_placed, (unsigned long)ep->stats.rx_dup_skipped,
-			   (unsigned long)ep->stats.rx_gro_dgrams,
-			   (unsigned long)ep->stats.rx_gro_runs);
-		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
-			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
-			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
-			   "%lu duplicate, %lu out of window, %lu no buffer, %lu stale; ECN: %lu data packets "
-			   "arrived CE, %lu ACKs echoed CE\n",
-			   ntohs(ep->wire->name.sin_port), (unsigned long)st->rto_fires, (unsigned long)st->rto_spurious,
-			   (unsigned long)st->tlp_probes, (unsigned long)st->rack_losses,
-			   (unsigned long)st->rack_path_losses, (unsigned long)st->path_redraws, (unsigned long)st->path_deaths, (unsigned long)st->rdv_probes,
-			   (unsigned long)st->peers_failed, (unsigned long)st->tx_acks,
-			   (unsigned long)st->rx_acks,
-			   (unsigned long)st->drops[BRAID_DROP_DUPLICATE],
-			   (unsigned long)st->drops[BRAID_DROP_OUT_OF_WINDOW],
-			   (unsigned long)st->drops[BRAID_DROP_NO_BUFFER],
-			   (unsigned long)st->drops[BRAID_DROP_STALE_EPOCH],
-			   (unsigned long)st->rx_ce, (unsigned long)st->ecn_echoes);
-		/* (its drops, by reason, are ep_log_drops()'s line) */
-		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: peers: %lu with state (%lu "
-			   "proven), %lu evicted, %lu restarted; challenges: %lu sent, %lu answered, "
-			   "%lu answers proved a peer, %lu not sent (ring full)\n",
-			   ntohs(ep->wire->name.sin_port), (unsigned long)st->peers,
-			   (unsigned long)st->peers_verified, (unsigned long)st->peers_evicted,
-			   (unsigned long)st->peers_restarted, (unsigned long)st->chal_tx,
-			   (unsigned long)st->chal_rx, (unsigned long)st->resp_rx,
-			   (unsigned long)st->ctl_full);
-	}
 	ep_log_drops(ep);
-	braid_rdm_close(ep);
+	if (k->close)
+		k->close(ep);
 	/* its engine (RDM) or queue pair (MSG) is gone: it lets go of its shared contexts */
 	braid_srx_leave(ep);
 	braid_stx_leave(ep);
@@ -258,7 +205,6 @@ static int ep_close(struct fid *fid)
 		atomic_fetch_sub(&ep->eq->ref, 1);
 	if (ep->wire)
 		ep->wire_ops->close(ep->wire);
-	braid_pool_destruct(&ep->rxq_own.pool);
 	pthread_mutex_destroy(&ep->lock);
 	fi_freeinfo(ep->info);
 	atomic_fetch_sub(&dom->ref, 1);
@@ -303,56 +249,22 @@ out:
 	return ret;
 }
 
-/* RDM's RMA counters, in the order of braid_ep.rma_cntr */
-static const uint64_t rma_cntr_flag[BRAID_RMA_CNTRS] = {
-	FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE,
-};
-
-/* Bind or unbind (@cntr NULL: the ones bound) the RMA counters of @flags (bind: domain lock held). */
-static int ep_bind_rma_cntrs(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags)
-{
-	int fd = ep->wire->ops->wait_fd(ep->wire), i, ret;
-
-	for (i = 0; i < BRAID_RMA_CNTRS; i++) {
-		struct braid_cntr *c = cntr ? cntr : ep->rma_cntr[i];
-
-		if (!(flags & rma_cntr_flag[i]) || !c)
-			continue;
-		if (!cntr) {
-			ep_wait_fd(&c->wait, fd, false);
-			braid_epset_remove(&c->eps, ep);
-			atomic_fetch_sub(&c->ref, 1);
-			ep->rma_cntr[i] = NULL;
-			continue;
-		}
-		ret = braid_epset_add(&c->eps, ep);
-		if (ret)
-			return ret;
-		/* remote accesses and answers arrive on the wire */
-		ep_wait_fd(&c->wait, fd, true);
-		ep->rma_cntr[i] = c;
-		atomic_fetch_add(&c->ref, 1);
-	}
-	return 0;
-}
-
 static int ep_bind_cntr(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags)
 {
-	int ret = 0, i;
+	int ret = 0;
 
-	if ((flags & EP_CNTR_RMA) && ep->type != FI_EP_RDM)
+	if ((flags & EP_CNTR_RMA) && !ep->kind->bind_rma_cntrs)
 		return -FI_EBADFLAGS;	/* no RMA counters on this endpoint type */
 	if (!flags || (flags & ~(EP_CNTR_FLAGS | EP_CNTR_RMA)))
 		return -FI_EBADFLAGS;
 	if (((flags & FI_SEND) && ep->send_cntr) || ((flags & FI_RECV) && ep->recv_cntr))
 		return -FI_EINVAL;
-	for (i = 0; i < BRAID_RMA_CNTRS; i++)
-		if ((flags & rma_cntr_flag[i]) && ep->rma_cntr[i])
-			return -FI_EINVAL;
 	if (cntr->domain != ep->domain)
 		return -FI_EINVAL;
 	braid_domain_lock(ep->domain);
-	ret = ep_bind_rma_cntrs(ep, cntr, flags);
+	/* (-FI_EINVAL for a kind already bound, before anything is) */
+	if (flags & EP_CNTR_RMA)
+		ret = ep->kind->bind_rma_cntrs(ep, cntr, flags & EP_CNTR_RMA);
 	if (ret)
 		goto out;
 	if (flags & FI_SEND) {
@@ -416,8 +328,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			return -FI_EBADFLAGS;
 		if (ep->eq)
 			return -FI_EINVAL;
-		if (ep->type == FI_EP_MSG) {
-			int ret = braid_msg_bind_eq(ep, eq);
+		if (ep->kind->bind_eq) {
+			int ret = ep->kind->bind_eq(ep, eq);
 
 			if (ret)
 				return ret;
@@ -431,48 +343,20 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	}
 }
 
-static int ep_enable(struct braid_ep *ep)
+void braid_ep_live_locked(struct braid_ep *ep)
 {
-	uint64_t caps = ep->info->caps;
-	bool need_tx = (caps & FI_SEND) || !(caps & (FI_SEND | FI_RECV));
-	bool need_rx = (caps & FI_RECV) || !(caps & (FI_SEND | FI_RECV));
+	ep->app_ns = braid_now_ns();
+	braid_stat_attach(ep);
+	ep->enabled = true;
+}
 
-	if (ep->enabled)
-		return 0;
-	if (ep->type == FI_EP_MSG) {
-		int ret;
-
-		if ((need_tx && !ep->tx_cq && !ep->send_cntr) ||
-		    (need_rx && !ep->rx_cq && !ep->recv_cntr))
-			return -FI_ENOCQ;
-		braid_domain_lock(ep->domain);
-		ret = braid_msg_enable(ep);
-		if (!ret)
-			ret = braid_epset_add(&ep->domain->eps, ep);
-		if (!ret) {
-			ep->app_ns = braid_now_ns();
-			braid_stat_attach(ep);
-			ep->enabled = true;
-		}
-		braid_domain_unlock(ep->domain);
-		return ret;
-	}
-	if (!ep->av)
-		return -FI_ENOAV;
-	if ((need_tx && !ep->tx_cq && !ep->send_cntr) ||
-	    (need_rx && !ep->rx_cq && !ep->recv_cntr))
-		return -FI_ENOCQ;
+int braid_ep_join(struct braid_ep *ep)
+{
 	if (ep->auth.mode && !ep->auth_scratch) {
 		/* a datagram's covered bytes, gathered to be tagged (protocol.md §2.4) */
 		ep->auth_scratch = malloc(ep->wire->mtu);
 		if (!ep->auth_scratch)
 			return -FI_ENOMEM;
-	}
-	if (ep->type == FI_EP_RDM) {
-		int ret = braid_rdm_enable(ep);
-
-		if (ret)
-			return ret;
 	}
 	braid_domain_lock(ep->domain);
 	if (braid_epset_add(&ep->domain->eps, ep)) {
@@ -485,20 +369,33 @@ static int ep_enable(struct braid_ep *ep)
 		braid_ep_unlock(ep);
 		braid_epset_remove(&ep->domain->eps, ep);
 		braid_domain_unlock(ep->domain);
-		braid_rdm_close(ep);
 		return -FI_EINVAL;
 	}
-	ep->app_ns = braid_now_ns();
-	braid_stat_attach(ep);
-	ep->enabled = true;
+	braid_ep_live_locked(ep);
 	braid_ep_unlock(ep);
 	braid_domain_unlock(ep->domain);
 	BRAID_INFO(FI_LOG_EP_CTRL, "endpoint enabled on port %u, %d paths, max_msg_size %zu, "
 		   "mtu %zu, UDP GSO runs of up to %u datagrams, UDP GRO %s\n",
 		   ntohs(ep->wire->name.sin_port), ep->wire->paths, ep->max_msg_size,
-		   ep->wire->mtu, ep->type == FI_EP_RDM && braid_cfg.gso ? ep->wire->gso_segs : 0,
+		   ep->wire->mtu, ep->kind->gso && braid_cfg.gso ? ep->wire->gso_segs : 0,
 		   ep->wire->gro ? "on" : "off");
 	return 0;
+}
+
+static int ep_enable(struct braid_ep *ep)
+{
+	uint64_t caps = ep->info->caps;
+	bool need_tx = (caps & FI_SEND) || !(caps & (FI_SEND | FI_RECV));
+	bool need_rx = (caps & FI_RECV) || !(caps & (FI_SEND | FI_RECV));
+
+	if (ep->enabled)
+		return 0;
+	if (ep->kind->needs_av && !ep->av)
+		return -FI_ENOAV;
+	if ((need_tx && !ep->tx_cq && !ep->send_cntr) ||
+	    (need_rx && !ep->rx_cq && !ep->recv_cntr))
+		return -FI_ENOCQ;
+	return ep->kind->enable(ep);
 }
 
 /* FI_GETOPSFLAG and FI_SETOPSFLAG of @tx or @rx flags (fi_endpoint(3) fi_control) */
@@ -553,12 +450,9 @@ int braid_name_copy(const struct sockaddr_in *bound, void *addr, size_t *addrlen
 	return len < sizeof(name) ? -FI_ETOOSMALL : 0;
 }
 
-/* the endpoint's address; an accepted MSG endpoint's is its listener's (as rdma_cm's) */
-int braid_ep_getname(fid_t fid, void *addr, size_t *addrlen)
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct braid_ep *ep = ep_of(fid);
-
-	return braid_name_copy(ep->cm_named ? &ep->cm_name : &ep->wire->name, addr, addrlen);
+	return braid_name_copy(&ep_of(fid)->wire->name, addr, addrlen);
 }
 
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
@@ -576,10 +470,27 @@ static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 		return -FI_EOPBADSTATE;
 	braid_domain_lock(ep->domain);
 	ep_rx_wait_update(ep, false);
-	ret = ep_wire_open(ep, &sin);
+	ret = braid_ep_wire_open(ep, &sin);
 	ep_rx_wait_update(ep, true);
 	braid_domain_unlock(ep->domain);
 	return ret;
+}
+
+int braid_ep_opt_get_size(size_t value, void *optval, size_t *optlen)
+{
+	if (*optlen < sizeof(size_t))
+		return -FI_ETOOSMALL;
+	*(size_t *)optval = value;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+int braid_ep_opt_set_size(size_t *value, const void *optval, size_t optlen)
+{
+	if (optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	*value = *(const size_t *)optval;
+	return 0;
 }
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
@@ -588,24 +499,9 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 
 	if (!optval || !optlen)
 		return -FI_EINVAL;
-	if (level != FI_OPT_ENDPOINT)
+	if (level != FI_OPT_ENDPOINT || !ep->kind->getopt)
 		return -FI_ENOPROTOOPT;
-	if (optname == FI_OPT_CM_DATA_SIZE && ep->type == FI_EP_MSG) {
-		if (*optlen < sizeof(size_t))
-			return -FI_ETOOSMALL;
-		*(size_t *)optval = BRAID_CM_DATA_MAX;
-		*optlen = sizeof(size_t);
-		return 0;
-	}
-	/* RDM and MSG: the floor of a multi-receive buffer; nothing else (no buffering) */
-	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type != FI_EP_DGRAM) {
-		if (*optlen < sizeof(size_t))
-			return -FI_ETOOSMALL;
-		*(size_t *)optval = ep->min_multi_recv;
-		*optlen = sizeof(size_t);
-		return 0;
-	}
-	return -FI_ENOPROTOOPT;
+	return ep->kind->getopt(ep, optname, optval, optlen);
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
@@ -614,36 +510,16 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 
 	if (!optval)
 		return -FI_EINVAL;
-	if (level != FI_OPT_ENDPOINT)
+	if (level != FI_OPT_ENDPOINT || !ep->kind->setopt)
 		return -FI_ENOPROTOOPT;
-	if (optname == FI_OPT_MIN_MULTI_RECV && ep->type != FI_EP_DGRAM) {
-		if (optlen != sizeof(size_t))
-			return -FI_EINVAL;
-		ep->min_multi_recv = *(const size_t *)optval;
-		return 0;
-	}
-	return -FI_ENOPROTOOPT;
+	return ep->kind->setopt(ep, optname, optval, optlen);
 }
 
 static ssize_t ep_cancel(fid_t fid, void *context)
 {
 	struct braid_ep *ep = ep_of(fid);
-	int ret;
 
-	if (ep->type == FI_EP_MSG) {
-		/* a receive still posted (not yet taken by a message) */
-		braid_domain_lock(ep->domain);
-		ret = braid_msg_rx_cancel(ep, context);
-		braid_domain_unlock(ep->domain);
-		return ret;
-	}
-	if (ep->type == FI_EP_RDM && !braid_trig_cancel(ep, context))
-		return 0;	/* a triggered transfer still held */
-	braid_ep_lock(ep);
-	ret = ep->type == FI_EP_RDM ? braid_rdm_cancel_locked(ep, context) :
-				      braid_dgram_cancel_locked(ep, context);
-	braid_ep_unlock(ep);
-	return ret;
+	return ep->kind->cancel(ep, context);
 }
 
 static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
@@ -662,40 +538,29 @@ static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 
-	size_t sends, recvs;
-
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (ep->type == FI_EP_MSG)
+	if (!ep->kind->rx_size_left)
 		return -FI_ENOSYS;
 	if (ep->srx)	/* its receives are the shared context's */
 		return (ssize_t)braid_srx_room(ep->srx);
-	if (ep->rd) {
-		braid_rd_room(ep->rd, &sends, &recvs);
-		return (ssize_t)recvs;
-	}
-	return (ssize_t)(ep->rxq->pool.count - ep->rxq->pool.in_use);
+	return ep->kind->rx_size_left(ep);
 }
 
 static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
-
-	size_t sends, recvs;
+	ssize_t sends;
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (ep->type == FI_EP_MSG)
+	if (!ep->kind->tx_size_left)
 		return -FI_ENOSYS;
-	if (ep->rd) {
-		braid_rd_room(ep->rd, &sends, &recvs);
-	} else {
-		sends = braid_cfg.tx_size - (size_t)ep->tx_npending;
-	}
+	sends = ep->kind->tx_size_left(ep);
 	/* a shared transmit context bounds it too */
-	if (ep->stx && braid_stx_room(ep->stx) < sends)
-		sends = braid_stx_room(ep->stx);
-	return (ssize_t)sends;
+	if (ep->stx && (ssize_t)braid_stx_room(ep->stx) < sends)
+		sends = (ssize_t)braid_stx_room(ep->stx);
+	return sends;
 }
 
 static struct fi_ops ep_fi_ops = {
@@ -763,7 +628,7 @@ static int ep_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 static struct fi_ops_cm ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = ep_setname,
-	.getname = braid_ep_getname,
+	.getname = ep_getname,
 	.getpeer = ep_getpeer,
 	.connect = ep_connect,
 	.listen = ep_listen,
@@ -823,7 +688,7 @@ static int ep_alias(struct braid_ep *ep, struct fi_alias *alias)
 
 	if (!alias || !alias->fid || !(alias->flags & dir))
 		return -FI_EINVAL;
-	if (ep->type != FI_EP_RDM)
+	if (!ep->kind->aliases)
 		return -FI_ENOSYS;
 	if ((alias->flags & FI_TRIGGER) && !(ep->info->caps & FI_TRIGGER))
 		return -FI_EBADFLAGS;
@@ -840,13 +705,28 @@ static int ep_alias(struct braid_ep *ep, struct fi_alias *alias)
 	return 0;
 }
 
+/* the table of an endpoint of @type (fi_info's, checked) */
+static const struct braid_ep_kind *ep_kind_of(enum fi_ep_type type)
+{
+	switch (type) {
+	case FI_EP_DGRAM:
+		return &braid_dgram_kind;
+	case FI_EP_RDM:
+		return &braid_rdm_kind;
+	case FI_EP_MSG:
+		return &braid_msg_kind;
+	default:
+		return NULL;
+	}
+}
+
 int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		  struct fid_ep **ep_out, void *context)
 {
+	const struct braid_ep_kind *k;
 	struct braid_domain *dom;
 	struct sockaddr_in addr = { .sin_family = AF_INET };
 	struct braid_ep *ep;
-	size_t rx_size;
 	int ret;
 
 	if (!domain || !info || !ep_out)
@@ -854,6 +734,9 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ret = braid_check_info(info);
 	if (ret)
 		return ret;
+	k = ep_kind_of(info->ep_attr->type);
+	if (!k)
+		return -FI_EINVAL;
 	dom = braid_container_of(domain, struct braid_domain, domain_fid);
 	if (info->src_addr) {
 		if (info->src_addrlen != sizeof(addr) ||
@@ -865,7 +748,7 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		addr.sin_port = 0;
 	}
 
-	ep = calloc(1, sizeof(*ep));
+	ep = calloc(1, k->size);
 	if (!ep)
 		return -FI_ENOMEM;
 	ep->stat_slot = -1;
@@ -875,10 +758,11 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	}
 	ep->domain = dom;
+	ep->kind = k;
 	ep->type = info->ep_attr->type;
 	pthread_mutex_init(&ep->lock, NULL);
 	/* MSG endpoints share their domain's RoCEv2 ports: the domain's lock is theirs */
-	ep->lockp = !dom->locking ? NULL : ep->type == FI_EP_MSG ? &dom->lock : &ep->lock;
+	ep->lockp = !dom->locking ? NULL : k->domain_lock ? &dom->lock : &ep->lock;
 	/* fi_endpoint(3): its own authorization key, else the domain's */
 	if (info->ep_attr->auth_key_size) {
 		ret = braid_auth_attr(&ep->auth, info->ep_attr->auth_key, info->ep_attr->auth_key_size);
@@ -888,39 +772,8 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 		ep->auth = dom->auth;
 	}
 	ep->mr_auth_ok = !dom->auth.mode || braid_auth_same(&ep->auth, &dom->auth);
-	ep->min_multi_recv = BRAID_MIN_MULTI_RECV;
 	ep->wire_ops = braid_wire_find(braid_cfg.wire);
-	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size : braid_cfg.rx_size;
-	ret = braid_pool_construct(&ep->rxq_own.pool, sizeof(struct braid_rx_entry), rx_size);
-	if (ret)
-		goto err;
-	braid_dlist_init(&ep->rxq_own.posted);
-	ep->rxq = &ep->rxq_own;
 	braid_dlist_init(&ep->srx_node);
-	if (ep->type == FI_EP_MSG && info->handle && info->handle->fclass == FI_CLASS_PEP) {
-		/* it takes over the passive endpoint's address (fi_endpoint(3)) */
-		struct braid_wire *wire;
-
-		ret = braid_pep_give_wire(info->handle, &wire);
-		if (ret)
-			goto err;
-		ep_wire_adopt(ep, wire);
-	} else {
-		ret = ep_wire_open(ep, &addr);
-		if (ret)
-			goto err;
-	}
-	if (ep->type == FI_EP_MSG && info->handle && info->handle->fclass == FI_CLASS_CONNREQ) {
-		ep->cm_name = braid_container_of(info->handle, struct braid_connreq, fid)->local;
-		ep->cm_named = true;
-	}
-	if (ep->type == FI_EP_MSG) {
-		ret = braid_msg_open(ep);
-		if (ret) {
-			ep->wire_ops->close(ep->wire);
-			goto err;
-		}
-	}
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 
@@ -928,24 +781,20 @@ int braid_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->ep_fid.fid.context = context;
 	ep->ep_fid.fid.ops = &ep_fi_ops;
 	ep->ep_fid.ops = &ep_ops;
-	ep->ep_fid.cm = ep->type == FI_EP_MSG ? &braid_msg_cm_ops : &ep_cm_ops;
-	ep->ep_fid.msg = ep->type == FI_EP_RDM ? &braid_rdm_msg_ops :
-			 ep->type == FI_EP_MSG ? &braid_msg_msg_ops : &braid_dgram_msg_ops;
-	ep->ep_fid.rma = ep->type == FI_EP_MSG ? &braid_msg_rma_ops :
-			 ep->type == FI_EP_RDM ? &braid_rdm_rma_ops : &braid_nosys_rma_ops;
-	if (ep->type == FI_EP_RDM)
-		ep->ep_fid.tagged = &braid_rdm_tagged_ops;
-	else if (ep->type == FI_EP_MSG && (info->caps & FI_TAGGED))
-		ep->ep_fid.tagged = &braid_msg_tagged_ops;
-	else
-		ep->ep_fid.tagged = &braid_nosys_tagged_ops;
-	ep->ep_fid.atomic = ep->type == FI_EP_RDM ? &braid_rdm_atomic_ops : &braid_nosys_atomic_ops;
+	ep->ep_fid.cm = k->cm ? k->cm : &ep_cm_ops;
+	ep->ep_fid.msg = k->msg;
+	ep->ep_fid.rma = k->rma ? k->rma : &braid_nosys_rma_ops;
+	ep->ep_fid.tagged = k->tagged ? k->tagged : &braid_nosys_tagged_ops;
+	ep->ep_fid.atomic = k->atomic ? k->atomic : &braid_nosys_atomic_ops;
 	ep->ep_fid.collective = &braid_nosys_collective_ops;
+	/* its wire and its type's own state (MSG with FI_TAGGED: its tagged ops too) */
+	ret = k->open(ep, &addr);
+	if (ret)
+		goto err;
 	atomic_fetch_add(&dom->ref, 1);
 	*ep_out = &ep->ep_fid;
 	return 0;
 err:
-	braid_pool_destruct(&ep->rxq_own.pool);
 	pthread_mutex_destroy(&ep->lock);
 	fi_freeinfo(ep->info);
 	free(ep);

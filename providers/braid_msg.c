@@ -34,6 +34,7 @@ char braid_msg_inject_ctx;
 
 int braid_msg_open(struct braid_ep *ep)
 {
+	struct braid_msg_ep *me = braid_msg_ep_of(ep);
 	struct braid_msg *m = calloc(1, sizeof(*m));
 	struct braid_cm_config cm_cfg;
 
@@ -52,21 +53,18 @@ int braid_msg_open(struct braid_ep *ep)
 		free(m);
 		return -FI_ENOMEM;
 	}
-	ep->msg = m;
+	me->msg = m;
 	/* opened for a connection request: it holds the request until it closes */
 	if (ep->info->handle && ep->info->handle->fclass == FI_CLASS_CONNREQ) {
 		m->cr = braid_container_of(ep->info->handle, struct braid_connreq, fid);
 		braid_pep_hold(m->cr);
 	}
-	ep->max_msg_size = BRAID_MSG_MAX_MSG;
-	if (ep->info->ep_attr->max_msg_size && ep->info->ep_attr->max_msg_size < ep->max_msg_size)
-		ep->max_msg_size = ep->info->ep_attr->max_msg_size;
 	return 0;
 }
 
-int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq)
+static int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 
 	if (m->eq)
 		return -FI_EINVAL;
@@ -76,9 +74,9 @@ int braid_msg_bind_eq(struct braid_ep *ep, struct braid_eq *eq)
 }
 
 /* Allocate the QPN and the port; the caller holds the domain lock. */
-int braid_msg_enable(struct braid_ep *ep)
+static int braid_msg_enable(struct braid_ep *ep)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	struct braid_domain *dom = ep->domain;
 
 	if (!m->eq)
@@ -112,15 +110,21 @@ static bool port_used_by_other(struct braid_epset *set, const struct braid_ep *s
 	int i;
 
 	pthread_mutex_lock(&set->lock);
-	for (i = 0; i < set->n && !used; i++)
-		used = set->eps[i] != self && set->eps[i]->msg && set->eps[i]->msg->port == port;
+	for (i = 0; i < set->n && !used; i++) {
+		const struct braid_ep *ep = set->eps[i];
+
+		/* (a CQ may serve endpoints of another type too) */
+		used = ep != self && ep->kind == &braid_msg_kind && braid_msg_of(ep) &&
+		       braid_msg_of(ep)->port == port;
+	}
 	pthread_mutex_unlock(&set->lock);
 	return used;
 }
 
-void braid_msg_close(struct braid_ep *ep)
+static void braid_msg_close(struct braid_ep *ep)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg_ep *me = braid_msg_ep_of(ep);
+	struct braid_msg *m = me->msg;
 
 	if (!m)
 		return;
@@ -155,7 +159,7 @@ void braid_msg_close(struct braid_ep *ep)
 		braid_msg_port_put(m->port);
 	}
 	/* gone under the lock: a post that races the close sees no state, not freed state */
-	ep->msg = NULL;
+	me->msg = NULL;
 	braid_msg_rx_destruct(&m->rx);
 	braid_domain_unlock(ep->domain);
 	free(m);
@@ -176,7 +180,7 @@ ssize_t braid_msg_post(struct braid_ep *ep, struct braid_rc_wr *wr, const struct
 	ssize_t ret;
 
 	braid_domain_lock(ep->domain);
-	m = ep->msg;
+	m = braid_msg_of(ep);
 	if (!m) {
 		ret = -FI_EOPBADSTATE;	/* closing */
 		goto out;
@@ -302,7 +306,9 @@ static ssize_t msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len
 
 struct braid_msg_rx *braid_msg_rx_of(struct braid_ep *ep)
 {
-	return ep->msg ? &ep->msg->rx : NULL;
+	struct braid_msg *m = braid_msg_of(ep);
+
+	return m ? &m->rx : NULL;
 }
 
 /*
@@ -311,7 +317,7 @@ struct braid_msg_rx *braid_msg_rx_of(struct braid_ep *ep)
  */
 bool braid_msg_rx_closed(struct braid_ep *ep)
 {
-	const struct braid_msg *m = ep->msg;
+	const struct braid_msg *m = braid_msg_of(ep);
 
 	if (!m || m->rx.flushed)
 		return true;
@@ -348,7 +354,7 @@ static ssize_t msg_recv_tagged(struct braid_ep *ep, const struct iovec *iov, siz
 	braid_domain_lock(ep->domain);
 	if (flags & (FI_PEEK | FI_CLAIM)) {
 		/* what has arrived is seen before looking */
-		if (ep->msg)
+		if (braid_msg_of(ep))
 			braid_msg_progress_locked(ep);
 		ret = braid_msg_rx_peek(ep, iov, count, tag, ignore, flags, context);
 	} else {
@@ -504,4 +510,108 @@ struct fi_ops_tagged braid_msg_tagged_ops = {
 	.inject = msg_tinject,
 	.senddata = msg_tsenddata,
 	.injectdata = msg_tinjectdata,
+};
+
+/* ---- the endpoint's type (struct braid_ep_kind): what braid_ep.c asks of MSG ---- */
+
+static int msg_open(struct braid_ep *ep, const struct sockaddr_in *addr)
+{
+	struct braid_msg_ep *me = braid_msg_ep_of(ep);
+	struct fid *handle = ep->info->handle;
+	int ret;
+
+	if (handle && handle->fclass == FI_CLASS_PEP) {
+		/* it takes over the passive endpoint's address (fi_endpoint(3)) */
+		struct braid_wire *wire;
+
+		ret = braid_pep_give_wire(handle, &wire);
+		if (ret)
+			return ret;
+		braid_ep_wire_adopt(ep, wire);
+	} else {
+		ret = braid_ep_wire_open(ep, addr);
+		if (ret)
+			return ret;
+	}
+	if (handle && handle->fclass == FI_CLASS_CONNREQ) {
+		me->cm_name = braid_container_of(handle, struct braid_connreq, fid)->local;
+		me->cm_named = true;
+	}
+	me->min_multi_recv = BRAID_MIN_MULTI_RECV;
+	ret = braid_msg_open(ep);
+	if (ret) {
+		ep->wire_ops->close(ep->wire);
+		return ret;
+	}
+	if (ep->info->caps & FI_TAGGED)
+		ep->ep_fid.tagged = &braid_msg_tagged_ops;
+	return 0;
+}
+
+static size_t msg_max_msg_size(const struct braid_ep *ep)
+{
+	return BRAID_MSG_MAX_MSG;
+}
+
+static int msg_enable(struct braid_ep *ep)
+{
+	int ret;
+
+	braid_domain_lock(ep->domain);
+	ret = braid_msg_enable(ep);
+	if (!ret)
+		ret = braid_epset_add(&ep->domain->eps, ep);
+	if (!ret)
+		braid_ep_live_locked(ep);	/* (its lock is the domain's) */
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+/* a receive still posted (not yet taken by a message) */
+static int msg_cancel(struct braid_ep *ep, void *context)
+{
+	int ret;
+
+	braid_domain_lock(ep->domain);
+	ret = braid_msg_rx_cancel(ep, context);
+	braid_domain_unlock(ep->domain);
+	return ret;
+}
+
+/* FI_OPT_CM_DATA_SIZE, and the floor of a multi-receive buffer (FI_OPT_MIN_MULTI_RECV) */
+static int msg_getopt(struct braid_ep *ep, int optname, void *optval, size_t *optlen)
+{
+	if (optname == FI_OPT_CM_DATA_SIZE)
+		return braid_ep_opt_get_size(BRAID_CM_DATA_MAX, optval, optlen);
+	if (optname == FI_OPT_MIN_MULTI_RECV)
+		return braid_ep_opt_get_size(braid_msg_ep_of(ep)->min_multi_recv, optval, optlen);
+	return -FI_ENOPROTOOPT;
+}
+
+static int msg_setopt(struct braid_ep *ep, int optname, const void *optval, size_t optlen)
+{
+	if (optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	return braid_ep_opt_set_size(&braid_msg_ep_of(ep)->min_multi_recv, optval, optlen);
+}
+
+const struct braid_ep_kind braid_msg_kind = {
+	.size = sizeof(struct braid_msg_ep),
+	.msg = &braid_msg_msg_ops,
+	.rma = &braid_msg_rma_ops,
+	.cm = &braid_msg_cm_ops,
+	.domain_lock = true,
+	.clocked = true,
+	.one_path = true,
+	.open = msg_open,
+	.max_msg_size = msg_max_msg_size,
+	.enable = msg_enable,
+	.progress = braid_msg_progress_locked,
+	.bind_eq = braid_msg_bind_eq,
+	.cancel = msg_cancel,
+	.getopt = msg_getopt,
+	.setopt = msg_setopt,
+	.detach = braid_msg_close,
+	.next_deadline = braid_msg_next_deadline,
+	.rc_stats = braid_msg_rc_stats,
 };

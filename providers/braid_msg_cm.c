@@ -25,7 +25,7 @@ void braid_msg_cm_send(struct braid_wire *wire, const struct braid_auth *auth,
 
 void braid_msg_eq_event(struct braid_ep *ep, uint32_t event, const void *pdata, size_t len)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	uint8_t buf[sizeof(struct fi_eq_cm_entry) + BRAID_CM_DATA_MAX];
 	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
 
@@ -41,7 +41,7 @@ void braid_msg_eq_event(struct braid_ep *ep, uint32_t event, const void *pdata, 
 
 static void eq_error(struct braid_ep *ep, int err, const void *pdata, size_t len)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	uint8_t buf[sizeof(struct fi_eq_err_entry) + BRAID_CM_DATA_MAX];
 	struct fi_eq_err_entry *e = (struct fi_eq_err_entry *)buf;
 
@@ -78,7 +78,7 @@ static int mr_check(void *ctx, uint32_t rkey, uint64_t addr, size_t len, uint32_
 /* Create the QP once both sides' numbers are known (caller holds the domain lock). */
 static int qp_create(struct braid_ep *ep)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	struct braid_rc_config c;
 	int ret;
 
@@ -143,7 +143,7 @@ static int qp_create(struct braid_ep *ep)
 /* what REQ and REP announce of this endpoint's QP (and whether it takes tagged messages) */
 static struct braid_cm_qp msg_cm_local(const struct braid_ep *ep)
 {
-	const struct braid_msg *m = ep->msg;
+	const struct braid_msg *m = braid_msg_of(ep);
 
 	return (struct braid_cm_qp){ .qpn = m->qpn, .psn = m->psn, .mtu = m->mtu,
 				     .rc_port = m->port ? ntohs(m->port->wire->name.sin_port) : 0,
@@ -159,7 +159,7 @@ static struct braid_cm_qp msg_cm_local(const struct braid_ep *ep)
  */
 int braid_msg_cm_run(struct braid_ep *ep, uint64_t now, const struct sockaddr_in *from)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	struct braid_cm_event ev;
 	struct braid_cm_view out;
 	int ret = 0;
@@ -225,7 +225,7 @@ int braid_msg_cm_open(const struct braid_auth *auth, const struct braid_pkt *pkt
 static void msg_cm_input(struct braid_ep *ep, const struct braid_cm_view *v,
 			 const struct sockaddr_in *from, uint64_t now)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	int ret;
 
 	if (from->sin_addr.s_addr != m->peer.sin_addr.s_addr) {
@@ -277,7 +277,7 @@ void braid_msg_cm_poll(struct braid_ep *ep, uint64_t now)
 /* CM retransmissions and time-outs (caller holds the domain lock). */
 void braid_msg_cm_timer(struct braid_ep *ep, uint64_t now)
 {
-	braid_cm_timer(&ep->msg->conn, now);
+	braid_cm_timer(&braid_msg_of(ep)->conn, now);
 	braid_msg_cm_run(ep, now, NULL);
 }
 
@@ -303,7 +303,7 @@ static int msg_connect(struct fid_ep *ep_fid, const void *addr, const void *para
 		       size_t paramlen)
 {
 	struct braid_ep *ep = msg_ep(ep_fid);
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	uint64_t now = braid_now_ns();
 	struct braid_cm_qp local;
 	uint64_t conn_id;
@@ -335,7 +335,7 @@ out:
 static int msg_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 {
 	struct braid_ep *ep = msg_ep(ep_fid);
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	struct braid_connreq *cr;
 	uint64_t now = braid_now_ns();
 	struct braid_cm_qp local;
@@ -370,7 +370,7 @@ out:
 static int msg_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
 	struct braid_ep *ep = msg_ep(ep_fid);
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	uint64_t now = braid_now_ns();
 	int ret;
 
@@ -392,18 +392,19 @@ static int msg_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 static int msg_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 {
 	struct braid_ep *ep = msg_ep(ep_fid);
+	struct braid_msg *m = braid_msg_of(ep);
 	size_t want = sizeof(struct sockaddr_in);
 	int ret = 0;
 
 	if (!addrlen)
 		return -FI_EINVAL;
 	braid_domain_lock(ep->domain);
-	if (ep->msg->conn.state == BRAID_CM_IDLE) {
+	if (m->conn.state == BRAID_CM_IDLE) {
 		ret = -FI_ENOTCONN;
 	} else if (*addrlen < want || !addr) {
 		ret = -FI_ETOOSMALL;
 	} else {
-		memcpy(addr, ep->msg->dest.sin_family ? &ep->msg->dest : &ep->msg->peer, want);
+		memcpy(addr, m->dest.sin_family ? &m->dest : &m->peer, want);
 	}
 	braid_domain_unlock(ep->domain);
 	*addrlen = want;
@@ -421,6 +422,15 @@ static int msg_cm_nosys_reject(struct fid_pep *pep, fid_t handle, const void *pa
 	return -FI_ENOSYS;
 }
 
+/* the endpoint's address; an accepted one's is its listener's (as rdma_cm's) */
+static int msg_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct braid_ep *ep = msg_ep(braid_container_of(fid, struct fid_ep, fid));
+	struct braid_msg_ep *me = braid_msg_ep_of(ep);
+
+	return braid_name_copy(me->cm_named ? &me->cm_name : &ep->wire->name, addr, addrlen);
+}
+
 static int msg_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	return -FI_ENOSYS;
@@ -435,7 +445,7 @@ static int msg_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct 
 struct fi_ops_cm braid_msg_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = msg_setname,
-	.getname = braid_ep_getname,
+	.getname = msg_getname,
 	.getpeer = msg_getpeer,
 	.connect = msg_connect,
 	.listen = msg_cm_nosys_listen,

@@ -1,4 +1,4 @@
-/* braid_msg_int.h: what the FI_EP_MSG files share (braid_msg.c, braid_msg_cm.c, braid_msg_progress.c, braid_msg_rma.c): the endpoint's connection and QP, and the calls between them. */
+/* braid_msg_int.h: what the FI_EP_MSG files share (braid_msg.c, braid_msg_cm.c, braid_msg_progress.c, braid_msg_rma.c, braid_msg_rx.c): the endpoint, its connection and QP, and the calls between them. */
 #ifndef BRAID_MSG_INT_H
 #define BRAID_MSG_INT_H
 
@@ -39,6 +39,32 @@ struct braid_msg {
 	 */
 	uint64_t shutdown_held;
 };
+
+/** struct braid_msg_ep - an FI_EP_MSG endpoint. */
+struct braid_msg_ep {
+	struct braid_ep ep;
+	/**
+	 * @msg: its connection and QP (braid_msg_open); NULL once it is closing
+	 * (set so under the domain lock: a call that races the close sees none).
+	 */
+	struct braid_msg *msg;
+	/** @cm_name, @cm_named: accepted: the listener's address, its fi_getname. */
+	struct sockaddr_in cm_name;
+	bool cm_named;
+	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
+	size_t min_multi_recv;
+};
+
+static inline struct braid_msg_ep *braid_msg_ep_of(struct braid_ep *ep)
+{
+	return braid_container_of(ep, struct braid_msg_ep, ep);
+}
+
+/* the connection and QP of MSG endpoint @ep, NULL once it is closing */
+static inline struct braid_msg *braid_msg_of(const struct braid_ep *ep)
+{
+	return braid_container_of(ep, const struct braid_msg_ep, ep)->msg;
+}
 
 static inline struct braid_ep *msg_ep(struct fid_ep *ep_fid)
 {

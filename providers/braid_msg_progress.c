@@ -125,7 +125,7 @@ static void msg_report(struct braid_ep *ep, const struct braid_rc_comp *c)
 
 	if (rx && c->context && !ep->srx) {
 		/* a receive of the endpoint's own queue: its record says what it was */
-		braid_msg_rx_comp(&ep->msg->rx, c);
+		braid_msg_rx_comp(&braid_msg_of(ep)->rx, c);
 		return;
 	}
 
@@ -159,13 +159,14 @@ static void msg_report(struct braid_ep *ep, const struct braid_rc_comp *c)
  */
 void braid_msg_reap(struct braid_ep *ep)
 {
+	struct braid_msg *m = braid_msg_of(ep);
 	struct braid_rc_comp c;
 
 	for (;;) {
 		/* completions made by the receive queue come before what the QP finished since */
-		braid_msg_rx_reap(&ep->msg->rx);
-		if (!ep->msg->qp || !braid_cq_room(ep->tx_cq) || !braid_cq_room(ep->rx_cq) ||
-		    braid_rc_poll(ep->msg->qp, &c, 1) != 1)
+		braid_msg_rx_reap(&m->rx);
+		if (!m->qp || !braid_cq_room(ep->tx_cq) || !braid_cq_room(ep->rx_cq) ||
+		    braid_rc_poll(m->qp, &c, 1) != 1)
 			break;
 		if (c.flags & (BRAID_RC_COMP_SEND | BRAID_RC_COMP_WRITE | BRAID_RC_COMP_READ))
 			braid_ep_tx_give(ep, 1);	/* a work request ended */
@@ -184,7 +185,7 @@ void braid_msg_reap(struct braid_ep *ep)
  */
 void braid_msg_flush(struct braid_ep *ep, uint64_t now)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	struct braid_rc_out out[BRAID_MAX_BATCH];
 	struct braid_pkt pkts[BRAID_MAX_BATCH];
 	struct iovec iovs[BRAID_MAX_BATCH][BRAID_RC_IOV_MAX + 3];
@@ -256,13 +257,15 @@ static void port_poll(struct braid_rc_port *port, uint64_t now, struct braid_ep 
 
 const struct braid_rc_stats *braid_msg_rc_stats(struct braid_ep *ep)
 {
-	return ep->msg && ep->msg->qp ? braid_rc_get_stats(ep->msg->qp) : NULL;
+	const struct braid_msg *m = braid_msg_of(ep);
+
+	return m && m->qp ? braid_rc_get_stats(m->qp) : NULL;
 }
 
 /* the QP's counters in the log: at close (info), and when it fails (warning) */
 void braid_msg_qp_log(struct braid_ep *ep, const char *what, bool warn)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	const struct braid_rc_stats *st = braid_rc_get_stats(m->qp);
 	char drops[256] = "", line[640];
 	size_t off = 0;
@@ -295,7 +298,7 @@ void braid_msg_qp_log(struct braid_ep *ep, const char *what, bool warn)
 
 static void msg_qp_step(struct braid_ep *ep, uint64_t now)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 
 	if (!m->qp)
 		return;
@@ -320,12 +323,13 @@ static void msg_qp_step(struct braid_ep *ep, uint64_t now)
 /* Take what the domain port holds and step the QPs it was for. */
 void braid_msg_drain_port(struct braid_ep *ep, uint64_t now)
 {
+	struct braid_rc_port *port = braid_msg_of(ep)->port;
 	struct braid_ep *touched[MSG_RX_BURST * 8];
 	int nt = 0, i;
 
-	if (!ep->msg->port)
+	if (!port)
 		return;
-	port_poll(ep->msg->port, now, touched, &nt, (int)(sizeof(touched) / sizeof(touched[0])));
+	port_poll(port, now, touched, &nt, (int)(sizeof(touched) / sizeof(touched[0])));
 	for (i = 0; i < nt; i++)
 		msg_qp_step(touched[i], now);
 }
@@ -340,7 +344,7 @@ void braid_msg_drain_port(struct braid_ep *ep, uint64_t now)
  */
 void braid_msg_shutdown_release(struct braid_ep *ep, uint64_t now)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 
 	if (!m->shutdown_held)
 		return;
@@ -356,7 +360,7 @@ void braid_msg_progress_locked(struct braid_ep *ep)
 	uint64_t now = braid_now_ns();
 
 	ep->progress_ns = now;
-	if (!ep->msg)
+	if (!braid_msg_of(ep))
 		return;
 	/* RC traffic before CM messages: a peer's last ACKs left before its DREQ */
 	braid_msg_drain_port(ep, now);
@@ -369,12 +373,14 @@ void braid_msg_progress_locked(struct braid_ep *ep)
 
 int braid_msg_wait_fd(struct braid_ep *ep)
 {
-	return ep->msg && ep->msg->port ? ep->msg->port->wire->ops->wait_fd(ep->msg->port->wire) : -1;
+	const struct braid_msg *m = braid_msg_of(ep);
+
+	return m && m->port ? m->port->wire->ops->wait_fd(m->port->wire) : -1;
 }
 
 uint64_t braid_msg_next_deadline(struct braid_ep *ep)
 {
-	struct braid_msg *m = ep->msg;
+	struct braid_msg *m = braid_msg_of(ep);
 	uint64_t d = UINT64_MAX;
 
 	if (!m)

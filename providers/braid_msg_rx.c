@@ -2,7 +2,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "braid.h"
+#include "braid_msg_int.h"
 
 /*
  * RC places each SEND into the next receive, in PSN order, and asks for it
@@ -522,7 +522,7 @@ ssize_t braid_msg_rx_post(struct braid_ep *ep, const struct iovec *iov, size_t c
 	r->silent = ep->rx_selective && !(flags & FI_COMPLETION);
 	if (multi) {
 		r->cap = iov[0].iov_len;
-		r->min_free = ep->min_multi_recv;
+		r->min_free = braid_msg_ep_of(ep)->min_multi_recv;
 		r->res_buf = NULL;
 	}
 	if (!post_unexpected(rx, r))

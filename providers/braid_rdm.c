@@ -23,8 +23,9 @@ static int rdm_mr_check(void *ctx, uint64_t key, uint64_t addr, size_t len, uint
 			      ((access & BRAID_RD_ACC_WRITE) ? FI_REMOTE_WRITE : 0), ptr);
 }
 
-int braid_rdm_enable(struct braid_ep *ep)
+static int braid_rdm_enable(struct braid_ep *ep)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rd_config cfg;
 	struct timespec ts;
 	uint32_t seg;
@@ -89,7 +90,7 @@ int braid_rdm_enable(struct braid_ep *ep)
 	cfg.mr_ctx = ep;
 	/* (a shared queue is its context's: joined under the context's lock, the endpoint's) */
 	braid_ep_lock(ep);
-	ret = braid_rd_open(&cfg, ep->domain->peers, &ep->rd);
+	ret = braid_rd_open(&cfg, ep->domain->peers, &r->rd);
 	braid_ep_unlock(ep);
 	if (ret)
 		return ret;
@@ -108,9 +109,10 @@ int braid_rdm_enable(struct braid_ep *ep)
  */
 static void rdm_lent_wait(struct braid_ep *ep)
 {
-	uint64_t now = braid_now_ns(), until = ep->lent_ns + BRAID_RD_LENT_WAIT_NS;
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	uint64_t now = braid_now_ns(), until = r->lent_ns + BRAID_RD_LENT_WAIT_NS;
 
-	if (ep->lent_ns && now < until) {
+	if (r->lent_ns && now < until) {
 		struct timespec ts = { .tv_sec = (time_t)((until - now) / 1000000000ULL),
 				       .tv_nsec = (long)((until - now) % 1000000000ULL) };
 
@@ -119,20 +121,21 @@ static void rdm_lent_wait(struct braid_ep *ep)
 	}
 }
 
-void braid_rdm_close(struct braid_ep *ep)
+static void braid_rdm_close(struct braid_ep *ep)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	bool unacked;
 
-	if (!ep->rd)
+	if (!r->rd)
 		return;
 	/* (the lock: its engine leaves a shared receive queue, which others use) */
 	braid_ep_lock(ep);
-	unacked = braid_rd_pending(ep->rd);
+	unacked = braid_rd_pending(r->rd);
 	/* acknowledge what arrived before going: the senders' completions wait for it */
-	braid_rd_flush_acks(ep->rd);
+	braid_rd_flush_acks(r->rd);
 	braid_rdm_flush(ep, braid_now_ns());
-	braid_rd_close(ep->rd);
-	ep->rd = NULL;
+	braid_rd_close(r->rd);
+	r->rd = NULL;
 	braid_ep_unlock(ep);
 	if (unacked)
 		rdm_lent_wait(ep);
@@ -165,10 +168,12 @@ int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key)
 
 void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+
 	if (ret == -FI_EAGAIN) {
 		/* out of operations: make progress so the caller's retry can succeed */
 		braid_rdm_progress_locked(ep);
-	} else if (!ret && !(flags & FI_MORE) && ep->unflushed++ % BRAID_RDM_OUT_BURST == 0) {
+	} else if (!ret && !(flags & FI_MORE) && r->unflushed++ % BRAID_RDM_OUT_BURST == 0) {
 		/*
 		 * The first send after a progress call goes out at once (latency);
 		 * the ones that follow it before the next progress call are batched,
@@ -182,6 +187,7 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 			fi_addr_t dest, void *context, uint64_t tag, uint64_t data,
 			uint64_t flags, bool tagged, bool nocomp)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rd_send req = {
 		.iov = iov, .iov_count = count, .tag = tag, .data = data, .context = context,
 	};
@@ -221,7 +227,7 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 
 	braid_ep_lock(ep);
 	ret = braid_ep_tx_take(ep);
-	if (!ret && (ret = braid_rd_send(ep->rd, &req, braid_now_ns())))
+	if (!ret && (ret = braid_rd_send(r->rd, &req, braid_now_ns())))
 		braid_ep_tx_give(ep, 1);
 	braid_rdm_posted_locked(ep, ret, flags);
 	braid_ep_unlock(ep);
@@ -358,6 +364,7 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 			fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
 			uint64_t flags, bool tagged)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rd_recv req;
 	int ret;
 
@@ -372,11 +379,11 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		return ret;
 	if (!ep->rx_cq || (ep->rx_selective && !(flags & FI_COMPLETION)))
 		req.flags |= BRAID_RD_NO_COMP;
-	req.min_free = ep->min_multi_recv;
+	req.min_free = r->min_multi_recv;
 	braid_ep_lock(ep);
 	if (flags & (FI_PEEK | FI_CLAIM))
 		braid_rdm_progress_locked(ep);	/* what has arrived is seen before looking */
-	ret = rdm_recv_post(ep->rd, &req, flags);
+	ret = rdm_recv_post(r->rd, &req, flags);
 	if (ret == -FI_EAGAIN)
 		braid_rdm_progress_locked(ep);
 	else if (!ret)
@@ -412,7 +419,7 @@ ssize_t braid_rdm_srx_post(struct braid_srx *srx, const struct iovec *iov, size_
 			goto out;
 		}
 		braid_srx_progress_locked(srx);
-		ret = rdm_recv_post(home->rd, &req, flags);
+		ret = rdm_recv_post(braid_rdm_ep_of(home)->rd, &req, flags);
 	} else {
 		ret = braid_rd_rxq_post(srx->rdq, &req, braid_now_ns());
 	}
@@ -430,7 +437,7 @@ int braid_rdm_srx_cancel(struct braid_srx *srx, void *context)
 
 	braid_srx_lock(srx);
 	home = braid_srx_home(srx);
-	ret = braid_rd_rxq_cancel(srx->rdq, context, home ? home->rd : NULL);
+	ret = braid_rd_rxq_cancel(srx->rdq, context, home ? braid_rdm_ep_of(home)->rd : NULL);
 	if (!ret && home)
 		braid_rdm_reap(home);
 	braid_srx_unlock(srx);
@@ -573,4 +580,230 @@ struct fi_ops_tagged braid_rdm_tagged_ops = {
 	.inject = rdm_tag_inject,
 	.senddata = rdm_tag_senddata,
 	.injectdata = rdm_tag_injectdata,
+};
+
+/* ---- the endpoint's type (struct braid_ep_kind): what braid_ep.c asks of RDM ---- */
+
+static int rdm_open(struct braid_ep *ep, const struct sockaddr_in *addr)
+{
+	braid_rdm_ep_of(ep)->min_multi_recv = BRAID_MIN_MULTI_RECV;
+	return braid_ep_wire_open(ep, addr);
+}
+
+static size_t rdm_max_msg_size(const struct braid_ep *ep)
+{
+	return BRAID_RDM_MAX_MSG;
+}
+
+static int rdm_enable(struct braid_ep *ep)
+{
+	int ret = braid_rdm_enable(ep);
+
+	if (ret)
+		return ret;
+	ret = braid_ep_join(ep);
+	if (ret)
+		braid_rdm_close(ep);
+	return ret;
+}
+
+static int rdm_cancel(struct braid_ep *ep, void *context)
+{
+	int ret;
+
+	if (!braid_trig_cancel(ep, context))
+		return 0;	/* a triggered transfer still held */
+	braid_ep_lock(ep);
+	ret = braid_rdm_cancel_locked(ep, context);
+	braid_ep_unlock(ep);
+	return ret;
+}
+
+static ssize_t rdm_rx_size_left(struct braid_ep *ep)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	size_t sends, recvs;
+
+	braid_rd_room(r->rd, &sends, &recvs);
+	return (ssize_t)recvs;
+}
+
+static ssize_t rdm_tx_size_left(struct braid_ep *ep)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	size_t sends, recvs;
+
+	braid_rd_room(r->rd, &sends, &recvs);
+	return (ssize_t)sends;
+}
+
+/* the floor of a multi-receive buffer (FI_OPT_MIN_MULTI_RECV) */
+static int rdm_getopt(struct braid_ep *ep, int optname, void *optval, size_t *optlen)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+
+	if (optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	return braid_ep_opt_get_size(r->min_multi_recv, optval, optlen);
+}
+
+static int rdm_setopt(struct braid_ep *ep, int optname, const void *optval, size_t optlen)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+
+	if (optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	return braid_ep_opt_set_size(&r->min_multi_recv, optval, optlen);
+}
+
+/* the RMA counters' flags, in the order of braid_rdm_ep.rma_cntr */
+static const uint64_t rma_cntr_flag[BRAID_RMA_CNTRS] = {
+	FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE,
+};
+
+static int rdm_bind_rma_cntrs(struct braid_ep *ep, struct braid_cntr *cntr, uint64_t flags)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	int fd = ep->wire->ops->wait_fd(ep->wire), i, ret;
+
+	for (i = 0; cntr && i < BRAID_RMA_CNTRS; i++)
+		if ((flags & rma_cntr_flag[i]) && r->rma_cntr[i])
+			return -FI_EINVAL;	/* one counter of a kind */
+	for (i = 0; i < BRAID_RMA_CNTRS; i++) {
+		struct braid_cntr *c = cntr ? cntr : r->rma_cntr[i];
+
+		if (!(flags & rma_cntr_flag[i]) || !c)
+			continue;
+		if (!cntr) {
+			braid_wait_del_fd(&c->wait, fd);
+			braid_epset_remove(&c->eps, ep);
+			atomic_fetch_sub(&c->ref, 1);
+			r->rma_cntr[i] = NULL;
+			continue;
+		}
+		ret = braid_epset_add(&c->eps, ep);
+		if (ret)
+			return ret;
+		/* remote accesses and answers arrive on the wire */
+		braid_wait_add_fd(&c->wait, fd);
+		r->rma_cntr[i] = c;
+		atomic_fetch_add(&c->ref, 1);
+	}
+	return 0;
+}
+
+static void rdm_detach(struct braid_ep *ep)
+{
+	rdm_bind_rma_cntrs(ep, NULL, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
+}
+
+/* its engine's counters in the log, then the engine goes (braid_rdm_close) */
+static void rdm_ep_close(struct braid_ep *ep)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+
+	if (r->rd) {
+		const struct braid_rd_stats *st = braid_rd_get_stats(r->rd);
+
+		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u closed: %lu data packets "
+			   "(%lu bytes) sent, %lu received (%lu bytes), %lu retransmitted, "
+			   "%lu messages sent, %lu received, %lu packets put back (socket full); "
+			   "%lu bundles sent, %lu received; %lu datagrams received into place, "
+			   "%lu large copies dropped uncopied, %lu in %lu coalesced runs (UDP GRO)\n",
+			   ntohs(ep->wire->name.sin_port),
+			   (unsigned long)st->tx_data, (unsigned long)st->tx_bytes,
+			   (unsigned long)st->rx_data, (unsigned long)st->rx_bytes,
+			   (unsigned long)st->retx_pkts, (unsigned long)st->msgs_sent,
+			   (unsigned long)st->msgs_received, (unsigned long)ep->stats.tx_refused,
+			   (unsigned long)st->tx_bundles, (unsigned long)st->rx_bundles,
+			   (unsigned long)ep->stats.rx_placed, (unsigned long)ep->stats.rx_dup_skipped,
+			   (unsigned long)ep->stats.rx_gro_dgrams,
+			   (unsigned long)ep->stats.rx_gro_runs);
+		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
+			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
+			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
+			   "%lu duplicate, %lu out of window, %lu no buffer, %lu stale; ECN: %lu data packets "
+			   "arrived CE, %lu ACKs echoed CE\n",
+			   ntohs(ep->wire->name.sin_port), (unsigned long)st->rto_fires, (unsigned long)st->rto_spurious,
+			   (unsigned long)st->tlp_probes, (unsigned long)st->rack_losses,
+			   (unsigned long)st->rack_path_losses, (unsigned long)st->path_redraws, (unsigned long)st->path_deaths, (unsigned long)st->rdv_probes,
+			   (unsigned long)st->peers_failed, (unsigned long)st->tx_acks,
+			   (unsigned long)st->rx_acks,
+			   (unsigned long)st->drops[BRAID_DROP_DUPLICATE],
+			   (unsigned long)st->drops[BRAID_DROP_OUT_OF_WINDOW],
+			   (unsigned long)st->drops[BRAID_DROP_NO_BUFFER],
+			   (unsigned long)st->drops[BRAID_DROP_STALE_EPOCH],
+			   (unsigned long)st->rx_ce, (unsigned long)st->ecn_echoes);
+		/* (its drops, by reason, are in the endpoint's close line, braid_ep.c) */
+		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: peers: %lu with state (%lu "
+			   "proven), %lu evicted, %lu restarted; challenges: %lu sent, %lu answered, "
+			   "%lu answers proved a peer, %lu not sent (ring full)\n",
+			   ntohs(ep->wire->name.sin_port), (unsigned long)st->peers,
+			   (unsigned long)st->peers_verified, (unsigned long)st->peers_evicted,
+			   (unsigned long)st->peers_restarted, (unsigned long)st->chal_tx,
+			   (unsigned long)st->chal_rx, (unsigned long)st->resp_rx,
+			   (unsigned long)st->ctl_full);
+	}
+	braid_rdm_close(ep);
+}
+
+static uint64_t rdm_next_deadline(struct braid_ep *ep)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+
+	return r->rd ? braid_rd_next_deadline(r->rd) : UINT64_MAX;
+}
+
+static uint64_t rdm_rx_last(const struct braid_ep *ep)
+{
+	return braid_container_of(ep, const struct braid_rdm_ep, ep)->rx_last_ns;
+}
+
+static const struct braid_rd_stats *rdm_rd_stats(struct braid_ep *ep)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+
+	return r->rd ? braid_rd_get_stats(r->rd) : NULL;
+}
+
+static size_t rdm_stat_peers(struct braid_ep *ep, void *buf, size_t len, uint32_t *peers,
+			     uint32_t *total)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+
+	if (!r->rd)
+		return 0;
+	*total = (uint32_t)braid_rd_get_stats(r->rd)->flows_active;
+	return braid_rd_snapshot_peers(r->rd, buf, len, peers);
+}
+
+const struct braid_ep_kind braid_rdm_kind = {
+	.size = sizeof(struct braid_rdm_ep),
+	.msg = &braid_rdm_msg_ops,
+	.tagged = &braid_rdm_tagged_ops,
+	.rma = &braid_rdm_rma_ops,
+	.atomic = &braid_rdm_atomic_ops,
+	.needs_av = true,
+	.aliases = true,
+	.tx_wire_wait = true,
+	.clocked = true,
+	.gro = true,
+	.lend = true,
+	.gso = true,
+	.open = rdm_open,
+	.max_msg_size = rdm_max_msg_size,
+	.enable = rdm_enable,
+	.progress = braid_rdm_progress_locked,
+	.bind_rma_cntrs = rdm_bind_rma_cntrs,
+	.cancel = rdm_cancel,
+	.rx_size_left = rdm_rx_size_left,
+	.tx_size_left = rdm_tx_size_left,
+	.getopt = rdm_getopt,
+	.setopt = rdm_setopt,
+	.detach = rdm_detach,
+	.close = rdm_ep_close,
+	.next_deadline = rdm_next_deadline,
+	.rx_last = rdm_rx_last,
+	.rd_stats = rdm_rd_stats,
+	.stat_peers = rdm_stat_peers,
 };

@@ -56,6 +56,7 @@ static int rdm_out_keyed(struct braid_ep *ep, const struct braid_rd_out *out, in
 /* Hand every packet the engine wants out to the wire (the caller holds the endpoint's lock). */
 void braid_rdm_flush(struct braid_ep *ep, uint64_t now)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rd_out out[BRAID_RDM_OUT_BURST];
 	struct braid_pkt pkts[BRAID_RDM_OUT_BURST];
 	struct iovec iovs[RDM_OUT_IOVS];
@@ -64,7 +65,7 @@ void braid_rdm_flush(struct braid_ep *ep, uint64_t now)
 	int n, i, d, k, sent;
 	uint64_t lent;
 
-	while ((n = braid_rd_output(ep->rd, now, out, BRAID_RDM_OUT_BURST)) > 0) {
+	while ((n = braid_rd_output(r->rd, now, out, BRAID_RDM_OUT_BURST)) > 0) {
 		/* a datagram per packet, or per bundle of them (§4.8) */
 		for (i = 0, d = 0, k = 0; i < n; d++) {
 			size_t len, seg;
@@ -104,12 +105,12 @@ void braid_rdm_flush(struct braid_ep *ep, uint64_t now)
 		ep->stats.tx_dgrams += (uint64_t)sent;
 		if (ep->wire->tx_lent != lent) {
 			ep->stats.tx_lent += ep->wire->tx_lent - lent;
-			ep->lent_ns = braid_now_ns();
+			r->lent_ns = braid_now_ns();
 		}
 		if (sent < d) {
 			/* the socket is full: the rest goes back to the engine, to go next time */
 			ep->stats.tx_refused += (uint64_t)(d - sent);
-			braid_rd_unsent(ep->rd, out + first[sent], n - first[sent]);
+			braid_rd_unsent(r->rd, out + first[sent], n - first[sent]);
 			break;
 		}
 		now = braid_now_ns();	/* the next burst is stamped when it leaves */
@@ -128,11 +129,12 @@ static fi_addr_t rdm_source(struct braid_ep *ep, uint64_t peer)
 /* An RMA or atomic completion (initiator) or event (target, BRAID_RD_COMP_REMOTE). */
 static void rdm_report_rma(struct braid_ep *ep, const struct braid_rd_comp *c)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	bool remote = c->flags & BRAID_RD_COMP_REMOTE;
 	bool atomic = c->flags & BRAID_RD_COMP_ATOMIC;
 	/* what counts as a read: an RMA read, a fetching or compare atomic (fi_endpoint(3)) */
 	bool read = c->flags & BRAID_RD_COMP_READ;
-	struct braid_cntr *cntr = ep->rma_cntr[remote ? (read ? BRAID_CNTR_REMOTE_READ :
+	struct braid_cntr *cntr = r->rma_cntr[remote ? (read ? BRAID_CNTR_REMOTE_READ :
 							     BRAID_CNTR_REMOTE_WRITE) :
 						 (read ? BRAID_CNTR_READ : BRAID_CNTR_WRITE)];
 	uint64_t flags = (atomic ? FI_ATOMIC : FI_RMA) |
@@ -203,10 +205,11 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
  */
 static void rdm_reap_comps(struct braid_ep *ep, bool all)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rd_comp c;
 
 	while ((all || (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq))) &&
-	       braid_rd_poll(ep->rd, &c, 1) == 1) {
+	       braid_rd_poll(r->rd, &c, 1) == 1) {
 		/* a transmit operation ended: room in its shared transmit context */
 		if (!(c.flags & (BRAID_RD_COMP_RECV | BRAID_RD_COMP_REMOTE)))
 			braid_ep_tx_give(ep, 1);
@@ -221,11 +224,13 @@ void braid_rdm_reap(struct braid_ep *ep)
 
 void braid_rdm_srx_leave_locked(struct braid_ep *ep)
 {
-	if (!ep->rd)
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+
+	if (!r->rd)
 		return;
 	/* receives its messages had taken come back canceled: onto its CQ now, which
 	 * cancels its receive completions as it closes (braid_cq_ep_closed) */
-	braid_rd_rxq_leave(ep->rd);
+	braid_rd_rxq_leave(r->rd);
 	rdm_reap_comps(ep, true);
 }
 
@@ -253,9 +258,9 @@ static bool rdm_rx_open(struct braid_ep *ep, uint8_t **buf, size_t *len)
  * wire was last read to empty. The engine tells the time a datagram waited
  * for us (descheduled, computing) from the fabric's delay by it (§4.5).
  */
-static uint64_t rdm_rx_since(const struct braid_ep *ep, const struct braid_pkt *pkt)
+static uint64_t rdm_rx_since(const struct braid_rdm_ep *r, const struct braid_pkt *pkt)
 {
-	return pkt->rx_ns ? pkt->rx_ns : ep->rx_drained_ns;
+	return pkt->rx_ns ? pkt->rx_ns : r->rx_drained_ns;
 }
 
 /*
@@ -266,6 +271,7 @@ static uint64_t rdm_rx_since(const struct braid_ep *ep, const struct braid_pkt *
 static void rdm_rx_whole(struct braid_ep *ep, const struct braid_pkt *pkt, uint8_t *run,
 			 uint64_t now)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	size_t left = pkt->len, seg = left;
 
 	if (pkt->flags & BRAID_PKT_TRUNC) {
@@ -278,7 +284,7 @@ static void rdm_rx_whole(struct braid_ep *ep, const struct braid_pkt *pkt, uint8
 		ep->stats.rx_gro_runs++;
 		ep->stats.rx_gro_dgrams += (left + seg - 1) / seg;
 	}
-	braid_rd_arrived(ep->rd, rdm_rx_since(ep, pkt));
+	braid_rd_arrived(r->rd, rdm_rx_since(r, pkt));
 	do {
 		uint8_t *buf = run;
 		size_t len = seg < left ? seg : left;
@@ -293,8 +299,8 @@ static void rdm_rx_whole(struct braid_ep *ep, const struct braid_pkt *pkt, uint8
 		 * before it lands) */
 		if (pkt->path == 0 && len >= RDM_DIRECT_MIN && ep->wire->ops->rx_peek &&
 		    ep->auth.mode != BRAID_AUTH_MAC)
-			ep->rx_direct = true;
-		braid_rd_input_from(ep->rd, buf, len, ntohl(pkt->addr.sin_addr.s_addr),
+			r->rx_direct = true;
+		braid_rd_input_from(r->rd, buf, len, ntohl(pkt->addr.sin_addr.s_addr),
 				    ntohs(pkt->addr.sin_port), pkt->flags & BRAID_PKT_ECN_CE, now);
 	} while (left);
 }
@@ -318,6 +324,7 @@ static void rdm_rx_whole(struct braid_ep *ep, const struct braid_pkt *pkt, uint8
  */
 static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	const struct braid_wire_ops *ops = ep->wire->ops;
 	size_t tag = ep->auth.mode ? BRAID_AUTH_TAG : 0;
 	uint8_t hdr[BRAID_AUTH_HDR_MAX];
@@ -337,26 +344,26 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 			break;
 		if (len > ep->wire->mtu || (len < RDM_DIRECT_MIN && ++small > RDM_DIRECT_SMALL)) {
 			/* a coalesced run (UDP GRO), or small ones again: the usual way */
-			ep->rx_direct = false;
+			r->rx_direct = false;
 			break;
 		}
 		hlen = braid_hdr_len(hdr);	/* a keyed one's counts its tag */
 		/* when it came: a lent payload that waited too long is not placed (§4.2) */
 		pkt.rx_ns = rx_ns;
-		braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkt));
+		braid_rd_arrived(r->rd, rdm_rx_since(r, &pkt));
 		/* a small one among large ones (a message's last packet, an ACK) is
 		 * taken whole, and the large ones after it are still placed */
 		if (len >= RDM_DIRECT_MIN &&
 		    (!tag || braid_auth_open_hdr(&ep->auth, hdr, BRAID_RD_MAX_HDR + tag, len, NULL, 0,
 						 ep->auth_scratch) >= 0))
-			k = braid_rd_place(ep->rd, hdr, BRAID_RD_MAX_HDR, len - tag, ip, iov + 1,
+			k = braid_rd_place(r->rd, hdr, BRAID_RD_MAX_HDR, len - tag, ip, iov + 1,
 					   BRAID_RD_IOV_MAX, *now);
 		if (k) {
 			iov[0].iov_base = hdr;
 			iov[0].iov_len = hlen;
 			pkt.iovcnt = k + 1;
 		} else if (!tag && len >= RDM_DIRECT_MIN && hlen <= BRAID_RD_MAX_HDR &&
-			   braid_rd_is_dup(ep->rd, hdr, BRAID_RD_MAX_HDR, len, ip)) {
+			   braid_rd_is_dup(r->rd, hdr, BRAID_RD_MAX_HDR, len, ip)) {
 			/* a copy of what came already: its header alone, the host
 			 * drops the payload uncopied */
 			iov[0].iov_base = hdr;
@@ -365,7 +372,7 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 			dup = true;
 		} else {
 			/* not for a place known yet (a message's first packet): whole */
-			iov[0].iov_base = ep->rx_bufs;
+			iov[0].iov_base = r->rx_bufs;
 			iov[0].iov_len = ep->wire->mtu;
 			pkt.iovcnt = 1;
 		}
@@ -373,15 +380,15 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 			break;
 		*now = braid_now_ns();
 		taken++;
-		braid_rd_arrived(ep->rd, rdm_rx_since(ep, &pkt));
+		braid_rd_arrived(r->rd, rdm_rx_since(r, &pkt));
 		if (!k && !dup) {
-			rdm_rx_whole(ep, &pkt, ep->rx_bufs, *now);
+			rdm_rx_whole(ep, &pkt, r->rx_bufs, *now);
 			continue;
 		}
 		ep->stats.rx_dgrams++;
 		if (dup) {
 			ep->stats.rx_dup_skipped++;
-			braid_rd_input_placed(ep->rd, hdr, pkt.len, ntohl(pkt.addr.sin_addr.s_addr),
+			braid_rd_input_placed(r->rd, hdr, pkt.len, ntohl(pkt.addr.sin_addr.s_addr),
 					      ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
 			continue;
 		}
@@ -400,7 +407,7 @@ static int rdm_rx_direct(struct braid_ep *ep, uint64_t *now)
 			}
 		}
 		ep->stats.rx_placed++;
-		braid_rd_input_placed(ep->rd, hdr, pkt.len - tag, ntohl(pkt.addr.sin_addr.s_addr),
+		braid_rd_input_placed(r->rd, hdr, pkt.len - tag, ntohl(pkt.addr.sin_addr.s_addr),
 				      ntohs(pkt.addr.sin_port), pkt.flags & BRAID_PKT_ECN_CE, *now);
 	}
 	return taken;
@@ -469,47 +476,49 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now);
 
 void braid_rdm_progress_locked(struct braid_ep *ep)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rxbuf *rb = rdm_rxbuf_take(ep);
 	uint64_t now = braid_now_ns();
 
 	if (rb) {
-		uint64_t seen = ep->rx_last_ns;
+		uint64_t seen = r->rx_last_ns;
 
-		ep->rx_bufs = rb->data;
+		r->rx_bufs = rb->data;
 		rdm_progress_rx(ep, now);
-		ep->rx_bufs = NULL;
-		if (ep->rx_last_ns != seen)
+		r->rx_bufs = NULL;
+		if (r->rx_last_ns != seen)
 			rb->warm = true;
-		else if (rb->warm && !braid_rd_get_stats(ep->rd)->flows_active)
+		else if (rb->warm && !braid_rd_get_stats(r->rd)->flows_active)
 			rdm_rxbuf_cool(rb);
 		rdm_rxbuf_give(ep, rb);
 	}
 	/* (no memory for a burst now: nothing is received this time; timers still run) */
 	now = braid_now_ns();
 	ep->progress_ns = now;
-	if (braid_rd_next_deadline(ep->rd) <= now)
-		braid_rd_timer(ep->rd, now);
+	if (braid_rd_next_deadline(r->rd) <= now)
+		braid_rd_timer(r->rd, now);
 	braid_rdm_flush(ep, now);
-	ep->unflushed = 0;
+	r->unflushed = 0;
 	braid_rdm_reap(ep);
 }
 
 static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_pkt pkts[RDM_RX_BURST];
 	struct iovec iovs[RDM_RX_BURST];
 	int n, i, rounds;
 
 	for (rounds = 0; rounds < 8; rounds++) {
-		bool direct = ep->rx_direct;
+		bool direct = r->rx_direct;
 		/* large datagrams: the home route one at a time, then the others as usual
 		 * (every round: a stream into the home route must not starve the replies
 		 * to our own sends) */
 		int took = direct ? rdm_rx_direct(ep, &now) : 0;
 
-		if (direct && ep->rx_direct) {
+		if (direct && r->rx_direct) {
 			for (i = 0; i < RDM_RX_BURST; i++) {
-				iovs[i].iov_base = ep->rx_bufs + (size_t)i * braid_wire_rx_max(ep->wire);
+				iovs[i].iov_base = r->rx_bufs + (size_t)i * braid_wire_rx_max(ep->wire);
 				iovs[i].iov_len = braid_wire_rx_max(ep->wire);
 				pkts[i].iov = &iovs[i];
 				pkts[i].iovcnt = 1;
@@ -519,20 +528,20 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 			n = ep->wire->ops->rx_routes(ep->wire, pkts, RDM_RX_BURST);
 		} else {
 			/* the DPDK wire lends its frames: the engine reads them in place */
-			n = braid_wire_rx(ep->wire, pkts, iovs, ep->rx_bufs, RDM_RX_BURST);
+			n = braid_wire_rx(ep->wire, pkts, iovs, r->rx_bufs, RDM_RX_BURST);
 		}
 		/* a fresh clock per burst: a stale one (the host may deschedule us
 		 * mid-progress) would make RTT samples lie, and the CC and every
 		 * RTT-scaled timer with them */
 		if (n > 0) {
 			now = braid_now_ns();
-			ep->rx_last_ns = now;
+			r->rx_last_ns = now;
 		}
 		for (i = 0; i < n; i++)
 			rdm_rx_whole(ep, &pkts[i], iovs[i].iov_base, now);
 		braid_wire_rx_done(ep->wire, pkts, n);
 		if (n < RDM_RX_BURST && took < RDM_RX_BURST) {
-			ep->rx_drained_ns = now;	/* read to empty, by about now */
+			r->rx_drained_ns = now;	/* read to empty, by about now */
 			break;
 		}
 	}
@@ -540,7 +549,8 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 
 int braid_rdm_cancel_locked(struct braid_ep *ep, void *context)
 {
-	int ret = braid_rd_cancel(ep->rd, context);
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	int ret = braid_rd_cancel(r->rd, context);
 
 	if (!ret)
 		braid_rdm_reap(ep);

@@ -41,7 +41,7 @@ static ssize_t rma_post(struct braid_ep *ep, struct braid_rd_rma *req, fi_addr_t
 		req->flags |= BRAID_RD_NO_COMP;
 	braid_ep_lock(ep);
 	ret = braid_ep_tx_take(ep);
-	if (!ret && (ret = braid_rd_rma(ep->rd, req, braid_now_ns())))
+	if (!ret && (ret = braid_rd_rma(braid_rdm_ep_of(ep)->rd, req, braid_now_ns())))
 		braid_ep_tx_give(ep, 1);
 	braid_rdm_posted_locked(ep, ret, flags);
 	braid_ep_unlock(ep);

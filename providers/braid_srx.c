@@ -71,7 +71,7 @@ int braid_srx_bind(struct braid_ep *ep, struct braid_srx *srx)
 	if (ep->srx || srx->domain != dom || srx->type != ep->type)
 		return -FI_EINVAL;
 	/* MSG: a shared context holds untagged receives only: a tagged endpoint keeps its own */
-	if (ep->type == FI_EP_MSG && (ep->info->caps & FI_TAGGED))
+	if (srx->type == FI_EP_MSG && (ep->info->caps & FI_TAGGED))
 		return -FI_EOPNOTSUPP;
 	/* fi_endpoint(3): an endpoint uses a subset of its shared context's attributes */
 	if (caps & SRX_QUEUE_CAPS & ~srx->caps)
@@ -95,8 +95,8 @@ int braid_srx_bind(struct braid_ep *ep, struct braid_srx *srx)
 		pthread_mutex_unlock(&srx->lock);
 	}
 	ep->srx = srx;
-	if (ep->type == FI_EP_DGRAM)
-		ep->rxq = &srx->q;	/* its datagrams land in the context's receives */
+	if (srx->type == FI_EP_DGRAM)
+		braid_dgram_ep_of(ep)->rxq = &srx->q;	/* its datagrams land in the context's receives */
 	atomic_fetch_add(&srx->ref, 1);
 out:
 	braid_domain_unlock(dom);
@@ -127,7 +127,7 @@ void braid_srx_unlink_locked(struct braid_ep *ep)
 	if (!srx)
 		return;
 	braid_dlist_remove(&ep->srx_node);
-	if (ep->type == FI_EP_RDM)
+	if (srx->type == FI_EP_RDM)
 		braid_rdm_srx_leave_locked(ep);
 	/* the AV is the enabled endpoints' (they hold it open) */
 	if (!braid_srx_home(srx))

@@ -31,13 +31,14 @@ _Static_assert(sizeof(struct braid_ep_stats) ==
 /* The endpoint's row: its own counters, its engine's (RD or RC), in table order. */
 static void ep_row(struct braid_ep *ep, uint64_t *v)
 {
-	const struct braid_rc_stats *rc = ep->type == FI_EP_MSG ? braid_msg_rc_stats(ep) : NULL;
+	const struct braid_rd_stats *rd = ep->kind->rd_stats ? ep->kind->rd_stats(ep) : NULL;
+	const struct braid_rc_stats *rc = ep->kind->rc_stats ? ep->kind->rc_stats(ep) : NULL;
 	uint8_t *p = (uint8_t *)v;
 
 	memcpy(p, &ep->stats, sizeof(ep->stats));
 	p += sizeof(ep->stats);
-	if (ep->rd)
-		memcpy(p, braid_rd_get_stats(ep->rd), sizeof(struct braid_rd_stats));
+	if (rd)
+		memcpy(p, rd, sizeof(*rd));
 	else
 		memset(p, 0, sizeof(struct braid_rd_stats));
 	p += sizeof(struct braid_rd_stats);
@@ -73,10 +74,9 @@ static ssize_t ep_snapshot(struct braid_ep *ep, void *buf, size_t len, uint64_t 
 		snprintf(s->addr, sizeof(s->addr), "%s:%u", ip, ntohs(ep->wire->name.sin_port));
 	}
 	ep_row(ep, s->v);
-	if (ep->rd) {
-		off += braid_rd_snapshot_peers(ep->rd, (uint8_t *)buf + off, len - off, &s->peers);
-		s->peers_total = (uint32_t)braid_rd_get_stats(ep->rd)->flows_active;
-	}
+	if (ep->kind->stat_peers)
+		off += ep->kind->stat_peers(ep, (uint8_t *)buf + off, len - off, &s->peers,
+					    &s->peers_total);
 	s->size = (uint32_t)off;
 	return (ssize_t)off;
 }

@@ -239,15 +239,17 @@ static ssize_t trig_post(struct braid_trig *t)
 /* the counter of @t's endpoint that counts its kind of transfer (fi_cntr(3)) */
 static struct braid_cntr *trig_tx_cntr(const struct braid_trig *t)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(t->ep);
+
 	switch (t->kind) {
 	case TRIG_MSG:
 	case TRIG_TAGGED:
 		return t->ep->send_cntr;
 	case TRIG_WRITE:
 	case TRIG_ATOMIC:
-		return t->ep->rma_cntr[1];	/* FI_WRITE */
+		return r->rma_cntr[1];	/* FI_WRITE */
 	default:
-		return t->ep->rma_cntr[0];	/* FI_READ: reads and fetching atomics */
+		return r->rma_cntr[0];	/* FI_READ: reads and fetching atomics */
 	}
 }
 

@@ -334,7 +334,7 @@ void braid_epset_progress(struct braid_epset *set)
 		ep->app_ns = now;	/* the progress thread stays away (braid_progress.c) */
 		braid_ep_progress(ep);
 		/* (RDM's wire notes its arrivals; the others never yield) */
-		if (ep->type != FI_EP_RDM || ep->rx_last_ns + yield > now)
+		if (!ep->kind->rx_last || ep->kind->rx_last(ep) + yield > now)
 			quiet = false;	/* (its progress may have just received: later than @now) */
 		braid_ep_unlock(ep);
 	}
@@ -366,9 +366,7 @@ int braid_epset_timer_ms(struct braid_epset *set)
 			busy = true;	/* another thread drives it: look again soon */
 			continue;
 		}
-		if (ep->rd && (t = braid_rd_next_deadline(ep->rd)) < first)
-			first = t;
-		if (ep->msg && (t = braid_msg_next_deadline(ep)) < first)
+		if (ep->kind->next_deadline && (t = ep->kind->next_deadline(ep)) < first)
 			first = t;
 		braid_ep_unlock(ep);
 	}
