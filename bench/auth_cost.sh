@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # auth_cost.sh: what an authorization key costs braid's native RDM on loopback
 # (docs/benchmarks.md, *What an authorization key costs*): the loopback benchmark's single measurements (-1) with no
 # key, with one (FI_BRAID_AUTH=tag, the default: the tag covers the headers) and with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_common.c: what braid's libfabric benchmarks share (bench_common.h). */
 #include <string.h>
 #include <time.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_common.h: what braid's libfabric benchmarks share: one RDM endpoint with its CQ and AV, tagged send/receive, completion waits. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_ab.c: one side of an A/B measurement over any libfabric RDM provider,
  * between two hosts (or namespaces), with a TCP control channel: ping-pong

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_av_bench.c: the address vector at scale: insert,
  * look up and remove N entries (default 1,000,000) in one braid RDM

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_dead_peers.c: unreachable peers cost only themselves.
  * One native RDM endpoint streams 4 KiB tagged messages to a live peer (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_ep_mem.c: what an idle braid RDM endpoint costs:
  * opens N endpoints (default 1,000) in one domain, each enabled with its own

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # braid_ep_strict.sh BUILD_DIR [N]: "10,000 endpoints in one process open
 # under strict overcommit". Runs bench/braid_ep_mem -n N (default 10000: N native RDM
 # endpoints in one domain, each enabled with its own CQ and AV) with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_idle_mem.c: a receiver that heard from N peers once returns to its
  * size when they go quiet. A native RDM endpoint on

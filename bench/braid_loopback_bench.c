@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_loopback_bench.c: braid's native RDM against libfabric's tcp;ofi_rxm,
  * braid;ofi_rxd and braid;ofi_rxm (RDM over braid's RoCEv2 RC) on loopback, in one run: latency (ping-pong, 8 B to 64 KiB),

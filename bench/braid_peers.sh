@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # braid_peers.sh [N [PROCS]]: many peers end to end. N peers (default 100,000),
 # endpoints of PROCS child processes (default 24), each exchange a message with one native RDM
 # endpoint, which inserts each into its AV and answers; it reports the rate first contacts were

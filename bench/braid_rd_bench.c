@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_rd_bench.c: benchmark of the RD engine alone (no sockets): message rate
  * through two engines back to back, goodput against loss over the sim fabric

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # equal_mtu.sh: braid RD against RDM over braid's RoCEv2 RC (braid;ofi_rxm) and tcp;ofi_rxm at
 # the same packet size: in a network namespace of its own whose loopback MTU is 4200 bytes, so
 # RD's datagrams and RC's 4096-byte IB MTU are about the same size (on plain lo, RD sends 64 KiB

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/fabsim.sh: the fabric simulator's scenarios, RD against RC, about 1,000 hosts in virtual time, with plots.
 #
 #   bench/fabsim.sh [BUILD_DIR] [OUT_DIR] [braid_fabsim options: --small, --seed N, --no-drop, ...]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # wires_fabric.sh: braid's native RDM over its UDP wire against its DPDK wire (net_af_packet
 # on each host's eth0) across the emulated fabric (tools/fabric: 2 hosts, 4 ECMP paths,
 # MTU 1500), clean and at 1% loss on every path both ways, the wires alternating in every

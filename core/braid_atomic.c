@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_atomic.c: the arithmetic of libfabric atomics, element by element (braid_atomic.h). */
 #include <complex.h>
 #include <stdint.h>

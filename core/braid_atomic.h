@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_atomic.h: the arithmetic of atomics (fi_atomic(3)): which op on which datatype, and what it does to the target. */
 #ifndef BRAID_ATOMIC_H
 #define BRAID_ATOMIC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_auth.c: keyed datagrams (docs/protocol.md §2.4): deriving an endpoint's keys, tagging a datagram, checking one and taking its tag out. */
 #include <string.h>
 #include <rdma/fi_errno.h>

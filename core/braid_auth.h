@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_auth.h: keyed datagrams (docs/protocol.md §2.4): the job tag that keeps endpoints of different authorization keys apart. */
 #ifndef BRAID_AUTH_H
 #define BRAID_AUTH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_cc.c: congestion control algorithms: Swift-like delay-based, and none. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_cc.h: congestion control behind a small ops table (Swift-like delay-based by default). */
 #ifndef BRAID_CC_H
 #define BRAID_CC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_cm.c: the RC connection handshake (protocol.md §6, after IBTA vol. 1 ch. 12): one connection's CM state machine and a listener's requests, sans-I/O. */
 #include <string.h>
 #include <rdma/fi_errno.h>

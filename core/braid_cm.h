@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_cm.h: the RC connection handshake's interface (protocol.md §6): one connection's CM state machine and a listener's requests, sans-I/O. */
 #ifndef BRAID_CM_H
 #define BRAID_CM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_counters.c: the counter table's descriptors, generated from braid_counters.h's lists. */
 #include <string.h>
 

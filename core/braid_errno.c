@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_errno.c: the strings of braid's provider error numbers. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_extent.c: first-fit allocation of byte ranges of a fixed arena (braid_extent.h). */
 #include <stdbool.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_hdr.c: encode and validate braid's wire headers (docs/protocol.md §2-§3). */
 #include <stdbool.h>
 #include <string.h>

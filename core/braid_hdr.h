@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_hdr.h: braid's wire headers (docs/protocol.md), packed, network byte order. */
 #ifndef BRAID_HDR_H
 #define BRAID_HDR_H

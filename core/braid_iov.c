@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_iov.c: iovec arithmetic shared by the RC and RD engines (braid_iov.h). */
 #include <assert.h>
 #include <string.h>

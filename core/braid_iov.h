@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_iov.h: iovec arithmetic shared by the RC and RD engines: length, validity, slices, copies in and out. */
 #ifndef BRAID_IOV_H
 #define BRAID_IOV_H

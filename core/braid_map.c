@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_map.c: an open-addressing hash map from 64-bit keys to pointers. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_path.c: per-peer path set for spraying: entropy, RTT, loss and ECN per path, and path choice. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_path.h: per-peer path set for spraying: entropy, RTT, loss and ECN per path, and path choice. */
 #ifndef BRAID_PATH_H
 #define BRAID_PATH_H

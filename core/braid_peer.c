@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_peer.c: the domain-wide table of remote peers (liburcu cds_lfht, memb flavour). */
 #include <assert.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_peer.h: the domain-wide table of remote peers (liburcu cds_lfht, memb flavour). */
 #ifndef BRAID_PEER_H
 #define BRAID_PEER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_pool.c: bounded object pools for the data path: memory taken in chunks as objects are first used, never malloc per object. */
 #include <stdbool.h>
 #include <stdlib.h>

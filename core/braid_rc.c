@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rc.c: the RoCEv2 RC queue pair (IBTA vol. 1 ch. 9), sans-I/O: open/close, input dispatch, output arbitration, timers, completions, errors; the roles are in braid_rc_{req,comp,resp}.c. */
 #include <assert.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rc.h: the RoCEv2 RC engine's interface: one queue pair, sans-I/O, packets and time in, packets and completions out. */
 #ifndef BRAID_RC_H
 #define BRAID_RC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rc_comp.c: the RC completer: ACKs, NAKs and READ responses coming back, retry and RNR retry counters, the local ACK timeout (IBTA 9.7.5.2, 9.9.2). */
 #include <assert.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rc_demux.c: one RoCEv2 UDP port's queue pairs: each packet to the QP it names, from that QP's peer only (protocol.md §5.1). */
 #include <rdma/fi_errno.h>
 

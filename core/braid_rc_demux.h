@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rc_demux.h: one RoCEv2 UDP port's queue pairs (protocol.md §5.1): which QP a packet is for, whether its sender is that QP's peer, and the connection a QP's first packet establishes; sans-I/O. */
 #ifndef BRAID_RC_DEMUX_H
 #define BRAID_RC_DEMUX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rc_int.h: the RC engine's internals, shared by its files: the QP, its work queue entries, small helpers, and the calls between the roles. */
 #ifndef BRAID_RC_INT_H
 #define BRAID_RC_INT_H

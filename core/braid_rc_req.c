@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rc_req.c: the RC requester: the send queue cut into request packets, the send window, go-back-N restarts (IBTA 9.7.1, 9.7.4, 9.4). */
 #include <string.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rc_resp.c: the RC responder: incoming requests checked and executed, READ responses kept for replay, duplicates, NAKs, ACK coalescing (IBTA 9.7.5.1, 9.8, 9.9.3). */
 #include <assert.h>
 #include <string.h>

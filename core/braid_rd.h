@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd.h: the reliable-datagram engine's interface: sans-I/O, packets and time in, packets and completions out. */
 #ifndef BRAID_RD_H
 #define BRAID_RD_H

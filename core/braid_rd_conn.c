@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_conn.c: the RD engine's per-peer conns and their flows: creation, lookup, resting and waking (protocol.md §4.9), eviction, attach, detach and failure. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_conn.h: the per-peer state: a peer's traffic state while traffic flows (its flow), its 32-byte idle record, and its conn (the RD engine's internals, not a public header; braid_rd_int.h includes it). */
 #ifndef BRAID_RD_CONN_H
 #define BRAID_RD_CONN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_engine.c: the RD engine's frame: configuration, open/close, packet input dispatch, output scheduling (each side's packets of a flow), and the base its other files share: the ready list, completions, staging given back, drop counts. */
 #include <stdlib.h>
 #include <string.h>

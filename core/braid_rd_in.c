@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_in.c: the RD engine's incoming side: PSN window, placement at offset, reassembly, SAS matching, ACK generation (protocol.md §4.2-§4.3). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_int.h: the reliable-datagram engine's internal state, shared by its files (not a public header): the engine itself and the calls between its files; its objects are in braid_rd_send.h (sender), braid_rd_msg.h (receiver) and braid_rd_conn.h (per peer). */
 #ifndef BRAID_RD_INT_H
 #define BRAID_RD_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_msg.h: what a receiver keeps: staged payloads, posted receives, messages being received, and the receive queue engines may share (the RD engine's internals, not a public header; braid_rd_int.h includes it). */
 #ifndef BRAID_RD_MSG_H
 #define BRAID_RD_MSG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_out.c: the RD engine's outgoing side, a leaf below the engine's base and conns: sends cut into packets, sprayed; ACKs taken; time-based loss detection; retransmission (protocol.md §4.5). */
 #include <string.h>
 #include <rdma/fi_errno.h>

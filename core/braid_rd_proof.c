@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_proof.c: the RD engine's proof of a peer's incarnation, its restarts and the forgetting of quiet pairs (protocol.md §4.9): challenges and their stateless answers, epoch checks, the control ring, the walk over idle records. */
 #include <malloc.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_rma.c: RMA and atomics over the RD engine (protocol.md §4.7): requests travel as messages of the flow, sprayed and recovered like any; the target places a write's packets as they arrive, executes reads and atomics in message order, exactly once, and answers each request with a RESP. */
 #include <string.h>
 #include <rdma/fi_errno.h>

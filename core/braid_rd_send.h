@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_send.h: what a sender keeps: a send operation, its packets awaiting acknowledgement, each path's loss detection state (the RD engine's internals, not a public header; braid_rd_int.h includes it). */
 #ifndef BRAID_RD_SEND_H
 #define BRAID_RD_SEND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_stat.c: the RD engine's peer and path rows of a counter snapshot (braid_counters.h). */
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rd_timer.c: the RD engine's time: the deadline heap (one entry per active flow, never per packet), the timer call that serves it (ACK delay, challenges, each direction's timer), and the sweep that rests and evicts quiet peers and gives memory back. */
 #include <malloc.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_roce.c: encode, decode and checksum RoCEv2 RC packets (docs/protocol.md §5). */
 #include <assert.h>
 #include <string.h>

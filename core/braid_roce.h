@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_roce.h: RoCEv2 wire format (IBTA spec vol. 1 ch. 9, Annex A17): BTH, RETH, AETH, ImmDt and the ICRC. */
 #ifndef BRAID_ROCE_H
 #define BRAID_ROCE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_seq.h: wrap-safe sequence-number arithmetic, the only way braid compares PSNs and epochs. */
 #ifndef BRAID_SEQ_H
 #define BRAID_SEQ_H

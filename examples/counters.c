@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * counters.c: reading braid's counters from a program, through
  * fi_open_ops(FI_BRAID_STAT_OPS) and <rdma/fi_braid.h> (fi_braid(7), COUNTERS).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hello_dgram.c: the smallest complete braid program, to copy and start from.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hello_rdm.c: two processes exchange a tagged message each way over braid's
  * reliable datagram endpoint (FI_EP_RDM), a program to copy and start from.

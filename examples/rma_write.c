@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rma_write.c: one process writes into another's memory with fi_writedata
  * over braid's reliable datagram endpoint (FI_EP_RDM), and the write's

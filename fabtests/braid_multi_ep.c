@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_multi_ep.c: client endpoints sharing one AV and one CQ talk to one server endpoint. */
 #include "ft_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_pingpong.c: ping-pong latency test with a per-iteration data check over DGRAM or RDM endpoints. */
 #include "ft_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rdm_func.c: functional FI_EP_RDM sub-tests, each reported PASS, FAIL or SKIP by name. */
 #include "ft_common.h"
 

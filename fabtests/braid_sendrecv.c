@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_sendrecv.c: functional test of every untagged send and receive call, checking each completion and its data. */
 #include "ft_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_tagged.c: tagged ping-pong and windowed bandwidth, every message's tag and data checked. */
 #include "ft_common.h"
 

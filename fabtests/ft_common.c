@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ft_common.c: options, fabric setup, completions, handshake and data pattern shared by braid's fabtests. */
 #include "ft_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ft_common.h: shared setup, address exchange, completion and pattern helpers for braid's fabtests. */
 #ifndef FT_COMMON_H
 #define FT_COMMON_H

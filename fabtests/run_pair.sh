@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # run_pair.sh: run one fabtests-style program as a server and a client on a free local port.
 #
 # usage: run_pair.sh [--timeout SEC] [--addr ADDR] PROGRAM [--] ARGS...

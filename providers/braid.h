@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid.h: the libfabric glue's shared definitions; the transport lives in core/. */
 #ifndef BRAID_H
 #define BRAID_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_attr.c: the fi_info braid offers, and fi_getinfo's matching of hints, node and service. */
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_cntr.c: completion counters (fi_cntr(3)): success and error counts, blocking waits. */
 #include <stdlib.h>
 #include <time.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_cq.c: completion queues (fi_cq(3)): every format, error entries, readfrom, blocking reads. */
 #include <stdlib.h>
 #include <string.h>

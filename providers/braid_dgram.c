@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_dgram.c: the FI_EP_DGRAM endpoint: posted receives filled straight from the wire, sends sprayed over the paths, and its type table (struct braid_ep_kind). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_domain.c: the domain object (fi_domain(3)): owns the control lock, MR keys; opens AVs, CQs, counters, endpoints. */
 #include <stdlib.h>
 #include <string.h>

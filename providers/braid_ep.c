@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_ep.c: the endpoint object (fi_endpoint(3)), what every type shares: open, bind, enable, names, options, close; each type's own part is behind its struct braid_ep_kind (braid_dgram.c, braid_rdm.c, braid_msg.c). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_eq.c: event queues (fi_eq(3)): control events, AV completions, user events. */
 #include <errno.h>
 #include <stdlib.h>

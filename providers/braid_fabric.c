@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_fabric.c: the fabric object (fi_fabric(3)): opens domains and EQs, fi_trywait. */
 #include <stdlib.h>
 #include <string.h>

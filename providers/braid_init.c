@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_init.c: the provider entry point (fi_prov_ini) and every FI_BRAID_* setting. */
 #include <ctype.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_mr.c: memory registration (fi_mr(3)): keys, access flags, descriptors. */
 #include <stdlib.h>
 #include <string.h>

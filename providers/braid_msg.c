@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_msg.c: FI_EP_MSG endpoints (RoCEv2 RC queue pairs, core/braid_rc.c): their life (open, bind, enable, close) and the calls of fi_msg(3) and fi_tagged(3); braid_msg_cm.c connects them, braid_msg_progress.c moves their packets and completions, braid_msg_rx.c keeps their receives, braid_msg_rma.c posts their RMA. */
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_msg_cm.c: an FI_EP_MSG endpoint's connection: the I/O of its handshake (core/braid_cm.c, protocol.md §6: CM messages on its socket, the EQ events), its QP's creation when the handshake gives the numbers, and fi_cm(3). */
 #include <arpa/inet.h>
 #include <stdio.h>

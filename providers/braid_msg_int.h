@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_msg_int.h: what the FI_EP_MSG files share (braid_msg.c, braid_msg_cm.c, braid_msg_progress.c, braid_msg_rma.c, braid_msg_rx.c): the endpoint, its connection and QP, and the calls between them. */
 #ifndef BRAID_MSG_INT_H
 #define BRAID_MSG_INT_H

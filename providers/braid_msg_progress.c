@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_msg_progress.c: FI_EP_MSG progress: the domain's RoCEv2 ports (one socket per address, packets to their QP by QP number), each QP's packets out and its completions to the CQs and counters, its timers and failure. */
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_msg_rma.c: fi_rma(3) on FI_EP_MSG endpoints: RDMA WRITE (with immediate) and READ work requests on the QP (core/braid_rc.c, protocol.md §5). */
 #include "braid_msg_int.h"
 

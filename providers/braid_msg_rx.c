@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_msg_rx.c: the receive side of MSG endpoints: receives posted (untagged, tagged, multi-receive) and matched to each message as the RC queue pair asks for one, unexpected messages of a tagged connection held in a bounded arena, and the receive completions. */
 #include <string.h>
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_nosys.c: -FI_ENOSYS for every libfabric call braid does not implement. */
 #include <rdma/fi_collective.h>
 

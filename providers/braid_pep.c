@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_pep.c: passive endpoints (fi_passive_ep, fi_listen, fi_reject): the listening side of the MSG handshake (protocol.md §6). */
 #include <arpa/inet.h>
 #include <stdlib.h>

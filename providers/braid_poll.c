@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_poll.c: wait sets (fi_wait_open: block until any of several CQs or counters has something) and poll sets (fi_poll_open: which of them have), fi_poll(3). */
 #include <stdlib.h>
 #include <string.h>

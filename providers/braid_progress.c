@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_progress.c: the domain's progress thread: while the application does not call in, it drives the endpoints (ACKs, retransmissions, RC responses, queued sends), as a NIC does without the host. */
 #include <stdlib.h>
 #include <string.h>

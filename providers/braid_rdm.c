@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rdm.c: the FI_EP_RDM endpoint's operations: enable and close, and the libfabric calls of fi_msg(3) and fi_tagged(3), checked and handed to the RD engine (core/braid_rd*.c); braid_rdm_progress.c moves its packets and completions. */
 #include <errno.h>
 #include <unistd.h>

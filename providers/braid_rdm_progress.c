@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rdm_progress.c: the FI_EP_RDM endpoint's progress: the RD engine's packets out to the wire (keyed when the job has a key), datagrams in (in bursts, or large ones straight into place), the engine's completions to the CQs and counters, the receive buffers the domain lends. */
 #include <sys/mman.h>
 #include <unistd.h>

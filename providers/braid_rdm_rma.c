@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_rdm_rma.c: fi_rma(3) and fi_atomic(3) on the FI_EP_RDM endpoint: argument checks, then the RD engine's RMA (core/braid_rd_rma.c, protocol.md §4.7). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_srx.c: shared receive contexts (fi_srx_context, fi_endpoint(3)): one queue of posted receives that every endpoint bound to it draws from, a message's completion going to the CQ of the endpoint it arrived at. MSG: the RC queue pairs pull from it as a RoCE NIC's SRQ (IBTA 10.2.9.1); DGRAM: the bound endpoints' datagrams land in its buffers (braid_dgram.c); RDM: the bound endpoints' RD engines match their messages against it (braid_rdm.c, core's shared receive queue). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_stat.c: braid's counters, out of the process: snapshots of an
  * endpoint (its counter table row, its peers', their paths'), read through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_wait.c: wait objects (epoll over the bound endpoints' wires + an eventfd) and endpoint sets. */
 #include <errno.h>
 #include <fcntl.h>

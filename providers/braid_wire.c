@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_wire.c: the table of built-in wires, chosen at run time by FI_BRAID_WIRE. */
 #include <string.h>
 #include <rdma/fi_errno.h>

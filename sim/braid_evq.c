@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_evq.c: the timed event queue of the simulators (a binary min-heap by time, then insertion order). */
 #include <stdlib.h>
 #include <rdma/fi_errno.h>

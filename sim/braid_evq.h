@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_evq.h: a queue of timed events for virtual-time simulators: a binary min-heap by (time, insertion order). */
 #ifndef BRAID_EVQ_H
 #define BRAID_EVQ_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_fabsim.c: the leaf-spine fabric simulator: links with FIFO queues, drop-tail and ECN, ECMP at the ToRs, loss, failures and routing that reacts to them after a delay. */
 #include <stdlib.h>
 #include <string.h>

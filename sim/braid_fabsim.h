@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_fabsim.h: a leaf-spine fabric in virtual time: hosts, ToRs and spines joined by rate-limited links with drop-tail, ECN-marking queues, ECMP on each packet's entropy, loss and link failures at given times. */
 #ifndef BRAID_FABSIM_H
 #define BRAID_FABSIM_H

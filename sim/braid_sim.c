@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_sim.c: an in-process, seeded, virtual-time fabric of nodes joined by parallel paths. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_sim.h: an in-process, seeded, virtual-time fabric of nodes joined by N parallel paths. */
 #ifndef BRAID_SIM_H
 #define BRAID_SIM_H

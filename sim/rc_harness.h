@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rc_harness.h: drives two RC queue pairs (A = node 0, B = node 1) over one sim path in virtual time, for the RC engine's tests. */
 #ifndef RC_HARNESS_H
 #define RC_HARNESS_H

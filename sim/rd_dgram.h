@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rd_dgram.h: the test harnesses' wire: one datagram of braid_rd_output()'s packets, copied into one buffer. */
 #ifndef RD_DGRAM_H
 #define RD_DGRAM_H

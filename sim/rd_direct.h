@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rd_direct.h: two RD engines joined back to back in memory (no sim, no loss), for unit tests and the engine benchmark. */
 #ifndef RD_DIRECT_H
 #define RD_DIRECT_H

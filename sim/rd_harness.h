@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rd_harness.h: drives RD engines over the sim fabric in virtual time, for the engine's tests and benchmark. */
 #ifndef RD_HARNESS_H
 #define RD_HARNESS_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # ab_plots.gp: tools/ab's plots, from the data files it writes in DIR/plot/.
 #   gnuplot -e "dir='build/ab'; gv='braid braid_ofi_rxm tcp_ofi_rxm'; \
 #               cdf='clean:braid loss1:braid'; tl='braid tcp_ofi_rxm'; tup=1000" tools/ab_plots.gp

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid-stat: the counters of braid endpoints in running processes, read
  * from the files braid publishes (braid/braid_statfile.h), without touching

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # demo.sh: braid's main job, shown: what libfabric sees, ping-pong over braid beside libfabric's
 # own transports on loopback, braid's reliable-datagram engine on a simulated lossy multipath
 # fabric, and the A/B against RoCE RC and TCP on an emulated one (namespaces; loopback without

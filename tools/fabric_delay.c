@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fabric_delay.c: the delay stage of the emulated fabric (tools/fabric): it
  * holds every packet of one NFQUEUE for a delay plus uniform jitter, then

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # fabtests.sh: run libfabric's own fabtests (runfabtests.sh's quick suite, built outside this
 # repo) against braid and its layerings, and print a test x provider table in Markdown.
 #

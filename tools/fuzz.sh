@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # fuzz.sh: build the libFuzzer targets of tests/fuzz (clang, ASan + UBSan) in build-fuzz/ and run them.
 # Usage: tools/fuzz.sh [--smoke] [SECONDS] [TARGET...]
 #   SECONDS per target (default 60; --smoke: 30, what CI runs); TARGETs default to all of them.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # man.sh IN.md OUT NAME SECTION [VERSION]: a man page from one of docs/'s Markdown pages (libfabric's
 # style: a Jekyll front matter, then "# NAME" ...), with go-md2man (Debian: go-md2man).
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # setup.sh: install what is missing (Debian bookworm, apt), then configure and build braid in ./build.
 set -euo pipefail
 CLI_NAME=setup.sh

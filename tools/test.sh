@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test.sh: run braid's whole test suite (unit, provider API, fabtests pairs, examples) and print
 # "N passed, N failed, N skipped" as the last line.
 #

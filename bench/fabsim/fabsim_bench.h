@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fabsim_bench.h: the fabric simulator program's scenarios and reports (bench/fabsim/fabsim_main.c runs them). */
 #ifndef FABSIM_BENCH_H
 #define FABSIM_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fabsim_main.c: braid_fabsim, the fabric simulator's program: runs each
  * scenario with braid's RD and with RoCEv2 RC on a leaf-spine fabric of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fabsim_report.c: the simulator's results: per-flow CSV, FCT distributions and percentiles, the summary table and the targets checked. */
 #include <stdarg.h>
 #include <stdlib.h>

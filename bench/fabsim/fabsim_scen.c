@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fabsim_scen.c: the simulator's scenarios: a permutation, an all-to-all, a 64-to-1 incast, a ToR-spine link failing mid-run, one lossy link. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_errno.h: braid's provider error numbers (prov_errno) and their strings. */
 #ifndef BRAID_ERRNO_H
 #define BRAID_ERRNO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_extent.h: first-fit allocation of byte ranges of an arena of fixed size, for buffers of differing sizes held for a while (a MSG endpoint's unexpected messages). */
 #ifndef BRAID_EXTENT_H
 #define BRAID_EXTENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_hash.h: splitmix64 (Steele, Lea and Flood, 2014): its finaliser as a 64-bit mixing
  * function (hash tables, ECMP hashing) and the generator that steps a 64-bit state with it. */
 #ifndef BRAID_HASH_H

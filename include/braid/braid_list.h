@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_list.h: intrusive doubly-linked lists, embedded in the caller's structs. */
 #ifndef BRAID_LIST_H
 #define BRAID_LIST_H

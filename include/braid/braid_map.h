@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_map.h: an open-addressing hash map from 64-bit keys to pointers. */
 #ifndef BRAID_MAP_H
 #define BRAID_MAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_pool.h: fixed-size object pools, sized once at open, for the data path. */
 #ifndef BRAID_POOL_H
 #define BRAID_POOL_H

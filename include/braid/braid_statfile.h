@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_statfile.h: the file a process using braid publishes its endpoints'
  * counters in, for braid-stat(1) (providers/braid_stat.c writes it,

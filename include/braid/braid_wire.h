@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_wire.h: the burst interface between the transport and a wire (udp, dpdk, sim). */
 #ifndef BRAID_WIRE_H
 #define BRAID_WIRE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_braid.h: the braid provider's extension to libfabric: its counters,
  * read through fi_open_ops(3) (fi_braid(7), "COUNTERS").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_dpdk.c: the DPDK wire: braid's datagrams as Ethernet/IPv4/UDP frames
  * that braid builds itself, moved by a DPDK port (a real NIC's PMD, net_memif

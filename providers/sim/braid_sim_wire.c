@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_sim_wire.c: the simulated fabric as a wire of the provider
  * (FI_BRAID_WIRE=sim): every endpoint of the process on one lossy, seeded

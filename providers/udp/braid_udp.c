@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* braid_udp.c: the UDP wire: one socket per path, batched sendmmsg/recvmmsg. */
 #include <errno.h>
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fabsim.h: the fabric simulator's driver: real RD engines and RC queue pairs on the hosts of a braid_fabsim leaf-spine fabric, in virtual time, moving flows whose completion times it records. */
 #ifndef FABSIM_H
 #define FABSIM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fabsim_rc.c: RoCEv2 RC on the simulated fabric: a queue pair at each end of every pair of hosts that talk, each on the one route its UDP source port hashes to, as a RoCE NIC runs them. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fabsim_rd.c: braid's reliable datagrams on the simulated fabric: one RD engine per host, sprayed over the spines by its route selectors. */
 #include <stdlib.h>
 #include <rdma/fi_errno.h>

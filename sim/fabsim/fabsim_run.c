@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fabsim_run.c: the driver's event loop: the fabric's events and the hosts' wake-ups in virtual-time order, flows started, completed and checked. */
 #include <stdlib.h>
 #include <string.h>

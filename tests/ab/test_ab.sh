@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_ab.sh: tools/ab end to end, its smallest scenarios: the namespace fabric (2 hosts,
 # 4 paths) with, in turn, 1% loss on one path (the one carrying most of the run's data,
 # from about 0.5 s on, lifted and put back in 0.75 s periods: tools/ab's switchback), one

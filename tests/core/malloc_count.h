@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* malloc_count.h: count the allocations a test makes, by interposing glibc's malloc family.
  * Include in exactly one file of a test program; set @counting to count into @allocs. */
 #ifndef MALLOC_COUNT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_atomic.c: unit tests of core/braid_atomic.c (which op on which datatype, and what it does). */
 #include <complex.h>
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_auth.c: unit tests of core/braid_auth.c, keyed datagrams (protocol.md §2.4). */
 #include <criterion/criterion.h>
 #include <string.h>

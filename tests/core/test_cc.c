@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_cc.c: unit tests of core/braid_cc.c (Swift-like delay-based congestion control). */
 #include <criterion/criterion.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_cm.c: the RC connection handshake (core/braid_cm.c): two engines and a listener over a tiny lossy wire in virtual time. */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_errno.c: unit tests of core/braid_errno.c. */
 #include <criterion/criterion.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_extent.c: unit tests of core/braid_extent.c (first-fit ranges of an arena). */
 #include <criterion/criterion.h>
 #include <stdbool.h>

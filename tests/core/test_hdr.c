@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_hdr.c: unit tests of core/braid_hdr.c (protocol.md §2-§3). */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_iov.c: unit tests of core/braid_iov.c (iovec length, validity, slices, copies in and out). */
 #include <criterion/criterion.h>
 #include <string.h>

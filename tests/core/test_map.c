@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_map.c: unit tests of core/braid_map.c. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_path.c: unit tests of core/braid_path.c (spraying and path health). */
 #include <criterion/criterion.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_peer.c: unit tests of core/braid_peer.c. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

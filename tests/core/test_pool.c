@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_pool.c: unit tests of core/braid_pool.c. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

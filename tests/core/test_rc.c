@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rc.c: the RoCEv2 RC engine (core/braid_rc*.c): operations, go-back-N, RNR, errors, untrusted input, over the sim; its state machines' names. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>

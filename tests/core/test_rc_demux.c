@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rc_demux.c: one RoCEv2 port's queue pairs (core/braid_rc_demux.c): a packet reaches the QP it names, from that QP's peer only, and a lost RTU's connection is established by its first packet (protocol.md §5.1, §6.3). */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_alloc.c: the RD engine's steady state allocates no memory (malloc counted by interposition). */
 #include <criterion/criterion.h>
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_bundle.c: RD bundles (§4.8) and piggybacked ACKs through the engine API: a malformed bundle changes nothing, a good one delivers every record, a delayed ACK rides with data on its path, retransmissions avoid their lost path, small messages share datagrams, a ping-pong's ACKs ride on the answers, and bundles stay exactly-once under faults. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_counters.c: the RD engine's counter table (braid_counters.h): rows that add up, counted at the right scope, a dead path seen in its own row. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_engine.c: the RD engine end to end over the sim: delivery, ordering, errors (core/braid_rd_engine.c). */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_frame.c: the RD engine's frame as core/braid_rd.h documents it (open's checks, braid_rd_next_deadline and braid_rd_timer in virtual time, braid_rd_pending, braid_rd_room, the completion ring, close with operations outstanding, flows under max_flows). */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

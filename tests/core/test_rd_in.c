@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_in.c: the RD engine's receive side (core/braid_rd_in.c): reassembly, duplicates, SAS order, unexpected messages, truncation, malformed packets. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

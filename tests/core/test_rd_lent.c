@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_lent.c: lent payloads (protocol.md §4.2 "Lent payloads"): which packets a sender marks LENT, and a receiver that never takes a lent payload that waited too long. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_out.c: the RD engine's send side (core/braid_rd_out.c): SACK processing, time-based loss detection, retransmission on another path, RTO with backoff, zero window. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_place.c: receive placement's questions to the engine (core/braid_rd_in.c): where a payload goes (braid_rd_place) and whether a datagram is a copy of one received (braid_rd_is_dup). */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

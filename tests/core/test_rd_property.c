@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_property.c: property tests of the RD engine over the sim: every message exactly once, byte-identical, under loss, duplication, reordering, path death, peer death and restart. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_rma.c: RMA and atomics over the RD engine in the sim (protocol.md §4.7): every write placed once and byte-identical, every read right, every atomic applied exactly once, under loss, duplication, reordering and path death; key, range and permission violations refused and the target untouched; a dead target fails them in bounded time. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

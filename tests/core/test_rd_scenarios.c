@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_scenarios.c: the RD engine on a "real wire" over the sim: any RTT, asymmetric paths, a path dying under a stream, heavy loss, rendezvous on long paths, a sender or receiver dying mid-message, a slow receiver, dead-path slots moving away. */
 #include <stdio.h>
 #include <criterion/criterion.h>

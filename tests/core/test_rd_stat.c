@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_stat.c: the RD engine's peer records of a counter snapshot (braid_rd_snapshot_peers, core/braid_rd_stat.c): their size, order, truncation, address, and gauges that agree with the engine. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rd_verify.c: the RD engine against strangers (protocol.md §4.9): incarnations believed only with proof, unproven peers' messages, the peer cap. */
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_roce.c: unit tests of core/braid_roce.c (protocol.md §5): headers, parse, ICRC, PSNs. */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_seq.c: unit tests of core/braid_seq.h (wrap-safe sequence arithmetic). */
 #include <criterion/criterion.h>
 

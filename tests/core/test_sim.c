@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_sim.c: unit tests of sim/braid_sim.c, the in-process virtual-time fabric. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_udp_wire.c: the UDP wire's receive (providers/udp/braid_udp.c): the home socket first, the path sockets (ACKs, CTS) looked at every receive while the home socket is quiet, every other one while it has data, and first after a burst the home socket filled; GRO runs; lent payloads. Each test waits for its datagrams with a fence datagram, not a sleep. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_deb.sh SOURCE_DIR: the Debian packages build (dpkg-buildpackage -b -us -uc, debian/) from a
 # copy of the source, install into a scratch root (dpkg --root), and work from there: fi_info finds
 # the installed provider under Debian's libfabric provider directory, `man fi_braid` and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dpdk_pair.c: braid over the DPDK wire, two processes joined by a net_memif
  * port pair, through the public libfabric API.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # run_pair.sh: runs a two-process example on loopback, as its tests do:
 #   run_pair.sh PROGRAM [PATTERN...]
 # starts "PROGRAM -s -p 0" (the server picks a free port and prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * chaos.c: the two sides of the fabric's chaos test (test_chaos.sh): braid's
  * native RDM under loss, delay and reordering, flapping paths, a sender

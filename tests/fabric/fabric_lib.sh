@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # fabric_lib.sh: what every fabric test starts with: skip (exit 77) where the fabric
 # cannot be made, a scratch directory, the fabric taken down on exit, and fail().
 # Source it after setting BRAID_FABRIC_PREFIX, $fabric (tools/fabric) and $test_name.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * peer_death.c: one side of the fabric's peer-death check (test_liveness.sh): a
  * receiver whose only receive is bound to a large message from a sender that is

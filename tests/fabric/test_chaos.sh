@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_chaos.sh: braid's native RDM through everything the fabric can do to it at once
 # (tools/fabric, 3 hosts, 4 paths), every message checked by tests/fabric/chaos:
 #  - path 0 loses 3% of its packets, path 1 delays them 1 ms with 1 ms of jitter

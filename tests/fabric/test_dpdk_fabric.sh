@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_dpdk_fabric.sh: braid over its DPDK wire on both hosts of the emulated fabric
 # (tools/fabric): each host's braid drives a net_af_packet port on its eth0 (the
 # kernel keeps the interface: braid takes its address and default gateway, answers

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_ecn.sh: the fabric (tools/fabric) marks ECN Congestion Experienced as a router does, so
 # braid's congestion control can meet CE on the real wire. Up with 4 paths; ecn=50 on every path:
 # UDP datagrams sent ECT(0) (IP TOS 0b10, as braid's UDP wire sends data) from h1 to h2 over all

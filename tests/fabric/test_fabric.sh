@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_fabric.sh: the emulated multipath fabric (tools/fabric) does what the A/B benchmark relies
 # on. Up with 4 paths; h1 pings h2; UDP from 64 source ports is sprayed over at least 3 paths;
 # 50% loss on one path drops about half of what crosses it and nothing elsewhere; delay=20 on a

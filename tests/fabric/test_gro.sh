@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_gro.sh: braid's RDM over UDP GRO on the real wire (tools/fabric up --gro: the hosts'
 # interfaces coalesce what arrives, as a NIC's GRO does; the paths still carry one-MTU
 # packets). A 1 MiB stream from h1 to h2, every byte checked, twice: braid's default (the

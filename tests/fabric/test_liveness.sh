@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_liveness.sh: braid's liveness on the real UDP wire over the emulated fabric
 # (tools/fabric), every case a user can meet, each bounded:
 #  - 50% loss on every path, both ways: a 64 KiB stream, every byte checked, keeps

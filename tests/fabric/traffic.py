@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """traffic.py: the traffic of test_fabric.sh, run inside the fabric's hosts: ICMP ping,
 UDP datagrams from many source ports and their receiver, a UDP echo server and
 round-trip times from one pinned source port. Every wait is bounded.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * flood.c: a spoofing flood (test_flood.sh, protocol.md §4.9): a braid RDM
  * endpoint on loopback takes packets from a million distinct forged sources

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_flood.sh BUILD_DIR [PKTS]: a spoofing flood (protocol.md §4.9) on loopback.
 #
 # A braid RDM endpoint on 127.0.0.1 (FI_BRAID_MAX_PEERS=4096) receives a checked stream from a

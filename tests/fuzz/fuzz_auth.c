@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_auth.c: libFuzzer target for keyed datagrams (core/braid_auth.c,
  * protocol.md §2.4): the input is a config byte and one datagram. As

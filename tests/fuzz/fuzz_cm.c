@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_cm.c: libFuzzer target for the connection handshake: the CM decoder
  * (braid_cm_decode, core/braid_hdr.c) and the CM engine (core/braid_cm.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_common.h: what the fuzz targets and make_seeds share: input formats, copies, app buffers. */
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H

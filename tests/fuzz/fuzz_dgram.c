@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_dgram.c: libFuzzer target for the wire header decoders
  * (core/braid_hdr.c): the input is one datagram, given to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_rc.c: libFuzzer target for the RoCEv2 parser (core/braid_roce.c), the
  * receive port (core/braid_rc_demux.c) and the RC engine's receive side

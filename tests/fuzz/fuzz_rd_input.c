@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_rd_input.c: libFuzzer target for the RD engine's receive path and the
  * wire decoders: every input is a config byte and a sequence of packets

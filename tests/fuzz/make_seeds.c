@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * make_seeds.c: writes the fuzz targets' seed corpus: well-formed inputs
  * (fuzz_common.h's format) that take each engine through its usual

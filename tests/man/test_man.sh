@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test_man.sh BUILD_DIR MANDIR: `meson install` into a scratch DESTDIR puts fi_braid(7) and
 # braid-stat(1) where man finds them, `man fi_braid` and `man braid-stat` show braid's pages (their
 # NAME and a setting), and braid-stat and rdma/fi_braid.h are installed beside them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_mpi.c: the project's MPI test: ping-pong with a data check from 0 B to
  * 64 MiB, MPI_Probe and MPI_Mprobe/Mrecv, wildcard source and tag, MPI_Allreduce

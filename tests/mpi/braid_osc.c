@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * braid_osc.c: MPI one-sided communication (RMA), every result checked exactly. Written for
  * Open MPI's osc/rdma on btl/ofi over braid's native RDM endpoint (tests/mpi/run_osc.sh), it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ofi_trace.c: an LD_PRELOAD library for tests/mpi/run_osc.sh. It shows, from inside each MPI
  * process, which Open MPI component opened which libfabric provider and what it then did with

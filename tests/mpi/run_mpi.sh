@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # run_mpi.sh: Open MPI's ofi MTL over braid (2 ranks on this host) running braid_mpi; checks that
 # Open MPI chose exactly PROVIDER (its own report, --mca mtl_ofi_verbose) and that the traffic
 # went through braid's wire (UDP datagrams counted by the kernel).

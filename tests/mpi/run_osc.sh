@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # run_osc.sh: MPI one-sided communication over braid's native RDM endpoint, the way Open MPI
 # 4.1 does it on an ofi network: osc/rdma on btl/ofi (fi_write, fi_read, fi_atomic,
 # fi_fetch_atomic, fi_compare_atomic on an FI_RMA|FI_ATOMIC endpoint), with the ofi MTL over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* msg_pair.h: both ends of one FI_EP_MSG connection in one process, for the MSG tests (test_msg.c, test_msg_rx.c). */
 #ifndef MSG_PAIR_H
 #define MSG_PAIR_H

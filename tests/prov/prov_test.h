@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* prov_test.h: helpers shared by the provider tests; everything goes through the public fi_* API. */
 #ifndef PROV_TEST_H
 #define PROV_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_auth.c: authorization keys (job isolation; fi_braid(7), protocol.md
  * §2.4) through the public API: fi_getinfo echoes a key and refuses bad

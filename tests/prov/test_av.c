@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_av.c: braid address vectors (fi_av(3)): map and table, insert/remove/lookup/straddr, FI_EVENT. */
 #include "prov_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_cntr.c: braid completion counters (fi_cntr(3)): values, error values, waits. */
 #include "prov_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_cq.c: braid completion queues (fi_cq(3)): formats, empty reads, blocking reads, signals, errors, wait objects. */
 #include "prov_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_dgram.c: the braid FI_EP_DGRAM data path (fi_msg(3)) between two endpoints on 127.0.0.1. */
 #include "prov_test.h"
 

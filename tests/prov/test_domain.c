@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_domain.c: the braid domain object (fi_domain(3)): open, close with children, EQ binding. */
 #include "prov_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_ep.c: braid endpoints (fi_endpoint(3), fi_cm(3)): bind, enable, names, options, unsupported ops. */
 #include "prov_test.h"
 

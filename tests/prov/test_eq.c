@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_eq.c: braid event queues (fi_eq(3)): write/read/peek, error entries, blocking reads, wait fds. */
 #include "prov_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_fabric.c: the braid fabric object (fi_fabric(3)) and fi_trywait (fi_poll(3)). */
 #include "prov_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_getinfo.c: fi_getinfo(3) against braid: what it offers, which hints it refuses, node/service handling. */
 #include "prov_test.h"
 

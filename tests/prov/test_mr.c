@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_mr.c: braid memory registration (fi_mr(3)): keys, access bits, flags, descriptors. */
 #include "prov_test.h"
 

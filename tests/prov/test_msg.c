@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_msg.c: FI_EP_MSG (RoCEv2 RC) through the public API: fi_info, the connection handshake, messages, RMA, refusal, time-outs and shutdown. */
 #include "prov_test.h"
 #include "msg_pair.h"

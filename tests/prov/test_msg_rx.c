@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_msg_rx.c: the receive side of FI_EP_MSG through the public API: multi-receive buffers, tagged messages (braid's message header over RC), unexpected messages, FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel. */
 #include "prov_test.h"
 #include "msg_pair.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_pep.c: passive endpoints (fi_passive_ep, fi_listen, fi_getname / fi_setname, FI_CONNREQ, fi_reject, fi_accept's errors, closing a listener with requests pending), on 127.0.0.1. */
 #include "prov_test.h"
 

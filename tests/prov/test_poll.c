@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_poll.c: poll sets (fi_poll_open) and wait sets (fi_wait_open) of CQs and counters, fi_poll(3), on a DGRAM pair on 127.0.0.1. */
 #include "prov_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_progress.c: how braid's progress is driven (fi_domain(3) "Progress Models"): the progress models fi_info offers, the domain's progress thread, and threads blocked in braid woken by another endpoint's traffic. */
 #include "prov_test.h"
 

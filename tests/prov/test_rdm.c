@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rdm.c: braid's native FI_EP_RDM (the RD engine over UDP) through the public libfabric API. */
 #include <rdma/fi_tagged.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_rdm_rma.c: RMA (fi_rma(3)) and atomics (fi_atomic(3)) on braid's
  * native FI_EP_RDM, through the public libfabric API only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rxd.c: "braid;ofi_rxd": libfabric's software RDM (ofi_rxd) layered over braid DGRAM endpoints. */
 #include "prov_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rxm.c: ofi_rxm over braid's RoCEv2 RC ("braid;ofi_rxm"): what rxm gets from braid's MSG endpoints when a peer is lost. */
 #include "prov_test.h"
 

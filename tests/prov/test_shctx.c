@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_shctx.c: shared contexts (fi_stx_context, fi_srx_context, FI_SHARED_CONTEXT) of RDM, DGRAM and MSG endpoints through the public API. */
 #include <rdma/fi_tagged.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_stat.c: braid's counters through the public API: fi_open_ops(FI_BRAID_STAT_OPS) (rdma/fi_braid.h) and the file braid publishes for braid-stat. */
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_threads.c: braid's native RDM endpoints driven by several threads at once: per-endpoint locks, shared CQs, FI_THREAD_DOMAIN. */
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_wait.c: wait objects of CQs, counters and EQs as braid implements them (FI_WAIT_FD, FI_WAIT_UNSPEC, FI_WAIT_YIELD, FI_WAIT_SET), fi_control FI_GETWAIT / FI_GETWAITOBJ, fi_trywait and wait sets (fi_wait). */
 #include "prov_test.h"
 

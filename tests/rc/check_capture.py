@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """check_capture.py FIELDS.TSV: check tshark's decoding of a capture of braid RC traffic.
 
 Input: tshark -T fields output (tab separated) of frame.number, ip.dst, udp.dstport,

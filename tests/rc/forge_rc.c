@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * forge_rc.c: a packet for a queue pair is taken only from that QP's peer.
  *

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- roce_icrc.lua: a tshark postdissector that checks the RoCEv2 ICRC of every
 -- Ethernet/IPv4/UDP:4791 frame from the frame's own bytes (IBTA Annex A17;
 -- the computation of Linux rxe_icrc.c). Wireshark 4.0 shows the ICRC but

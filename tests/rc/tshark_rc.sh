@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # tshark_rc.sh: proof that braid's RC traffic is real RoCEv2. In a network
 # namespace of its own (two loopback addresses, so both sides receive on UDP
 # 4791), runs RDM tagged bandwidth over braid;ofi_rxm (ofi_rxm over braid's

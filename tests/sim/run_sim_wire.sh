@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # run_sim_wire.sh SIM_WIRE: run the sim-wire test with braid's INFO log, then check from
 # the endpoints' close lines that the sim really lost and duplicated packets and that
 # braid retransmitted (a perfect network would make the test prove nothing). With

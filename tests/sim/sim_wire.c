@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sim_wire.c: the whole provider through the libfabric API over the sim wire
  * (FI_BRAID_WIRE=sim): two native RDM endpoints of one process on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_fabsim.c: behaviour of the leaf-spine fabric simulator (providers/sim/braid_fabsim.c) and of real RD and RC engines driven on it (bench/fabsim). */
 #include <stdio.h>
 #include <stdlib.h>

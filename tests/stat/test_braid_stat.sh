@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test_braid_stat.sh BUILD_DIR: braid-stat shows a live run. A braid_ab stream over native braid
 # on loopback (4 paths) publishes into a private FI_BRAID_STAT_DIR; braid-stat --json must show
 # both endpoints, each the other as its peer, the sender's paths adding up to its peer and its

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """check_capture.py: checks one capture of braid traffic, as tshark decoded it with
 tools/wireshark/braid.lua, against what the workload sent (tests/wireshark/test_dissector.sh).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """synth.py: crafted braid packets, written as braid_hdr.c writes them, for the
 dissector's own checks (tests/wireshark/test_dissector.sh).
 

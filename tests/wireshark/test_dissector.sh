@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # test_dissector.sh: tools/wireshark/braid.lua, the Wireshark dissector of braid's packets
 # (docs/wireshark.md), checked two ways with tshark:
 #  1. crafted packets (synth.py): a valid one of every type and one of each malformation

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- braid.lua: a Wireshark/tshark dissector (Lua, Wireshark 3.6 and 4.x) for
 -- braid's own packets, as docs/protocol.md specifies them: the common header
 -- (§2), DGRAM (§3), RD_DATA (§4.2), RD_ACK (§4.3), RD_CTS (§4.6), RD_RMA (§4.7), RD_CHALLENGE (§4.9),
