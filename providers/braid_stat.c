@@ -287,42 +287,34 @@ void braid_stat_publish(struct braid_ep *ep, uint64_t now)
 /* ---- fi_open_ops(FI_BRAID_STAT_OPS) ---- */
 
 /*
- * core's counter table as rdma/fi_braid.h's types: made once, on the first
- * call (the table is fixed for the life of the process).
+ * core's counter table is rdma/fi_braid.h's descriptor array as it is: the
+ * same layout, the same scope and kind values (checked here), and static for
+ * the life of the process.
  */
 _Static_assert(BRAID_SCOPE_EP == FI_BRAID_SCOPE_EP && BRAID_SCOPE_PEER == FI_BRAID_SCOPE_PEER &&
 	       BRAID_SCOPE_PATH == FI_BRAID_SCOPE_PATH && BRAID_CTR_COUNTER == FI_BRAID_COUNTER &&
 	       BRAID_CTR_GAUGE == FI_BRAID_GAUGE, "scope and kind values as fi_braid.h's");
+_Static_assert(sizeof(struct braid_ctr_desc) == sizeof(struct fi_braid_stat_desc) &&
+	       offsetof(struct braid_ctr_desc, name) == offsetof(struct fi_braid_stat_desc, name) &&
+	       offsetof(struct braid_ctr_desc, unit) == offsetof(struct fi_braid_stat_desc, unit) &&
+	       offsetof(struct braid_ctr_desc, help) == offsetof(struct fi_braid_stat_desc, help) &&
+	       offsetof(struct braid_ctr_desc, scopes) == offsetof(struct fi_braid_stat_desc, scopes) &&
+	       offsetof(struct braid_ctr_desc, kind) == offsetof(struct fi_braid_stat_desc, kind),
+	       "a descriptor is laid out as struct fi_braid_stat_desc");
 /* core writes the peer records of a snapshot straight into the caller's buffer */
 _Static_assert(sizeof(struct braid_ctr_peer_rec) == sizeof(struct fi_braid_stat_peer) &&
 	       offsetof(struct braid_ctr_peer_rec, paths) == offsetof(struct fi_braid_stat_peer, paths) &&
 	       offsetof(struct braid_ctr_peer_rec, addr) == offsetof(struct fi_braid_stat_peer, addr) &&
 	       offsetof(struct braid_ctr_peer_rec, v) == offsetof(struct fi_braid_stat_peer, v),
 	       "a peer record is laid out as struct fi_braid_stat_peer");
-static struct fi_braid_stat_desc *stat_descs;
-static size_t stat_ndescs;
-static pthread_once_t stat_descs_once = PTHREAD_ONCE_INIT;
-
-static void stat_descs_make(void)
-{
-	const struct braid_ctr_desc *t;
-	size_t n = braid_ctr_table(&t), i;
-	struct fi_braid_stat_desc *d = calloc(n, sizeof(*d));
-
-	if (!d)
-		return;
-	for (i = 0; i < n; i++)
-		d[i] = (struct fi_braid_stat_desc){ t[i].name, t[i].unit, t[i].help, t[i].scopes,
-						    t[i].kind };
-	stat_descs = d;
-	stat_ndescs = n;
-}
 
 static size_t stat_table(const struct fi_braid_stat_desc **descs)
 {
-	pthread_once(&stat_descs_once, stat_descs_make);
-	*descs = stat_descs;
-	return stat_ndescs;
+	const struct braid_ctr_desc *t;
+	size_t n = braid_ctr_table(&t);
+
+	*descs = (const struct fi_braid_stat_desc *)t;
+	return n;
 }
 
 static ssize_t stat_snapshot(struct fid *fid, void *buf, size_t len)
