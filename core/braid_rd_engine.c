@@ -59,14 +59,6 @@ bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
 }
 
 /*
- * The operations' places in the completion ring: its first half (the other
- * is for the events of RMA targeting us, braid_rd_rma.c). Each operation
- * held in a pool will make one completion, and each completion not taken
- * yet holds its place: a new operation is taken only while one is free, so
- * that no completion ever finds the ring full, however late the caller
- * takes them.
- */
-/*
  * Complete the sends the outgoing side handed back (rd->sends_done), in
  * order, with @err (0: as answered, or as acknowledged): an RMA request
  * through the RMA side, any other send through the outgoing side.
@@ -85,6 +77,14 @@ void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno)
 	}
 }
 
+/*
+ * The operations' places in the completion ring: its first half (the other
+ * is for the events of RMA targeting us, braid_rd_rma.c). Each operation
+ * held in a pool will make one completion, and each completion not taken
+ * yet holds its place: a new operation is taken only while one is free, so
+ * that no completion ever finds the ring full, however late the caller
+ * takes them.
+ */
 size_t rd_comp_room(const struct braid_rd *rd)
 {
 	size_t held = rd->comp_count + rd->sends.in_use +
