@@ -77,22 +77,6 @@ void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno)
 	}
 }
 
-/*
- * The operations' places in the completion ring: its first half (the other
- * is for the events of RMA targeting us, braid_rd_rma.c). Each operation
- * held in a pool will make one completion, and each completion not taken
- * yet holds its place: a new operation is taken only while one is free, so
- * that no completion ever finds the ring full, however late the caller
- * takes them.
- */
-size_t rd_comp_room(const struct braid_rd *rd)
-{
-	size_t held = rd->comp_count + rd->sends.in_use +
-		      (rd->rxq == &rd->own_rxq ? rd->own_rxq.recvs.in_use : 0);
-
-	return held < rd->comp_cap / 2 ? rd->comp_cap / 2 - held : 0;
-}
-
 int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
 {
 	int n = 0;

@@ -199,8 +199,21 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
 /* braid_rd_engine.c: the engine's base (ready list, completions, staging, drops) */
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
 bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
-/* room in the completion ring for one more application operation */
-size_t rd_comp_room(const struct braid_rd *rd);
+/*
+ * The operations' places in the completion ring: its first half (the other
+ * is for the events of RMA targeting us, braid_rd_rma.c). Each operation
+ * held in a pool will make one completion, and each completion not taken
+ * yet holds its place: a new operation is taken only while one is free, so
+ * that no completion ever finds the ring full, however late the caller
+ * takes them. Inline: every send and receive posted asks.
+ */
+static inline size_t rd_comp_room(const struct braid_rd *rd)
+{
+	size_t held = rd->comp_count + rd->sends.in_use +
+		      (rd->rxq == &rd->own_rxq ? rd->own_rxq.recvs.in_use : 0);
+
+	return held < rd->comp_cap / 2 ? rd->comp_cap / 2 - held : 0;
+}
 void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno);
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
