@@ -5,26 +5,6 @@
 
 #include "braid_iov.h"
 
-uint64_t braid_iov_len(const struct iovec *iov, size_t cnt)
-{
-	uint64_t len = 0;
-	size_t i;
-
-	for (i = 0; i < cnt; i++)
-		len += iov[i].iov_len;
-	return len;
-}
-
-bool braid_iov_valid(const struct iovec *iov, size_t cnt)
-{
-	size_t i;
-
-	for (i = 0; i < cnt; i++)
-		if (!iov[i].iov_base && iov[i].iov_len)
-			return false;
-	return true;
-}
-
 /* the index of the entry of @iov holding byte *@off (@cnt: none), *@off made relative to it */
 static size_t iov_seek(const struct iovec *iov, size_t cnt, uint64_t *off)
 {

@@ -8,11 +8,27 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-/** braid_iov_len() - the total bytes of @iov[0..@cnt). */
-uint64_t braid_iov_len(const struct iovec *iov, size_t cnt);
+/** braid_iov_len() - the total bytes of @iov[0..@cnt). Inline: every operation posted asks. */
+static inline uint64_t braid_iov_len(const struct iovec *iov, size_t cnt)
+{
+	uint64_t len = 0;
+	size_t i;
 
-/** braid_iov_valid() - false when an entry of @iov[0..@cnt) has bytes but a NULL base. */
-bool braid_iov_valid(const struct iovec *iov, size_t cnt);
+	for (i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
+/** braid_iov_valid() - false when an entry of @iov[0..@cnt) has bytes but a NULL base. Inline. */
+static inline bool braid_iov_valid(const struct iovec *iov, size_t cnt)
+{
+	size_t i;
+
+	for (i = 0; i < cnt; i++)
+		if (!iov[i].iov_base && iov[i].iov_len)
+			return false;
+	return true;
+}
 
 /**
  * braid_iov_slice() - the bytes [@off, @off + @len) of @iov[0..@cnt) as
