@@ -285,16 +285,14 @@ static bool flow_reclaim(struct braid_rd *rd, bool unproven)
 	return false;
 }
 
-struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
-			       uint64_t now)
+/* A conn without a flow gets one (rd_flow_attach). */
+struct rd_flow *rd_flow_new(struct braid_rd *rd, struct rd_conn *conn, bool inbound, uint64_t now)
 {
 	bool stranger = inbound && !conn->verified;
 	struct rd_flow *f;
 	uint8_t *tail;
 	uint32_t w = rd->cfg.window, slots = rd->slot_mask + 1;
 
-	if (conn->flow)
-		return conn->flow;
 	/* §4.9: strangers' packets hold at most RD_STRANGER_FLOWS flows (and at most
 	 * half), so that strangers holding half-sent messages take neither the flows
 	 * of proven peers nor more than a few MiB; the flows this endpoint makes to

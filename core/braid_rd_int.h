@@ -231,8 +231,14 @@ bool rd_conn_rest(struct braid_rd *rd, struct rd_conn *c);
 struct rd_idle *rd_idle_of(void *v);
 void rd_fresh_epoch_after(struct braid_rd *rd, uint32_t epoch);
 void rd_flow_detach(struct braid_rd *rd, struct rd_flow *f);
-struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn, bool inbound,
-			       uint64_t now);
+struct rd_flow *rd_flow_new(struct braid_rd *rd, struct rd_conn *conn, bool inbound, uint64_t now);
+/* @conn's flow, made now if it has none (NULL: none can be had). Inline: every packet of data
+ * and every send asks, and all but the first find it. */
+static inline struct rd_flow *rd_flow_attach(struct braid_rd *rd, struct rd_conn *conn,
+					     bool inbound, uint64_t now)
+{
+	return conn->flow ? conn->flow : rd_flow_new(rd, conn, inbound, now);
+}
 void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_errno);
 uint64_t rd_flow_worst_rto(const struct rd_flow *flow, bool busy);
 
