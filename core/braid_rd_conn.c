@@ -200,15 +200,12 @@ static struct rd_conn *conn_wake(struct braid_rd *rd, void *v, uint64_t now)
 	return c;
 }
 
-struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now)
+/* The conn of @key from the map (rd_conn_get, when it is not the one found last). */
+struct rd_conn *rd_conn_find(struct braid_rd *rd, uint64_t key, bool create, uint64_t now)
 {
 	void *v;
 	struct rd_conn *c;
 
-	/* a stream's packets and ACKs come from one peer: its conn again, no map walk
-	 * (every conn that goes clears this first: conn_release) */
-	if (rd->hot && rd->hot_key == key)
-		return rd->hot;
 	v = braid_map_get(&rd->conns, key);
 	/* an idle peer is woken only to carry traffic (a packet of data either way);
 	 * lookups for traffic state find none, as for any peer without a flow */

@@ -222,7 +222,19 @@ uint32_t rd_random(struct braid_rd *rd);
 static inline uint32_t rd_usec(uint64_t ns) { return (uint32_t)(ns / 1000); }
 
 /* braid_rd_conn.c: conns and flows */
-struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create, uint64_t now);
+struct rd_conn *rd_conn_find(struct braid_rd *rd, uint64_t key, bool create, uint64_t now);
+/*
+ * The conn of peer @key (@create: made or woken if need be). A stream's packets
+ * and ACKs come from one peer: its conn again, no map walk (every conn that goes
+ * clears rd->hot first: conn_release). Inline: every send and packet asks.
+ */
+static inline struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, bool create,
+					  uint64_t now)
+{
+	if (rd->hot && rd->hot_key == key)
+		return rd->hot;
+	return rd_conn_find(rd, key, create, now);
+}
 void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now);
 void rd_conn_free(struct braid_rd *rd, struct rd_conn *c);
 bool rd_conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, uint64_t now);
