@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 /** braid_iov_len() - the total bytes of @iov[0..@cnt). Inline: every operation posted asks. */
@@ -17,6 +18,18 @@ static inline uint64_t braid_iov_len(const struct iovec *iov, size_t cnt)
 	for (i = 0; i < cnt; i++)
 		len += iov[i].iov_len;
 	return len;
+}
+
+/**
+ * braid_iov_copy() - copy the @cnt entries of @src to @dst. Inline, and one
+ * entry (nearly every operation posted) a plain store rather than a call.
+ */
+static inline void braid_iov_copy(struct iovec *dst, const struct iovec *src, size_t cnt)
+{
+	if (cnt == 1)
+		dst[0] = src[0];
+	else if (cnt)
+		memcpy(dst, src, cnt * sizeof(*src));
 }
 
 /** braid_iov_valid() - false when an entry of @iov[0..@cnt) has bytes but a NULL base. Inline. */

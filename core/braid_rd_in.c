@@ -978,7 +978,7 @@ static struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd *o
 	r = braid_pool_alloc_head(&q->recvs, RD_RECV_HEAD);
 	if (!r)
 		return NULL;
-	memcpy(r->iov, req->iov, req->iov_count * sizeof(struct iovec));
+	braid_iov_copy(r->iov, req->iov, req->iov_count);
 	r->iov_count = req->iov_count;
 	r->capacity = braid_iov_len(req->iov, req->iov_count);
 	r->peer = req->peer;

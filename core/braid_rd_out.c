@@ -121,8 +121,7 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 		return -FI_EAGAIN;
 	op->len = len;
 	if (!(flags & BRAID_RD_INJECT)) {
-		if (cnt)	/* a 0-byte message may have no iov at all */
-			memcpy(op->iov, iov, cnt * sizeof(struct iovec));
+		braid_iov_copy(op->iov, iov, cnt);	/* a 0-byte message may have no iov at all */
 		op->iov_count = cnt;
 	} else {
 		op->inject = braid_pool_alloc_raw(&rd->injects);	/* the payload is copied in */
