@@ -22,6 +22,11 @@
 
 #define UDP_BURST_MAX	64
 #define UDP_MAX_PAYLOAD	65507	/* 65535 - 20 (IPv4) - 8 (UDP) */
+/* this many datagrams from the home socket since the last from a path socket: the
+ * replies ride in the answers (a ping-pong, §4.8), the path sockets are quiet */
+#define UDP_QUIET_RUN	8
+/* the path sockets while quiet: looked at every this many receives */
+#define UDP_QUIET_LOOK	8
 
 /**
  * struct braid_udp - a UDP wire endpoint.
@@ -54,6 +59,12 @@ struct braid_udp {
 	 * reads the path sockets first (a stream into the home socket never starves the
 	 * replies to our own sends). */
 	bool owed;
+	/**
+	 * @home_run: datagrams from the home socket since the last one from a path
+	 * socket (at most UDP_QUIET_RUN: then the path sockets are quiet);
+	 * @unlooked: receives since the path sockets were last looked at.
+	 */
+	uint32_t home_run, unlooked;
 	/**
 	 * @pipe: lent payloads (BRAID_PKT_LEND, wire.lend_min: 0 for good when
 	 * the kernel cannot do it): opened at the first, carries their pages
@@ -642,36 +653,65 @@ static int udp_rx_paths(struct braid_udp *udp, struct braid_pkt *pkts, int n)
 	return got;
 }
 
-/* Receive from the home socket (if @home), then from the path sockets with something. */
+/* Receive from the path sockets that have something, up to @n, noting where replies come. */
+static int udp_rx_look(struct braid_udp *udp, struct braid_pkt *pkts, int n)
+{
+	int got = udp_rx_paths(udp, pkts, n);
+
+	udp->looked = true;
+	udp->unlooked = 0;
+	if (got)
+		udp->home_run = 0;
+	return got;
+}
+
+/*
+ * Receive from the home socket (if @home), then from the path sockets with
+ * something. The home socket at once, then one look at which path sockets
+ * have something and a recvmmsg on each. While the home socket has data,
+ * the look is every other receive (a ping-pong's answer is handed on one
+ * system call sooner; ACKs on the path sockets wait one receive at most);
+ * after a burst filled from the home socket alone, the path sockets first.
+ * While they are quiet (the last UDP_QUIET_RUN datagrams came to the home
+ * socket: the peers' replies ride in their answers), they are looked at
+ * every UDP_QUIET_LOOK receives, so that a busy-polled receive that finds
+ * nothing costs one system call, not two; a datagram found there ends the
+ * quiet.
+ */
 static int udp_rx(struct braid_wire *wire, struct braid_pkt *pkts, int n, bool home)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
-	int got = 0;
+	int got = 0, homes = 0;
+	bool look;
 
 	if (n > UDP_BURST_MAX)
 		n = UDP_BURST_MAX;
 	if (n <= 0)
 		return 0;
-	/* the home socket at once, then one look at which path sockets have
-	 * something and a recvmmsg on each; while the home socket has data, the
-	 * look is every other receive (a ping-pong's answer is handed on one
-	 * system call sooner; ACKs on the path sockets wait one receive at most);
-	 * after a burst filled from the home socket alone, the path sockets first */
 	if (udp->pathfd >= 0 && (udp->owed || !home)) {
-		got = udp_rx_paths(udp, pkts, n);
+		got = udp_rx_look(udp, pkts, n);
 		udp->owed = false;
-		udp->looked = true;
 		if (home && got < n)
-			got += udp_rx_sock(udp, 0, pkts + got, n - got);
-		wire->rx_packets += (uint64_t)got;
-		return got;
+			homes = udp_rx_sock(udp, 0, pkts + got, n - got);
+	} else {
+		if (home)
+			homes = udp_rx_sock(udp, 0, pkts, n);
+		if (udp->pathfd >= 0 && homes < n) {
+			if (udp->home_run >= UDP_QUIET_RUN)
+				look = ++udp->unlooked >= UDP_QUIET_LOOK;
+			else
+				look = !(homes && udp->looked);
+			udp->looked = false;
+			if (look)
+				got = udp_rx_look(udp, pkts + homes, n - homes);
+		} else {
+			udp->looked = false;
+		}
+		udp->owed = udp->pathfd >= 0 && homes == n;
 	}
-	if (home)
-		got = udp_rx_sock(udp, 0, pkts, n);
-	udp->looked = udp->pathfd >= 0 && got < n && !(got && udp->looked);
-	if (udp->looked)
-		got += udp_rx_paths(udp, pkts + got, n - got);
-	udp->owed = udp->pathfd >= 0 && got == n;
+	udp->home_run = udp->home_run + (uint32_t)homes < UDP_QUIET_RUN ?
+			udp->home_run + (uint32_t)homes : UDP_QUIET_RUN;
+	got += homes;
 	wire->rx_packets += (uint64_t)got;
 	return got;
 }

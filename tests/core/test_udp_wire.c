@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_udp_wire.c: the UDP wire's receive (providers/udp/braid_udp.c): the home socket first, the path sockets (ACKs, CTS) looked at every receive while the home socket is quiet, every other one while it has data, and first after a burst the home socket filled; GRO runs; lent payloads. Each test waits for its datagrams with a fence datagram, not a sleep. */
+/* test_udp_wire.c: the UDP wire's receive (providers/udp/braid_udp.c): the home socket first, the path sockets (ACKs, CTS) looked at every receive while the home socket is quiet, every other one while it has data, first after a burst the home socket filled, and every eighth while they are quiet themselves (the replies ride in the answers); GRO runs; lent payloads. Each test waits for its datagrams with a fence datagram, not a sleep. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <sched.h>
@@ -93,24 +93,27 @@ static int rx(struct braid_wire *w, char *tags)
 	return n;
 }
 
-Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_busy, .init = pin_cpu)
+/*
+ * A wire of two paths on loopback and a plain socket to talk to it (*@peer):
+ * the wire's home port in *@home, and in *@route the port its path 1 sends
+ * from (where the replies to what it sends on that path come back).
+ */
+static struct braid_wire *wire_with_peer(int *peer, uint16_t *home, uint16_t *route)
 {
 	struct braid_wire_params p = { .paths = 2 };
 	struct braid_wire *w;
 	struct braid_pkt out;
 	struct iovec iov;
-	char tags[9], byte = 'x';
-	uint16_t peer_port, home, route;
+	char byte = 'x';
+	uint16_t peer_port;
 	struct sockaddr_in from;
 	socklen_t len = sizeof(from);
-	int peer, round;
 
 	p.addr.sin_family = AF_INET;
 	p.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	cr_assert_eq(ops->open(&p, &w), 0);
-	home = ntohs(w->name.sin_port);
-	peer = plain_socket(&peer_port);
-	/* learn the port of the wire's path 1: what its datagrams come from */
+	*home = ntohs(w->name.sin_port);
+	*peer = plain_socket(&peer_port);
 	memset(&out, 0, sizeof(out));
 	iov = (struct iovec){ &byte, 1 };
 	out.iov = &iov;
@@ -119,9 +122,20 @@ Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_bu
 	out.addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(peer_port),
 					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	cr_assert_eq(ops->tx_burst(w, &out, 1), 1);
-	cr_assert_eq(recvfrom(peer, &byte, 1, 0, (struct sockaddr *)&from, &len), 1);
-	route = ntohs(from.sin_port);
-	cr_assert_neq(route, home);
+	cr_assert_eq(recvfrom(*peer, &byte, 1, 0, (struct sockaddr *)&from, &len), 1);
+	*route = ntohs(from.sin_port);
+	cr_assert_neq(*route, *home);
+	return w;
+}
+
+Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_busy, .init = pin_cpu)
+{
+	struct braid_wire *w;
+	char tags[9];
+	uint16_t home, route;
+	int peer, round;
+
+	w = wire_with_peer(&peer, &home, &route);
 
 	/* the home socket quiet: a path datagram is read by the next receive, every time */
 	for (round = 0; round < 3; round++) {
@@ -163,6 +177,43 @@ Test(udp_wire, path_sockets_wait_at_most_one_receive_while_the_home_socket_is_bu
 	}
 	/* and the skipped look is not forgotten: nothing is left behind */
 	cr_assert_eq(rx(w, tags), 0);
+	close(peer);
+	ops->close(w);
+}
+
+/*
+ * The replies come in the answers to the home socket (a ping-pong, §4.8):
+ * after eight datagrams there and none on a path socket, a receive that
+ * finds the home socket empty does not look at the path sockets (one
+ * system call, not two), but every eighth receive does; a datagram found
+ * there ends the quiet, and the next one is read by the next receive.
+ */
+Test(udp_wire, quiet_path_sockets_are_looked_at_every_eighth_receive, .init = pin_cpu)
+{
+	struct braid_wire *w;
+	char tags[9];
+	uint16_t home, route;
+	int peer, i, got;
+
+	w = wire_with_peer(&peer, &home, &route);
+
+	/* eight datagrams to the home socket, one receive each: the path sockets go quiet */
+	for (i = 0; i < 8; i++) {
+		send_to(peer, home, 'h');
+		cr_assert_eq(rx(w, tags), 1);
+		cr_assert_str_eq(tags, "h");
+	}
+	/* a reply to a path socket: read within eight receives, not by the first */
+	send_to(peer, route, 'p');
+	cr_assert_eq(rx(w, tags), 0, "quiet: the first receive reads the home socket alone");
+	for (i = 1, got = 0; i < 8 && !got; i++)
+		got = rx(w, tags);
+	cr_assert_eq(got, 1, "the path datagram within eight receives");
+	cr_assert_str_eq(tags, "p");
+	/* the quiet is over: the next reply is read by the next receive */
+	send_to(peer, route, 'q');
+	cr_assert_eq(rx(w, tags), 1);
+	cr_assert_str_eq(tags, "q");
 	close(peer);
 	ops->close(w);
 }
@@ -258,12 +309,13 @@ Test(udp_wire, a_gro_wire_takes_a_coalesced_run_in_one_receive_and_a_plain_one_d
  * packet not marked, or shorter than lend_min, is copied; the peek gives
  * the datagram's arrival time.
  */
-static uint8_t lend_src[3 * 65536], lend_dst[65536];
+/* (page-aligned: the offsets below are where in a page a payload starts) */
+static uint8_t lend_src[3 * 65536] __attribute__((aligned(4096))), lend_dst[65536];
 
 Test(udp_wire, lent_payloads_arrive_whole_and_the_peek_tells_when, .init = pin_cpu)
 {
 	struct braid_wire_params p = { .paths = 2, .lend_min = 16384, .sockbuf = 4 << 20 };
-	const size_t offs[] = { 0, 1, 4095, 4097, 12345 }, lens[] = { 61440, 65000, 60000, 20000, 40000 };
+	const size_t offs[] = { 0, 1, 4095, 4097, 12345 }, lens[] = { 61440, 65000, 60000, 24000, 40000 };
 	struct braid_wire *tx, *rx;
 	uint8_t hdr[24], peek[24];
 	struct sockaddr_in from;
