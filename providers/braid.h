@@ -88,6 +88,13 @@ struct braid_config {
 	int gro;
 	/** @lend_min: RDM payloads of this many bytes or more are sent by reference (0: never). */
 	size_t lend_min;
+	/**
+	 * @shm, @shm_peers, @shm_ring: RDM endpoints on this host reach each
+	 * other through shared memory (fi_braid(7), LOCAL PEERS): on or off,
+	 * rings (local senders) per endpoint, bytes per ring.
+	 */
+	int shm, shm_peers;
+	size_t shm_ring;
 	/** @bundle: RDM: pack packets for one peer into shared datagrams (protocol.md §4.8). */
 	int bundle;
 	/** @unexp_bytes: RDM, MSG on a tagged connection: per endpoint, for unexpected or early data. */
@@ -860,6 +867,11 @@ struct braid_ep_kind {
 	 */
 	bool one_path, gro, lend, gso;
 	/**
+	 * @local: datagrams to endpoints on this host go through shared memory
+	 * (FI_BRAID_SHM; fi_braid(7), LOCAL PEERS).
+	 */
+	bool local;
+	/**
 	 * @open: fi_endpoint, once the common fields are set: its wire (bound to
 	 * @addr, braid_ep_wire_open) and its own state. Undoes itself on failure.
 	 */
@@ -1319,6 +1331,13 @@ void braid_progress_stop(struct braid_domain *dom);
 void braid_progress_halt_all(void);
 /* Milliseconds until the earliest engine timer of @set's endpoints (-1: none); no lock held. */
 int braid_epset_timer_ms(struct braid_epset *set);
+/**
+ * braid_epset_arm() - the application is about to sleep on the wait fd
+ * itself (fi_trywait): the endpoints' wires are asked to make it readable
+ * for what local peers write (struct braid_wire_ops.arm). Return true when
+ * something came already (fi_trywait says -FI_EAGAIN).
+ */
+bool braid_epset_arm(struct braid_epset *set);
 
 /*
  * An alias of an RDM endpoint (fi_ep_alias, fi_endpoint(3)): the same

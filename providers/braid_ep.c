@@ -36,6 +36,9 @@ int braid_ep_wire_open(struct braid_ep *ep, const struct sockaddr_in *addr)
 		.sockbuf = braid_cfg.sockbuf,
 		.gro = k->gro && braid_cfg.gro,
 		.lend_min = k->lend ? braid_cfg.lend_min : 0,
+		.local = k->local && braid_cfg.shm,
+		.local_rings = (uint32_t)braid_cfg.shm_peers,
+		.local_ring_bytes = braid_cfg.shm_ring,
 	};
 	struct braid_wire *wire;
 	int ret;

@@ -32,7 +32,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 			if (!braid_wait_enabled(&cq->wait))
 				return -FI_EINVAL;
 			braid_wait_arm(&cq->wait);
-			if (braid_cq_poll(cq))
+			if (braid_cq_poll(cq) || braid_epset_arm(&cq->eps))
 				return -FI_EAGAIN;
 			break;
 		}
@@ -43,6 +43,8 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 				return -FI_EINVAL;
 			braid_wait_arm(&cntr->wait);
 			braid_epset_progress(&cntr->eps);
+			if (braid_epset_arm(&cntr->eps))
+				return -FI_EAGAIN;
 			break;
 		}
 		case FI_CLASS_WAIT: {

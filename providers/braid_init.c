@@ -19,6 +19,9 @@ struct braid_config braid_cfg = {
 	.gso = 1,
 	.gro = 1,
 	.lend_min = 16384,
+	.shm = 1,
+	.shm_peers = 64,
+	.shm_ring = 1 << 19,
 	.bundle = 1,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
@@ -216,6 +219,19 @@ static void braid_init_env(void)
 			"spliced into the socket; the receiver's copy is the only one: "
 			"on loopback and jumbo frames). 0: every payload is copied "
 			"into the kernel. (default: %zu)", braid_cfg.lend_min);
+	fi_param_define(&braid_prov, "shm", FI_PARAM_BOOL,
+			"RDM: endpoints on this host (in this network namespace, of this "
+			"user) reach each other through shared memory instead of "
+			"loopback UDP, under the same engine; 0: by UDP. (default: %d)",
+			braid_cfg.shm);
+	fi_param_define(&braid_prov, "shm_peers", FI_PARAM_INT,
+			"RDM: local senders an endpoint takes through shared memory (its "
+			"rings, 1..256); more send by UDP. (default: %d)",
+			braid_cfg.shm_peers);
+	fi_param_define(&braid_prov, "shm_ring", FI_PARAM_SIZE_T,
+			"RDM: bytes of each shared-memory ring (rounded up to a power "
+			"of two that holds two datagrams of the MTU); pages are taken "
+			"as a sender fills them. (default: %zu)", braid_cfg.shm_ring);
 	fi_param_define(&braid_prov, "unexp_bytes", FI_PARAM_SIZE_T,
 			"RDM, and MSG on a tagged connection: bytes per endpoint for "
 			"data that arrives before a receive matches it; beyond it the "
@@ -377,6 +393,11 @@ static void braid_init_env(void)
 		braid_cfg.gro = !!val;
 	if (!fi_param_get_size_t(&braid_prov, "lend_min", &sz))
 		braid_cfg.lend_min = sz;
+	if (!fi_param_get_bool(&braid_prov, "shm", &val))
+		braid_cfg.shm = !!val;
+	braid_param_int("shm_peers", 1, 256, &braid_cfg.shm_peers);
+	if (!fi_param_get_size_t(&braid_prov, "shm_ring", &sz) && sz <= (1u << 30))
+		braid_cfg.shm_ring = sz;
 	if (!fi_param_get_size_t(&braid_prov, "unexp_bytes", &sz) && sz)
 		braid_cfg.unexp_bytes = sz;
 	if (!fi_param_get_int(&braid_prov, "peer_timeout_ms", &val) && val > 0)

@@ -200,7 +200,8 @@ int braid_waitset_trywait(struct braid_waitset *set)
 	for (i = 0; i < set->ms.n; i++)
 		braid_wait_arm(member_parts(set->ms.m[i].fid).wait);
 	for (i = 0; i < set->ms.n && !ready; i++)
-		ready = member_has(&set->ms.m[i], false);
+		ready = member_has(&set->ms.m[i], false) ||
+			braid_epset_arm(member_parts(set->ms.m[i].fid).eps);
 	pthread_mutex_unlock(&set->lock);
 	return ready ? -FI_EAGAIN : 0;
 }

@@ -720,6 +720,12 @@ static void rdm_ep_close(struct braid_ep *ep)
 			   (unsigned long)ep->stats.rx_placed, (unsigned long)ep->stats.rx_dup_skipped,
 			   (unsigned long)ep->stats.rx_gro_dgrams,
 			   (unsigned long)ep->stats.rx_gro_runs);
+		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: datagrams through local peers' "
+			   "shared memory: %lu sent, %lu received (%lu held back, %lu dropped, "
+			   "%lu doorbells, %lu bad)\n", ntohs(ep->wire->name.sin_port),
+			   (unsigned long)ep->wire->local.tx, (unsigned long)ep->wire->local.rx,
+			   (unsigned long)ep->wire->local.held, (unsigned long)ep->wire->local.dropped,
+			   (unsigned long)ep->wire->local.doorbells, (unsigned long)ep->wire->local.bad);
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
 			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
 			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
@@ -791,6 +797,7 @@ const struct braid_ep_kind braid_rdm_kind = {
 	.gro = true,
 	.lend = true,
 	.gso = true,
+	.local = true,
 	.open = rdm_open,
 	.max_msg_size = rdm_max_msg_size,
 	.enable = rdm_enable,

@@ -36,6 +36,17 @@ static void ep_row(struct braid_ep *ep, uint64_t *v)
 	const struct braid_rc_stats *rc = ep->kind->rc_stats ? ep->kind->rc_stats(ep) : NULL;
 	uint8_t *p = (uint8_t *)v;
 
+	if (ep->wire) {
+		const struct braid_wire_local *l = &ep->wire->local;
+
+		ep->stats.tx_local = l->tx;
+		ep->stats.rx_local = l->rx;
+		ep->stats.local_held = l->held;
+		ep->stats.local_dropped = l->dropped;
+		ep->stats.local_doorbells = l->doorbells;
+		ep->stats.local_bad = l->bad;
+		ep->stats.local_peers = l->peers;
+	}
 	memcpy(p, &ep->stats, sizeof(ep->stats));
 	p += sizeof(ep->stats);
 	if (rd)

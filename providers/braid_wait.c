@@ -352,6 +352,24 @@ void braid_epset_progress(struct braid_epset *set)
 		sched_yield();
 }
 
+bool braid_epset_arm(struct braid_epset *set)
+{
+	bool ready = false;
+	int i;
+
+	pthread_mutex_lock(&set->lock);
+	for (i = 0; i < set->n && !ready; i++) {
+		struct braid_ep *ep = set->eps[i];
+
+		if (!ep->wire || !ep->wire->ops->arm || braid_ep_trylock(ep))
+			continue;
+		ready = ep->wire->ops->arm(ep->wire);
+		braid_ep_unlock(ep);
+	}
+	pthread_mutex_unlock(&set->lock);
+	return ready;
+}
+
 int braid_epset_timer_ms(struct braid_epset *set)
 {
 	uint64_t first = UINT64_MAX, now;
@@ -369,6 +387,9 @@ int braid_epset_timer_ms(struct braid_epset *set)
 		}
 		if (ep->kind->next_deadline && (t = ep->kind->next_deadline(ep)) < first)
 			first = t;
+		/* what local peers write wakes the sleeper only when asked to */
+		if (ep->wire && ep->wire->ops->arm && ep->wire->ops->arm(ep->wire))
+			first = 0;
 		braid_ep_unlock(ep);
 	}
 	pthread_mutex_unlock(&set->lock);

@@ -176,7 +176,14 @@ struct braid_ctr_peer_rec {
 	X(tx_lent,	COUNTER, "datagrams", "datagrams whose payload the wire sent by reference, not copied (LENT)") \
 	X(rx_gro_runs,	COUNTER, "receives", "receives that carried a run of datagrams the host coalesced (UDP GRO)") \
 	X(rx_gro_dgrams, COUNTER, "datagrams", "datagrams that came in those runs (also counted in rx_dgrams)") \
-	X(rx_trunc,	COUNTER, "datagrams", "DGRAM: datagrams larger than the posted receive (truncated)")
+	X(rx_trunc,	COUNTER, "datagrams", "DGRAM: datagrams larger than the posted receive (truncated)") \
+	X(tx_local,	COUNTER, "datagrams", "datagrams written into local peers' shared-memory rings, not sent by UDP (also in tx_dgrams)") \
+	X(rx_local,	COUNTER, "datagrams", "datagrams read from its own shared-memory rings (also in rx_dgrams)") \
+	X(local_held,	COUNTER, "bursts", "sends held back because a local peer's ring was full") \
+	X(local_dropped, COUNTER, "datagrams", "datagrams to local peers dropped: the peer gone, or its ring full for 5 ms") \
+	X(local_doorbells, COUNTER, "datagrams", "sleeping local peers woken (an empty UDP datagram)") \
+	X(local_bad,	COUNTER, "events", "rings emptied whose bytes made no sense, datagrams changed after a look") \
+	X(local_peers,	GAUGE,   "peers", "local peers it writes to through shared memory now")
 
 /* ---- generated ---- */
 

@@ -106,6 +106,35 @@ struct braid_wire_params {
 	 * (UDP: vmsplice and splice into the socket); 0: every byte is copied.
 	 */
 	size_t lend_min;
+	/**
+	 * @local: datagrams to endpoints on this host go through shared memory
+	 * where the wire can (the UDP wire: fi_braid(7), LOCAL PEERS), in
+	 * @local_rings rings per receiving endpoint of @local_ring_bytes each.
+	 */
+	bool local;
+	uint32_t local_rings;
+	size_t local_ring_bytes;
+};
+
+/**
+ * struct braid_wire_local - a wire endpoint's traffic with local peers
+ * through shared memory (all 0 where it has none).
+ */
+struct braid_wire_local {
+	/** @tx, @rx: datagrams written into local peers' rings, read from its own. */
+	uint64_t tx, rx;
+	/** @held: sends held back because a local peer's ring was full. */
+	uint64_t held;
+	/** @dropped: datagrams dropped: the local peer gone, or its ring full too long. */
+	uint64_t dropped;
+	/** @doorbells: local peers woken from their sleep. */
+	uint64_t doorbells;
+	/** @bad: rings emptied because their bytes made no sense, datagrams changed after a peek. */
+	uint64_t bad;
+	/** @peers: local peers it writes to now. */
+	uint64_t peers;
+	/** @on: the endpoint takes datagrams from local peers through shared memory. */
+	bool on;
 };
 
 /**
@@ -170,6 +199,13 @@ struct braid_wire_ops {
 	/** @rx_return: with @rx_lend: give back @n packets it lent. */
 	void (*rx_return)(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 	/**
+	 * @arm: optional (NULL: the wire's fd tells everything). The caller is
+	 * about to sleep on @wait_fd: have what arrives by other means (local
+	 * peers' shared memory) make it readable. Return true when something
+	 * has arrived already (do not sleep). Any receive call disarms it.
+	 */
+	bool (*arm)(struct braid_wire *wire);
+	/**
 	 * @iface: optional (NULL: the wire uses the kernel's interfaces). The one
 	 * interface the wire owns itself (a DPDK port): its name, IPv4 address,
 	 * netmask and datagram payload limit. Starts the wire's port if it has
@@ -230,6 +266,8 @@ struct braid_wire {
 	 * the kernel lets it); 0: it never does.
 	 */
 	size_t lend_min;
+	/** @local: its traffic with local peers (braid_wire_params.local). */
+	struct braid_wire_local local;
 };
 
 /**

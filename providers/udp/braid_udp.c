@@ -19,6 +19,7 @@
 #include <rdma/fi_errno.h>
 
 #include "braid/braid_wire.h"
+#include "braid_udp_shm.h"
 
 #define UDP_BURST_MAX	64
 #define UDP_MAX_PAYLOAD	65507	/* 65535 - 20 (IPv4) - 8 (UDP) */
@@ -75,6 +76,18 @@ struct braid_udp {
 	 */
 	int pipe[2], devnull;
 	size_t lend_frags, page;
+	/**
+	 * @shm: local peers through shared memory (braid_udp_shm.c), or NULL;
+	 * @ports: each socket's port (@shm names them); @shm_owed: the last
+	 * receive filled its burst from the rings: the next reads the sockets
+	 * first. @sock_empty: receives in a row whose look at the sockets found
+	 * nothing (capped); @shm_ago: receives since the rings last gave a
+	 * datagram (capped); @sock_skip: receives since the sockets were read.
+	 */
+	struct braid_udp_shm *shm;
+	uint16_t *ports;
+	bool shm_owed;
+	uint32_t sock_empty, shm_ago, sock_skip;
 };
 
 const struct braid_wire_ops braid_udp_wire_ops;
@@ -185,6 +198,8 @@ static void udp_close(struct braid_wire *wire)
 	if (udp->pathfd >= 0)
 		close(udp->pathfd);
 	udp_lend_close(udp);
+	udp_shm_close(udp->shm);
+	free(udp->ports);
 	free(udp->fds);
 	free(udp);
 }
@@ -221,6 +236,37 @@ static void udp_lend_setup(struct braid_udp *udp, size_t lend_min)
 	udp->page = (size_t)page;
 	udp->lend_frags = frags - 2;
 	udp->wire.lend_min = lend_min;
+}
+
+/*
+ * Local peers through shared memory (braid_udp_shm.c): the endpoint's
+ * ports name its rings' segment. Where it cannot be made (no /dev/shm, a
+ * wildcard address), every datagram goes by UDP, as with it off.
+ */
+static void udp_local_setup(struct braid_udp *udp, const struct braid_wire_params *params)
+{
+	int i, n = (int)udp->wire.entropies;
+
+	udp->ports = malloc((size_t)n * sizeof(*udp->ports));
+	if (!udp->ports)
+		return;
+	for (i = 0; i < n; i++) {
+		struct sockaddr_in b;
+		socklen_t len = sizeof(b);
+
+		if (getsockname(udp->fds[i], (struct sockaddr *)&b, &len))
+			break;
+		udp->ports[i] = ntohs(b.sin_port);
+	}
+	if (i < n || udp_shm_open(&udp->shm, &udp->wire.name, udp->ports, n, params->local_rings,
+				  params->local_ring_bytes, udp->wire.rx_max < udp->wire.mtu ?
+				  udp->wire.mtu : udp->wire.rx_max, udp->fds[0], &udp->wire.local)) {
+		free(udp->ports);
+		udp->ports = NULL;
+		udp->shm = NULL;
+		return;
+	}
+	udp->wire.local.on = true;
 }
 
 static int udp_open(const struct braid_wire_params *params, struct braid_wire **wire)
@@ -318,6 +364,8 @@ static int udp_open(const struct braid_wire_params *params, struct braid_wire **
 		}
 	}
 	udp_lend_setup(udp, params->lend_min);
+	if (params->local)
+		udp_local_setup(udp, params);
 	*wire = &udp->wire;
 	return 0;
 }
@@ -477,7 +525,13 @@ static inline bool udp_lendable(const struct braid_udp *udp, const struct braid_
 	       pkt->iovcnt > 1 && pkt->iov[pkt->iovcnt - 1].iov_len >= udp->wire.lend_min;
 }
 
-static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+/* @pkt goes to a local peer's ring (udp_shm_tx) */
+static inline bool udp_local(struct braid_udp *udp, const struct braid_pkt *pkt)
+{
+	return udp->shm && udp_shm_local(udp->shm, pkt);
+}
+
+static int udp_tx(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
 	struct mmsghdr msgs[UDP_BURST_MAX];
@@ -491,6 +545,20 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		if (path >= wire->entropies)
 			path = 0;
 		fd = udp->fds[path];
+		if (udp->shm) {
+			int r = udp_shm_tx(udp->shm, &pkts[done], udp->ports[path]);
+
+			if (r < 0)
+				return done;	/* the ring is full: the rest later */
+			if (r > 0) {
+				if (pkts[done].status)
+					wire->tx_errors++;
+				else
+					wire->tx_packets++;
+				done++;
+				continue;
+			}
+		}
 		if (udp_lendable(udp, &pkts[done])) {
 			int r = udp_tx_lend(udp, fd, &pkts[done]);
 
@@ -508,7 +576,8 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		/* one sendmmsg per run of packets on the same route (a packet that may
 		 * be lent starts a run of its own) */
 		while (done + batch < n && batch < UDP_BURST_MAX &&
-		       (!batch || !udp_lendable(udp, &pkts[done + batch])) &&
+		       (!batch || (!udp_lendable(udp, &pkts[done + batch]) &&
+				   !udp_local(udp, &pkts[done + batch]))) &&
 		       (pkts[done + batch].path == path ||
 			(path == 0 && pkts[done + batch].path >= wire->entropies))) {
 			struct msghdr *mh = &msgs[batch].msg_hdr;
@@ -553,6 +622,16 @@ static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	return done;
 }
 
+static int udp_tx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	int done = udp_tx(wire, pkts, n);
+
+	if (udp->shm)
+		udp_shm_tx_done(udp->shm);
+	return done;
+}
+
 /*
  * The kernel's receive timestamps are CLOCK_REALTIME: udp_clock() reads how
  * far CLOCK_MONOTONIC is from it (*@off) and now on it (*@mono);
@@ -581,6 +660,61 @@ static uint64_t udp_rx_ns(const struct cmsghdr *cm, int64_t off, uint64_t mono)
 	return (uint64_t)t < mono ? (uint64_t)t : mono;
 }
 
+/* the first @len bytes of @src's buffers into @dst's (as many as they hold) */
+static void udp_iov_move(struct braid_pkt *dst, const struct braid_pkt *src, size_t len)
+{
+	int si = 0, di = 0;
+	size_t so = 0, dof = 0;
+
+	while (len && si < src->iovcnt && di < dst->iovcnt) {
+		size_t l = src->iov[si].iov_len - so;
+
+		if (l > dst->iov[di].iov_len - dof)
+			l = dst->iov[di].iov_len - dof;
+		if (l > len)
+			l = len;
+		memcpy((uint8_t *)dst->iov[di].iov_base + dof, (uint8_t *)src->iov[si].iov_base + so, l);
+		len -= l;
+		so += l;
+		dof += l;
+		if (so == src->iov[si].iov_len) {
+			si++;
+			so = 0;
+		}
+		if (dof == dst->iov[di].iov_len) {
+			di++;
+			dof = 0;
+		}
+	}
+}
+
+/*
+ * Take the empty datagrams (local peers' doorbells: braid_udp_shm.c) out of
+ * a receive of @got: the ones after each move down (rare: a doorbell wakes
+ * a sleeper, whose socket is empty). Return how many are left.
+ */
+static int udp_rx_doorbells(struct braid_pkt *pkts, struct mmsghdr *msgs, int got)
+{
+	int i, j;
+
+	for (i = 0; i < got; i++) {
+		if (msgs[i].msg_len)
+			continue;
+		for (j = i + 1; j < got; j++) {
+			udp_iov_move(&pkts[j - 1], &pkts[j], msgs[j].msg_len);
+			msgs[j - 1].msg_len = msgs[j].msg_len;
+			msgs[j - 1].msg_hdr.msg_flags = msgs[j].msg_hdr.msg_flags;
+			msgs[j - 1].msg_hdr.msg_controllen = msgs[j].msg_hdr.msg_controllen;
+			memcpy(msgs[j - 1].msg_hdr.msg_control, msgs[j].msg_hdr.msg_control,
+			       msgs[j].msg_hdr.msg_controllen);
+			pkts[j - 1].addr = pkts[j].addr;
+		}
+		got--;
+		i--;
+	}
+	return got;
+}
+
 /* Receive up to @n datagrams from socket @idx into @pkts. Return how many. */
 static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, int n)
 {
@@ -605,6 +739,8 @@ static int udp_rx_sock(struct braid_udp *udp, int idx, struct braid_pkt *pkts, i
 	got = recvmmsg(udp->fds[idx], msgs, n, MSG_DONTWAIT | MSG_TRUNC, NULL);
 	if (got <= 0)
 		return 0;
+	if (udp->shm)
+		got = udp_rx_doorbells(pkts, msgs, got);
 	/* the timestamps are CLOCK_REALTIME: moved onto the engine's monotonic clock */
 	udp_clock(&off, &mono);
 	for (i = 0; i < got; i++) {
@@ -716,9 +852,43 @@ static int udp_rx(struct braid_wire *wire, struct braid_pkt *pkts, int n, bool h
 	return got;
 }
 
+/*
+ * With local peers: the rings, then the sockets (after a burst the rings
+ * filled, the sockets first). While the rings bring datagrams and the
+ * sockets have had nothing for UDP_QUIET_RUN looks, the sockets are read
+ * every UDP_QUIET_LOOK receives: a busy-polled receive between local peers
+ * then costs no system call.
+ */
 static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
-	return udp_rx(wire, pkts, n, true);
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	int got = 0, socks;
+
+	if (!udp->shm)
+		return udp_rx(wire, pkts, n, true);
+	if (!udp->shm_owed)
+		got = udp_shm_rx(udp->shm, pkts, n);
+	if (got)
+		udp->shm_ago = 0;
+	else if (udp->shm_ago < UINT32_MAX)
+		udp->shm_ago++;
+	if (got < n && (udp->sock_empty < UDP_QUIET_RUN || udp->shm_ago > 64 * UDP_QUIET_LOOK ||
+			++udp->sock_skip >= UDP_QUIET_LOOK)) {
+		udp->sock_skip = 0;
+		socks = udp_rx(wire, pkts + got, n - got, true);
+		udp->sock_empty = socks ? 0 : udp->sock_empty < UDP_QUIET_RUN ? udp->sock_empty + 1 :
+			UDP_QUIET_RUN;
+		got += socks;
+	}
+	if (udp->shm_owed && got < n) {
+		int more = udp_shm_rx(udp->shm, pkts + got, n - got);
+
+		if (more)
+			udp->shm_ago = 0;
+		got += more;
+	}
+	udp->shm_owed = !udp->shm_owed && got == n;
+	return got;
 }
 
 static int udp_rx_routes(struct braid_wire *wire, struct braid_pkt *pkts, int n)
@@ -736,11 +906,26 @@ static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct
 		.msg_name = from, .msg_namelen = sizeof(*from), .msg_iov = &iov, .msg_iovlen = 1,
 		.msg_control = ctrl, .msg_controllen = sizeof(ctrl),
 	};
-	ssize_t r = recvmsg(udp->fds[0], &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
 	struct cmsghdr *cm;
+	ssize_t r;
 
 	*rx_ns = 0;
-	if (r <= 0)
+	if (udp->shm) {
+		size_t len = udp_shm_peek(udp->shm, buf, cap, from);
+
+		if (len)
+			return len;
+	}
+	while ((r = recvmsg(udp->fds[0], &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC)) == 0) {
+		/* an empty datagram (a local peer's doorbell): taken, and the next looked at */
+		char none;
+
+		if (recv(udp->fds[0], &none, sizeof(none), MSG_DONTWAIT) < 0)
+			return 0;
+		mh.msg_namelen = sizeof(*from);
+		mh.msg_controllen = sizeof(ctrl);
+	}
+	if (r < 0)
 		return 0;
 	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
@@ -757,7 +942,12 @@ static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct
 
 static int udp_rx_home(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
-	int got = udp_rx_sock((struct braid_udp *)wire, 0, pkts, n < UDP_BURST_MAX ? n : UDP_BURST_MAX);
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	int got;
+
+	if (udp->shm && udp_shm_peeked(udp->shm) && n > 0)
+		return udp_shm_take(udp->shm, pkts);
+	got = udp_rx_sock(udp, 0, pkts, n < UDP_BURST_MAX ? n : UDP_BURST_MAX);
 
 	wire->rx_packets += (uint64_t)got;
 	return got;
@@ -770,6 +960,13 @@ static int udp_wait_fd(struct braid_wire *wire)
 	return udp->epfd >= 0 ? udp->epfd : udp->fds[0];
 }
 
+static bool udp_arm(struct braid_wire *wire)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+
+	return udp->shm && udp_shm_arm(udp->shm);
+}
+
 const struct braid_wire_ops braid_udp_wire_ops = {
 	.name = "udp",
 	.open = udp_open,
@@ -780,4 +977,5 @@ const struct braid_wire_ops braid_udp_wire_ops = {
 	.rx_peek = udp_rx_peek,
 	.rx_home = udp_rx_home,
 	.rx_routes = udp_rx_routes,
+	.arm = udp_arm,
 };

@@ -7,7 +7,8 @@
 # Proves what ran: MPICH's own report of its provider (MPIR_CVAR_DEBUG_SUMMARY: "libfabric
 # provider: braid"), and from inside each rank (TRACE_LIB, ofi_trace.so, LD_PRELOADed) that
 # libmpi opened braid's RDM endpoint and nothing else, with the one-sided calls it made there;
-# and that the traffic went over braid's wire (UDP datagrams counted by the kernel).
+# and that the traffic went over braid's wire (UDP datagrams counted by the kernel, and
+# datagrams through local peers' shared memory counted by braid: wire_count.sh).
 #
 # Usage: run_mpich.sh SRC_DIR TRACE_LIB
 #   SRC_DIR: where braid_mpi.c and braid_osc.c are (tests/mpi).
@@ -64,7 +65,8 @@ done
 echo "run_mpich: $("$prefix/bin/mpichversion" | sed -n 's/^MPICH Version:[[:space:]]*/MPICH /p')," \
 	"device $device, libfabric $(ldd "$tmp/braid_mpi" | awk '/libfabric\.so/ { print $3 }')"
 
-udp_out() { awk '/^Udp:/ { if (++n == 2) print $5 }' /proc/net/snmp; }
+. "$(dirname "$0")/wire_count.sh"
+wire_log_env
 fail=0
 die() {
 	echo "run_mpich: FAIL: $*"
@@ -87,14 +89,18 @@ run() {
 		>"$tmp/$name.log" 2>&1
 	rc=$?
 	after=$(udp_out)
-	sent=$((after - before))
+	local_dgrams=$(local_sent "$tmp/$name.log")
+	sent=$((after - before + local_dgrams))
 	grep -E "^$name|MISMATCH|rank check failed|Fatal|[Ee]rror" "$tmp/$name.log" |
-		grep -v '^ofi_trace: ' | head -20
+		grep -v -e '^ofi_trace: ' -e ':braid:' | head -20
 	[ "$rc" = 124 ] && die "$name: mpiexec timed out (240 s): hang"
 	[ "$rc" -ne 0 ] && die "$name: mpiexec exit $rc"
 	# MPICH's own word for its provider (rank 0 prints the summary)
 	chosen=$(sed -n 's/^libfabric provider: \([^ ]*\) - .*/\1/p' "$tmp/$name.log" | sort -u)
-	echo "  $name: MPICH's libfabric provider: ${chosen:-none reported}; $sent UDP datagrams"
+	echo "  $name: MPICH's libfabric provider: ${chosen:-none reported}; $((sent - local_dgrams))" \
+		"UDP datagrams, $local_dgrams through local peers' shared memory"
+	[ "${FI_BRAID_SHM:-1}" != 0 ] && [ "$local_dgrams" -eq 0 ] &&
+		die "$name: the ranks did not reach each other through shared memory"
 	[ "$chosen" = braid ] || die "$name: MPICH did not report running over braid"
 	# seen from inside each rank: libmpi opened braid's RDM endpoint, and no other provider
 	[ "$(grep -c '^ofi_trace: .* caller=libmpi[^ ]* prov=braid ep_type=FI_EP_RDM ' \
@@ -112,7 +118,7 @@ echo "run_mpich: two-sided and collectives (braid_mpi)"
 run braid_mpi
 grep -q '^braid_mpi: .*; PASS' "$tmp/braid_mpi.log" || die "braid_mpi did not report PASS"
 # 64 MiB each way, twice, at most 64 KiB per datagram
-[ "$sent" -ge 4000 ] || die "too few UDP datagrams ($sent): the traffic did not go through braid"
+[ "$sent" -ge 4000 ] || die "too few datagrams ($sent): the traffic did not go through braid"
 
 echo "run_mpich: one-sided (braid_osc)"
 run braid_osc
@@ -130,7 +136,7 @@ while read -r line; do
 	[ "${w:-0}" -gt 0 ] && [ "${r:-0}" -gt 0 ] ||
 		die "a rank's MPICH made no fi_write or fi_read on braid: $line"
 done <<<"$rma"
-[ "$sent" -ge 1000 ] || die "too few UDP datagrams ($sent): the traffic did not go through braid"
+[ "$sent" -ge 1000 ] || die "too few datagrams ($sent): the traffic did not go through braid"
 
 if [ "$fail" -ne 0 ]; then
 	for p in braid_mpi braid_osc; do

@@ -13,7 +13,8 @@
 #     provider, and the RMA and atomic calls it made on that endpoint: Open MPI 4.1.4's
 #     btl/ofi says nothing of its choice outside debug builds);
 #   - the BTLs: ofi and self only (no vader, no sm, no tcp to carry the traffic instead);
-#   - the wire: UDP datagrams, counted by the kernel, at least the RMA bytes' worth.
+#   - the wire: datagrams (UDP ones counted by the kernel, those through local peers' shared
+#     memory by braid: wire_count.sh), at least the RMA bytes' worth.
 # Usage: run_osc.sh OSC_PROGRAM TRACE_LIB [NODES]
 #   NODES 1 (default): every rank on this host, one node for Open MPI. osc/rdma then keeps its
 #     lock and window state in shared memory and reaches an MPI_Win_allocate window directly,
@@ -81,7 +82,10 @@ asan=$(ldd "$trace" 2>/dev/null | awk '/libasan\.so/ { print $3 }')
 fwd=(-x FI_BRAID_IFACE -x FI_BRAID_LAYERING -x "LD_PRELOAD=$preload")
 [ -n "${FI_PROVIDER_PATH:-}" ] && fwd+=(-x FI_PROVIDER_PATH)
 
-udp_out() { awk '/^Udp:/ { if (++n == 2) print $5 }' /proc/net/snmp; }
+. "$(dirname "$0")/wire_count.sh"
+wire_log_env
+fwd+=(-x FI_LOG_LEVEL -x FI_LOG_PROV)
+[ -n "${FI_BRAID_SHM:-}" ] && fwd+=(-x FI_BRAID_SHM)
 
 before=$(udp_out)
 # Debian disables the ofi MTL and BTL (and osc/pt2pt) in /etc/openmpi/openmpi-mca-params.conf;
@@ -95,11 +99,12 @@ timeout -k 10 240 mpirun "${root[@]}" "${placement[@]}" -np "$np" "${fwd[@]}" \
 	"$prog" >"$log" 2>&1
 rc=$?
 after=$(udp_out)
-sent=$((after - before))
+local_dgrams=$(local_sent "$log")
+sent=$((after - before + local_dgrams))
 # the program's own report, then what the proof rests on
 grep -E '^braid_osc|MISMATCH' "$log"
 grep -E 'Signal|BTL OFI|failed|ERROR|[Ee]rror' "$log" | grep -v -e '^ofi_trace: ' \
-	-e 'not in include list' | head -20
+	-e 'not in include list' -e ':braid:' | head -20
 fail=0
 die() {
 	echo "run_osc: FAIL: $*"
@@ -160,12 +165,12 @@ if [ "$nodes" = 2 ]; then
 	done <<<"$btl_lines"
 	grep -q "^braid_osc: $np ranks on 2 nodes" "$log" || die "the ranks were not on two nodes"
 fi
-# 4. the wire: a UDP datagram carries at most 64 KiB, so the RMA bytes alone need this many
+# 4. the wire: a datagram carries at most 64 KiB, so the RMA bytes alone need this many
 need=$((total_bytes / 65536))
-echo "run_osc: $sent UDP datagrams sent during the run; btl/ofi moved $total_bytes bytes by RMA" \
+echo "run_osc: $sent datagrams sent during the run ($local_dgrams through local peers' shared memory); btl/ofi moved $total_bytes bytes by RMA" \
 	"(at least $need datagrams)"
 [ "$sent" -ge "$need" ] && [ "$sent" -ge 1000 ] ||
-	die "too few UDP datagrams ($sent): the traffic did not go through braid"
+	die "too few datagrams ($sent): the traffic did not go through braid"
 if [ "$fail" -ne 0 ]; then
 	echo "run_osc: the log's last lines:"
 	tail -40 "$log"

@@ -581,6 +581,8 @@ Test(fi_write, stream_with_short_tails_is_placed, .timeout = 60)
 	struct region g;
 	struct rp r;
 
+	/* the UDP wire's placement and lending (local peers through shared memory lend nothing) */
+	setenv("FI_BRAID_SHM", "0", 1);
 	rp_open(&r, 0, false, false);
 	cr_assert_eq(fi_open_ops(&r.b.ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL), 0);
 	g = rp_target(&r, stream_tgt, sizeof(stream_tgt), FI_REMOTE_WRITE);
@@ -694,6 +696,7 @@ Test(fi_write, lent_payloads_that_waited_too_long_are_dropped_and_resent, .timeo
 		cr_skip_test("this kernel lends nothing (no max_skb_frags to read)");
 	setenv("FI_BRAID_PROGRESS_US", "0", 1);
 	setenv("FI_BRAID_LEND_MIN", "16384", 1);
+	setenv("FI_BRAID_SHM", "0", 1);	/* the UDP wire's lending */
 	rp_open(&r, 0, false, false);
 	cr_assert_eq(fi_open_ops(&r.b.ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL), 0);
 	g = rp_target(&r, away_tgt, sizeof(away_tgt), FI_REMOTE_WRITE);

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_udp_local.c: the UDP wire's local peers (providers/udp/braid_udp_shm.c):
+ * datagrams between two wire endpoints of this host go through the
+ * receiver's ring with the addresses the kernel would give, replies to a
+ * path port find the sender's ring, runs are cut, a peek is taken exactly,
+ * a full ring holds the sender back, a closed peer is sent to by UDP, a
+ * sleeping receiver is woken, and ring bytes that make no sense (another
+ * process's: untrusted) are dropped, never followed.
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "braid/braid_wire.h"
+
+extern const struct braid_wire_ops braid_udp_wire_ops;
+
+static const struct braid_wire_ops *ops = &braid_udp_wire_ops;
+
+/* the segment's layout (braid_udp_shm.c): a 4 KiB header, then per ring its
+ * tail's and its head's cache lines and its bytes */
+#define SEG_HDR		4096
+#define RING_CTL	128
+
+static struct braid_wire *local_wire(int paths, size_t ring)
+{
+	struct braid_wire_params p = { .paths = paths, .local = true, .local_rings = 4,
+				       .local_ring_bytes = ring };
+	struct braid_wire *w;
+
+	p.addr.sin_family = AF_INET;
+	p.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(ops->open(&p, &w), 0);
+	cr_assert(w->local.on, "the wire took local peers (needs /dev/shm and /proc/self/ns/net)");
+	return w;
+}
+
+static uint16_t home(const struct braid_wire *w)
+{
+	return ntohs(w->name.sin_port);
+}
+
+/* send @len bytes of @buf to @port on loopback by path @path (a run of @gso: 0 none); tx_burst's count */
+static int tx(struct braid_wire *w, uint16_t port, uint32_t path, const void *buf, size_t len,
+	      uint16_t gso)
+{
+	struct iovec iov = { (void *)buf, len };
+	struct braid_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.iov = &iov;
+	p.iovcnt = 1;
+	p.path = path;
+	p.gso_size = gso;
+	p.addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(port),
+				       .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	return ops->tx_burst(w, &p, 1);
+}
+
+static uint8_t rbuf[8][65536];
+
+/* one receive of up to 8 datagrams */
+static int rx(struct braid_wire *w, struct braid_pkt *pkts)
+{
+	static struct iovec iov[8];
+	int i;
+
+	memset(pkts, 0, 8 * sizeof(*pkts));
+	for (i = 0; i < 8; i++) {
+		iov[i] = (struct iovec){ rbuf[i], sizeof(rbuf[i]) };
+		pkts[i].iov = &iov[i];
+		pkts[i].iovcnt = 1;
+	}
+	return ops->rx_burst(w, pkts, 8);
+}
+
+Test(udp_local, a_datagram_goes_through_the_ring_with_the_kernels_addresses)
+{
+	struct braid_wire *a = local_wire(4, 0), *b = local_wire(4, 0);
+	struct braid_pkt pkts[8];
+	uint16_t route;
+
+	cr_assert_eq(tx(a, home(b), 3, "hello", 5, 0), 1);
+	cr_assert_eq(a->local.tx, 1);
+	cr_assert_eq(a->local.peers, 1);
+	cr_assert_eq(rx(b, pkts), 1);
+	cr_assert_eq(b->local.rx, 1);
+	cr_assert_eq(pkts[0].len, 5);
+	cr_assert_eq(memcmp(rbuf[0], "hello", 5), 0);
+	cr_assert_eq(pkts[0].path, 0, "to the home port");
+	cr_assert_eq(pkts[0].addr.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	route = ntohs(pkts[0].addr.sin_port);
+	cr_assert_neq(route, home(a), "from the path's own port");
+	/* the reply to that route finds a's ring, and a sees it on that path */
+	cr_assert_eq(tx(b, route, 0, "back", 4, 0), 1);
+	cr_assert_eq(b->local.tx, 1);
+	cr_assert_eq(rx(a, pkts), 1);
+	cr_assert_eq(pkts[0].path, 3);
+	cr_assert_eq(memcmp(rbuf[0], "back", 4), 0);
+	cr_assert_eq(ntohs(pkts[0].addr.sin_port), home(b));
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_run_is_cut_into_its_datagrams)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	struct braid_pkt pkts[8];
+	uint8_t run[250];
+
+	for (int i = 0; i < 250; i++)
+		run[i] = (uint8_t)i;
+	cr_assert_eq(tx(a, home(b), 0, run, sizeof(run), 100), 1);
+	cr_assert_eq(rx(b, pkts), 3);
+	cr_assert_eq(pkts[0].len, 100);
+	cr_assert_eq(pkts[1].len, 100);
+	cr_assert_eq(pkts[2].len, 50);
+	cr_assert_eq(memcmp(rbuf[1], run + 100, 100), 0);
+	cr_assert_eq(memcmp(rbuf[2], run + 200, 50), 0);
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_peek_is_taken_exactly_and_a_changed_datagram_is_dropped)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	struct sockaddr_in from;
+	struct braid_pkt pkt;
+	uint8_t head[4], body[16];
+	struct iovec iov[2] = { { head, sizeof(head) }, { body, sizeof(body) } };
+	uint64_t rx_ns;
+	char name[128];
+	struct stat ns;
+	uint8_t *seg;
+	int fd;
+
+	cr_assert_eq(tx(a, home(b), 0, "0123456789abcdef", 16, 0), 1);
+	cr_assert_eq(tx(a, home(b), 0, "ABCDEFGHIJKLMNOP", 16, 0), 1);
+	cr_assert_eq(ops->rx_peek(b, head, sizeof(head), &from, &rx_ns), 16);
+	cr_assert_eq(memcmp(head, "0123", 4), 0);
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.iov = iov;
+	pkt.iovcnt = 2;
+	cr_assert_eq(ops->rx_home(b, &pkt, 1), 1);
+	cr_assert_eq(pkt.len, 16);
+	cr_assert_eq(memcmp(head, "0123", 4), 0);
+	cr_assert_eq(memcmp(body, "456789abcdef", 12), 0);
+	/* the second, peeked, then changed in the ring before it is taken */
+	cr_assert_eq(ops->rx_peek(b, head, sizeof(head), &from, &rx_ns), 16);
+	cr_assert_eq(memcmp(head, "ABCD", 4), 0);
+	cr_assert_eq(stat("/proc/self/ns/net", &ns), 0);
+	snprintf(name, sizeof(name), "/braid.%u.%llx.%08x.%u", (unsigned)getuid(),
+		 (unsigned long long)ns.st_ino, INADDR_LOOPBACK, home(b));
+	fd = shm_open(name, O_RDWR, 0);
+	cr_assert_geq(fd, 0, "b's segment %s", name);
+	seg = mmap(NULL, SEG_HDR + RING_CTL + 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(seg, MAP_FAILED);
+	/* ring 0's second record: after the first (16 + 16 bytes), its header's 16 */
+	cr_assert_eq(seg[SEG_HDR + RING_CTL + 32 + 16], 'A');
+	seg[SEG_HDR + RING_CTL + 32 + 16] = 'Z';
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.iov = iov;
+	pkt.iovcnt = 2;
+	cr_assert_eq(ops->rx_home(b, &pkt, 1), 0, "what was peeked is not there: dropped");
+	cr_assert_eq(b->local.bad, 1);
+	munmap(seg, SEG_HDR + RING_CTL + 4096);
+	ops->close(a);
+	ops->close(b);
+}
+
+/* b's segment, mapped by another "process" (this test) to write nonsense into */
+static uint8_t *segment_of(struct braid_wire *b, size_t *bytes)
+{
+	char name[128];
+	struct stat ns, sb;
+	uint8_t *seg;
+	int fd;
+
+	cr_assert_eq(stat("/proc/self/ns/net", &ns), 0);
+	snprintf(name, sizeof(name), "/braid.%u.%llx.%08x.%u", (unsigned)getuid(),
+		 (unsigned long long)ns.st_ino, INADDR_LOOPBACK, home(b));
+	fd = shm_open(name, O_RDWR, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &sb), 0);
+	*bytes = (size_t)sb.st_size;
+	seg = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(seg, MAP_FAILED);
+	return seg;
+}
+
+Test(udp_local, nonsense_in_a_ring_is_dropped_and_the_ring_goes_on)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	struct braid_pkt pkts[8];
+	size_t bytes;
+	uint8_t *seg;
+	uint64_t *tail, head;
+	uint32_t *len;
+
+	cr_assert_eq(tx(a, home(b), 0, "one", 3, 0), 1);
+	cr_assert_eq(rx(b, pkts), 1);
+	seg = segment_of(b, &bytes);
+	tail = (uint64_t *)(seg + SEG_HDR);
+	head = *(uint64_t *)(seg + SEG_HDR + 64);
+	cr_assert_eq(*tail, head, "read to empty");
+	/* a record whose length runs past what was written */
+	len = (uint32_t *)(seg + SEG_HDR + RING_CTL + (head % 4096));
+	*len = 60000;
+	__atomic_store_n(tail, head + 32, __ATOMIC_RELEASE);
+	cr_assert_eq(rx(b, pkts), 0);
+	cr_assert_eq(b->local.bad, 1);
+	/* a tail far past the head (more than the ring holds) */
+	head = *(uint64_t *)(seg + SEG_HDR + 64);
+	__atomic_store_n(tail, head + (1ULL << 40), __ATOMIC_RELEASE);
+	cr_assert_eq(rx(b, pkts), 0);
+	cr_assert_eq(b->local.bad, 2);
+	/* a tail that cuts a record */
+	head = *(uint64_t *)(seg + SEG_HDR + 64);
+	__atomic_store_n(tail, head + 7, __ATOMIC_RELEASE);
+	cr_assert_eq(rx(b, pkts), 0);
+	cr_assert_eq(b->local.bad, 3);
+	/* a length beyond any datagram */
+	head = *(uint64_t *)(seg + SEG_HDR + 64);
+	len = (uint32_t *)(seg + SEG_HDR + RING_CTL + (head % 4096));
+	*len = 70000;
+	__atomic_store_n(tail, head + 70016 + 16, __ATOMIC_RELEASE);
+	cr_assert_eq(rx(b, pkts), 0);
+	cr_assert_eq(b->local.bad, 4);
+	/* and the sender's next datagram still comes */
+	cr_assert_eq(tx(a, home(b), 0, "two", 3, 0), 1);
+	cr_assert_eq(rx(b, pkts), 1);
+	cr_assert_eq(pkts[0].len, 3);
+	cr_assert_eq(memcmp(rbuf[0], "two", 3), 0);
+	munmap(seg, bytes);
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_full_ring_holds_the_sender_back_and_nothing_is_lost)
+{
+	struct braid_wire *a = local_wire(1, 4096), *b = local_wire(1, 4096);
+	static uint8_t big[60000];
+	struct braid_pkt pkts[8];
+	int sent = 0, got = 0, n, k;
+
+	for (k = 0; k < 64; k++) {
+		memset(big, k, sizeof(big));
+		if (tx(a, home(b), 0, big, sizeof(big), 0) != 1)
+			break;
+		sent++;
+	}
+	cr_assert_lt(sent, 64, "the ring filled");
+	cr_assert_geq(sent, 2, "it holds two of the largest datagrams at least");
+	cr_assert_gt(a->local.held, 0);
+	cr_assert_eq(a->local.dropped, 0);
+	while ((n = rx(b, pkts)) > 0) {
+		for (int i = 0; i < n; i++) {
+			cr_assert_eq(pkts[i].len, sizeof(big));
+			cr_assert_eq(rbuf[i][0], got + i);
+			cr_assert_eq(rbuf[i][sizeof(big) - 1], got + i);
+		}
+		got += n;
+	}
+	cr_assert_eq(got, sent, "every datagram written came");
+	memset(big, sent, sizeof(big));
+	cr_assert_eq(tx(a, home(b), 0, big, sizeof(big), 0), 1, "room again");
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_closed_peer_is_sent_to_by_udp)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	uint16_t port = home(b);
+	uint64_t local_tx;
+
+	cr_assert_eq(tx(a, port, 0, "x", 1, 0), 1);
+	cr_assert_eq(a->local.tx, 1);
+	ops->close(b);
+	/* the first finds the ring closed (dropped, as to a closed port), the next go by UDP */
+	cr_assert_eq(tx(a, port, 0, "y", 1, 0), 1);
+	cr_assert_eq(a->local.dropped, 1);
+	local_tx = a->local.tx;
+	cr_assert_eq(tx(a, port, 0, "z", 1, 0), 1);
+	cr_assert_eq(a->local.tx, local_tx);
+	cr_assert_eq(a->local.peers, 0);
+	ops->close(a);
+}
+
+Test(udp_local, an_armed_receiver_is_woken_by_a_doorbell_it_never_sees)
+{
+	struct braid_wire *a = local_wire(2, 0), *b = local_wire(2, 0);
+	struct braid_pkt pkts[8];
+	struct pollfd pfd = { .fd = ops->wait_fd(b), .events = POLLIN };
+
+	cr_assert_eq(ops->arm(b), false, "nothing there yet");
+	cr_assert_eq(poll(&pfd, 1, 0), 0);
+	cr_assert_eq(tx(a, home(b), 0, "ding", 4, 0), 1);
+	cr_assert_eq(a->local.doorbells, 1);
+	cr_assert_eq(poll(&pfd, 1, 5000), 1, "the wait fd woke");
+	/* the datagram, and no empty one after it */
+	cr_assert_eq(rx(b, pkts), 1);
+	cr_assert_eq(memcmp(rbuf[0], "ding", 4), 0);
+	for (int i = 0; i < 16; i++)
+		cr_assert_eq(rx(b, pkts), 0);
+	/* a busy receiver is not rung */
+	cr_assert_eq(tx(a, home(b), 0, "dong", 4, 0), 1);
+	cr_assert_eq(a->local.doorbells, 1);
+	/* armed with something in the ring: not to sleep */
+	cr_assert_eq(ops->arm(b), true);
+	ops->close(a);
+	ops->close(b);
+}

@@ -1,0 +1,593 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_local.c: RDM endpoints on one host reach each other through shared
+ * memory (fi_braid(7), LOCAL PEERS), in one process and between processes,
+ * mixed with peers that go by UDP; a local peer killed fails its sends in
+ * bounded time; a sleeping receiver is woken; a full ring holds the sender
+ * back and nothing is lost.
+ */
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_braid.h>
+
+#include "prov_test.h"
+
+static uint64_t stat_of(struct fid_ep *ep, const char *name)
+{
+	struct fi_braid_stat_ops *ops = NULL;
+	uint64_t v = 0;
+
+	cr_assert_eq(fi_open_ops(&ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL), 0);
+	cr_assert_eq(ops->value(&ep->fid, name, &v), 0, "counter %s", name);
+	return v;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 29 + i * 13 + (i >> 9));
+}
+
+static bool same(const uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (uint8_t)(seed * 29 + i * 13 + (i >> 9)))
+			return false;
+	return true;
+}
+
+/* one entry (or error) from @cq, reading @also meanwhile; bounded */
+static ssize_t wait_cq(struct fid_cq *cq, struct fid_cq *also, struct fi_cq_tagged_entry *e,
+		       struct fi_cq_err_entry *err, long ms)
+{
+	long deadline = pt_now_ms() + ms;
+	ssize_t ret;
+
+	do {
+		if (also)
+			(void)fi_cq_read(also, NULL, 0);
+		ret = fi_cq_read(cq, e, 1);
+		if (ret == -FI_EAVAIL && err) {
+			memset(err, 0, sizeof(*err));
+			return fi_cq_readerr(cq, err, 0) == 1 ? -FI_EAVAIL : -FI_EOTHER;
+		}
+	} while (ret == -FI_EAGAIN && pt_now_ms() < deadline);
+	return ret;
+}
+
+/* ---- other processes ---- */
+
+/*
+ * A child forked before the parent touches libfabric, with a pipe each way
+ * carrying endpoint names and one-byte steps. Children use no Criterion
+ * assertions: their exit code says which step failed.
+ */
+struct child {
+	pid_t pid;
+	int to_child[2], to_parent[2];
+};
+
+struct side {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	fi_addr_t peer;
+};
+
+static void child_fork(struct child *c)
+{
+	cr_assert_eq(pipe(c->to_child), 0);
+	cr_assert_eq(pipe(c->to_parent), 0);
+	c->pid = fork();
+	cr_assert_geq(c->pid, 0, "fork: %s", strerror(errno));
+	if (c->pid == 0) {
+		close(c->to_child[1]);
+		close(c->to_parent[0]);
+	} else {
+		close(c->to_child[0]);
+		close(c->to_parent[1]);
+	}
+}
+
+/* in a child forked later: the parent's ends of an earlier child's pipes are not its own */
+static void child_forget(struct child *c)
+{
+	close(c->to_child[1]);
+	close(c->to_parent[0]);
+}
+
+static bool put(int fd, const void *p, size_t n)
+{
+	return write(fd, p, n) == (ssize_t)n;
+}
+
+static bool get(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, (uint8_t *)p + got, n - got);
+
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
+/* open one endpoint with a CQ for both directions (no assertions: a child uses it) */
+static int side_open(struct side *s)
+{
+	struct fi_info *hints = fi_allocinfo(), *list = NULL, *cur;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	if (!hints)
+		return -1;
+	hints->fabric_attr->prov_name = strdup("braid");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV;
+	ret = fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &list);
+	fi_freeinfo(hints);
+	if (ret)
+		return -1;
+	for (cur = list; cur && !pt_is_plain_braid(cur); cur = cur->next)
+		;
+	s->info = cur ? fi_dupinfo(cur) : NULL;
+	fi_freeinfo(list);
+	if (!s->info || fi_fabric(s->info->fabric_attr, &s->fabric, NULL) ||
+	    fi_domain(s->fabric, s->info, &s->domain, NULL) ||
+	    fi_av_open(s->domain, &av_attr, &s->av, NULL) ||
+	    fi_cq_open(s->domain, &cq_attr, &s->cq, NULL) ||
+	    fi_endpoint(s->domain, s->info, &s->ep, NULL) ||
+	    fi_ep_bind(s->ep, &s->av->fid, 0) ||
+	    fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV) || fi_enable(s->ep))
+		return -1;
+	return 0;
+}
+
+static void side_close(struct side *s)
+{
+	if (s->ep)
+		fi_close(&s->ep->fid);
+	if (s->cq)
+		fi_close(&s->cq->fid);
+	if (s->av)
+		fi_close(&s->av->fid);
+	if (s->domain)
+		fi_close(&s->domain->fid);
+	if (s->fabric)
+		fi_close(&s->fabric->fid);
+	fi_freeinfo(s->info);
+}
+
+/* names across the pipes: ours out, the other's in, into our AV */
+static int side_meet(struct side *s, int out, int in)
+{
+	char mine[64], theirs[64];
+	size_t len = sizeof(mine);
+
+	if (fi_getname(&s->ep->fid, mine, &len) || len > sizeof(mine) || !put(out, &len, sizeof(len)) ||
+	    !put(out, mine, len) || !get(in, &len, sizeof(len)) || len > sizeof(theirs) ||
+	    !get(in, theirs, len))
+		return -1;
+	return fi_av_insert(s->av, theirs, 1, &s->peer, 0, NULL) == 1 ? 0 : -1;
+}
+
+/* one completion of our own CQ, bounded; 1 or a negative error */
+static ssize_t side_wait(struct side *s, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err,
+			 long ms)
+{
+	return wait_cq(s->cq, NULL, e, err, ms);
+}
+
+/* two endpoints of this process that know each other */
+static void pair_open(struct side *a, struct side *b)
+{
+	char name[64];
+	size_t len = sizeof(name);
+
+	cr_assert_eq(side_open(a), 0);
+	cr_assert_eq(side_open(b), 0);
+	cr_assert_eq(fi_getname(&b->ep->fid, name, &len), 0);
+	cr_assert_eq(fi_av_insert(a->av, name, 1, &a->peer, 0, NULL), 1);
+	len = sizeof(name);
+	cr_assert_eq(fi_getname(&a->ep->fid, name, &len), 0);
+	cr_assert_eq(fi_av_insert(b->av, name, 1, &b->peer, 0, NULL), 1);
+}
+
+/* Two endpoints of one process: every datagram through the rings, none by UDP. */
+Test(local_peers, one_process_goes_through_shared_memory, .timeout = 60)
+{
+	static uint8_t src[1 << 20], dst[(1 << 20) + 1];
+	const size_t sizes[] = { 0, 8, 4096, 65536, 1 << 20 };
+	struct fi_cq_tagged_entry e;
+	struct side a, b;
+
+	pair_open(&a, &b);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		for (int dir = 0; dir < 2; dir++) {
+			struct side *tx = dir ? &b : &a, *rx = dir ? &a : &b;
+
+			fill(src, sizes[k], (unsigned)(k * 2 + dir));
+			memset(dst, 0xee, sizes[k] + 1);
+			cr_assert_eq(fi_trecv(rx->ep, dst, sizes[k], NULL, FI_ADDR_UNSPEC, 7, 0, rx), 0);
+			cr_assert_eq(fi_tsend(tx->ep, src, sizes[k], NULL, tx->peer, 7, tx), 0);
+			cr_assert_eq(wait_cq(rx->cq, tx->cq, &e, NULL, 10000), 1,
+				     "size %zu dir %d: received", sizes[k], dir);
+			cr_assert_eq(e.len, sizes[k]);
+			cr_assert_eq(wait_cq(tx->cq, rx->cq, &e, NULL, 10000), 1,
+				     "size %zu dir %d: sent", sizes[k], dir);
+			cr_assert(same(dst, sizes[k], (unsigned)(k * 2 + dir)), "size %zu intact", sizes[k]);
+			cr_assert_eq(dst[sizes[k]], 0xee, "nothing past the message");
+		}
+	}
+	cr_assert_gt(stat_of(a.ep, "ep.tx_local"), 0);
+	cr_assert_gt(stat_of(b.ep, "ep.rx_local"), 0);
+	cr_assert_eq(stat_of(a.ep, "ep.tx_local"), stat_of(a.ep, "ep.tx_dgrams"),
+		     "every datagram a sent went through shared memory");
+	cr_assert_eq(stat_of(b.ep, "ep.tx_local"), stat_of(b.ep, "ep.tx_dgrams"));
+	cr_assert_eq(stat_of(a.ep, "ep.local_peers"), 1);
+	cr_assert_eq(stat_of(a.ep, "ep.local_bad"), 0);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* FI_BRAID_SHM=0: the same endpoints talk by UDP. */
+Test(local_peers, off_by_setting, .timeout = 60)
+{
+	struct fi_cq_tagged_entry e;
+	char buf[16] = "";
+	struct side a, b;
+
+	setenv("FI_BRAID_SHM", "0", 1);
+	pair_open(&a, &b);
+	cr_assert_eq(fi_trecv(b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 1, 0, NULL), 0);
+	cr_assert_eq(fi_tsend(a.ep, "by udp", 7, NULL, a.peer, 1, NULL), 0);
+	cr_assert_eq(wait_cq(b.cq, a.cq, &e, NULL, 10000), 1);
+	cr_assert_str_eq(buf, "by udp");
+	cr_assert_eq(wait_cq(a.cq, b.cq, &e, NULL, 10000), 1);
+	cr_assert_gt(stat_of(a.ep, "ep.tx_dgrams"), 0);
+	cr_assert_eq(stat_of(a.ep, "ep.tx_local"), 0);
+	cr_assert_eq(stat_of(b.ep, "ep.rx_local"), 0);
+	side_close(&a);
+	side_close(&b);
+}
+
+#define MIX_SIZES	5
+static const size_t mix_sizes[MIX_SIZES] = { 8, 1000, 65536, 300000, 1 << 20 };
+static uint8_t mix_buf[4][1 << 20];
+
+/*
+ * Exchange the mix's messages with the peer: for each size, one each way
+ * (tag = size index), every byte checked. Return 0, or the failed step.
+ */
+static int side_exchange(struct side *s, unsigned seed, bool first)
+{
+	struct fi_cq_tagged_entry e;
+	int k, got;
+
+	for (k = 0; k < MIX_SIZES; k++) {
+		size_t n = mix_sizes[k];
+
+		fill(mix_buf[0], n, seed + (unsigned)k + (first ? 0 : 100));
+		if (fi_trecv(s->ep, mix_buf[1], n, NULL, s->peer, (uint64_t)k, 0, NULL) ||
+		    fi_tsend(s->ep, mix_buf[0], n, NULL, s->peer, (uint64_t)k, NULL))
+			return 10 + k;
+		for (got = 0; got < 2; got++)
+			if (side_wait(s, &e, NULL, 20000) != 1)
+				return 20 + k;
+		if (!same(mix_buf[1], n, seed + (unsigned)k + (first ? 100 : 0)))
+			return 30 + k;
+	}
+	return 0;
+}
+
+/* a child: opens its endpoint (@shm: FI_BRAID_SHM), meets the parent, exchanges, waits */
+static int mix_child(struct child *c, const char *shm, unsigned seed)
+{
+	struct side s;
+	char go;
+	int ret;
+
+	setenv("FI_BRAID_SHM", shm, 1);
+	if (side_open(&s) || side_meet(&s, c->to_parent[1], c->to_child[0]))
+		return 2;
+	ret = side_exchange(&s, seed, false);
+	if (ret)
+		return ret;
+	(void)get(c->to_child[0], &go, 1);	/* the parent is done with us */
+	side_close(&s);
+	return 0;
+}
+
+static int child_end(struct child *c, long ms)
+{
+	long deadline = pt_now_ms() + ms;
+	int status;
+	pid_t r;
+
+	close(c->to_child[1]);
+	do {
+		r = waitpid(c->pid, &status, WNOHANG);
+	} while (r == 0 && pt_now_ms() < deadline);
+	if (r == 0) {
+		kill(c->pid, SIGKILL);
+		waitpid(c->pid, &status, 0);
+		return -1;
+	}
+	close(c->to_parent[0]);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/*
+ * One endpoint, two peers in other processes: one local through shared
+ * memory, one with local peers off (by UDP, as a remote host's would be).
+ * The messages go at the same time; every byte is checked on every side.
+ */
+Test(local_peers, mixed_with_a_udp_peer, .timeout = 60)
+{
+	struct child loc, far;
+	struct side a, b;
+	uint64_t tx_local, tx_dgrams;
+
+	child_fork(&loc);
+	if (loc.pid == 0)
+		_exit(mix_child(&loc, "1", 1));
+	child_fork(&far);
+	if (far.pid == 0) {
+		child_forget(&loc);
+		_exit(mix_child(&far, "0", 2));
+	}
+	/* two endpoints of ours: a meets the local child, b the UDP one */
+	cr_assert_eq(side_open(&a), 0);
+	cr_assert_eq(side_open(&b), 0);
+	cr_assert_eq(side_meet(&a, loc.to_child[1], loc.to_parent[0]), 0);
+	cr_assert_eq(side_meet(&b, far.to_child[1], far.to_parent[0]), 0);
+	cr_assert_eq(side_exchange(&a, 1, true), 0, "with the local peer");
+	cr_assert_eq(side_exchange(&b, 2, true), 0, "with the UDP peer");
+	tx_local = stat_of(a.ep, "ep.tx_local");
+	tx_dgrams = stat_of(a.ep, "ep.tx_dgrams");
+	cr_assert_gt(tx_local, 0);
+	cr_assert_eq(tx_local, tx_dgrams, "all of a's datagrams went through shared memory");
+	cr_assert_gt(stat_of(a.ep, "ep.rx_local"), 0);
+	cr_assert_eq(stat_of(b.ep, "ep.tx_local"), 0, "the peer with local peers off: by UDP");
+	cr_assert_eq(stat_of(b.ep, "ep.rx_local"), 0);
+	cr_assert_eq(child_end(&loc, 20000), 0, "the local child");
+	cr_assert_eq(child_end(&far, 20000), 0, "the UDP child");
+	side_close(&a);
+	side_close(&b);
+}
+
+/*
+ * The same endpoint with both at once: one message to each peer posted
+ * before either completes (the rings and the socket in one burst).
+ */
+Test(local_peers, one_endpoint_both_ways_at_once, .timeout = 60)
+{
+	struct child loc, far;
+	struct fi_cq_tagged_entry e;
+	fi_addr_t peer_far;
+	struct side a;
+	int i;
+
+	child_fork(&loc);
+	if (loc.pid == 0)
+		_exit(mix_child(&loc, "1", 3));
+	child_fork(&far);
+	if (far.pid == 0) {
+		child_forget(&loc);
+		_exit(mix_child(&far, "0", 4));
+	}
+	cr_assert_eq(side_open(&a), 0);
+	cr_assert_eq(side_meet(&a, far.to_child[1], far.to_parent[0]), 0);
+	peer_far = a.peer;
+	cr_assert_eq(side_meet(&a, loc.to_child[1], loc.to_parent[0]), 0);
+	for (int k = 0; k < MIX_SIZES; k++) {
+		size_t n = mix_sizes[k];
+
+		fill(mix_buf[0], n, 3 + (unsigned)k);
+		fill(mix_buf[2], n, 4 + (unsigned)k);
+		cr_assert_eq(fi_trecv(a.ep, mix_buf[1], n, NULL, a.peer, (uint64_t)k, 0, NULL), 0);
+		cr_assert_eq(fi_trecv(a.ep, mix_buf[3], n, NULL, peer_far, (uint64_t)k, 0, NULL), 0);
+		cr_assert_eq(fi_tsend(a.ep, mix_buf[0], n, NULL, a.peer, (uint64_t)k, NULL), 0);
+		cr_assert_eq(fi_tsend(a.ep, mix_buf[2], n, NULL, peer_far, (uint64_t)k, NULL), 0);
+		for (i = 0; i < 4; i++)
+			cr_assert_eq(side_wait(&a, &e, NULL, 20000), 1, "size %zu: completion %d", n, i);
+		cr_assert(same(mix_buf[1], n, 3 + (unsigned)k + 100), "size %zu from the local peer", n);
+		cr_assert(same(mix_buf[3], n, 4 + (unsigned)k + 100), "size %zu from the UDP peer", n);
+	}
+	cr_assert_gt(stat_of(a.ep, "ep.tx_local"), 0);
+	cr_assert_lt(stat_of(a.ep, "ep.tx_local"), stat_of(a.ep, "ep.tx_dgrams"),
+		     "some datagrams by UDP");
+	cr_assert_eq(child_end(&loc, 20000), 0);
+	cr_assert_eq(child_end(&far, 20000), 0);
+	side_close(&a);
+}
+
+/* a child that meets the parent, answers one message, then waits to be killed */
+static int doomed_child(struct child *c)
+{
+	struct fi_cq_tagged_entry e;
+	struct side s;
+	char buf[8];
+	char go;
+
+	if (side_open(&s) || side_meet(&s, c->to_parent[1], c->to_child[0]))
+		return 2;
+	if (fi_trecv(s.ep, buf, sizeof(buf), NULL, s.peer, 1, 0, NULL) || side_wait(&s, &e, NULL, 20000) != 1 ||
+	    fi_tsend(s.ep, "alive", 6, NULL, s.peer, 2, NULL) || side_wait(&s, &e, NULL, 20000) != 1)
+		return 3;
+	(void)put(c->to_parent[1], "r", 1);
+	(void)get(c->to_child[0], &go, 1);	/* never comes: killed first */
+	return 0;
+}
+
+/*
+ * A local peer killed (SIGKILL: no close, its segment left behind): sends to
+ * it fail with FI_EHOSTUNREACH within the peer timeout, and the endpoint
+ * goes on with another local peer.
+ */
+Test(local_peers, a_killed_local_peer_fails_sends_in_bounded_time, .timeout = 60)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct child c, other;
+	struct side a;
+	char buf[8] = "";
+	long t0, took;
+	int status;
+
+	setenv("FI_BRAID_PEER_TIMEOUT_MS", "400", 1);
+	child_fork(&c);
+	if (c.pid == 0)
+		_exit(doomed_child(&c));
+	child_fork(&other);
+	if (other.pid == 0) {
+		child_forget(&c);
+		_exit(mix_child(&other, "1", 5));
+	}
+	cr_assert_eq(side_open(&a), 0);
+	cr_assert_eq(side_meet(&a, c.to_child[1], c.to_parent[0]), 0);
+	cr_assert_eq(fi_trecv(a.ep, buf, sizeof(buf), NULL, a.peer, 2, 0, NULL), 0);
+	cr_assert_eq(fi_tsend(a.ep, "hi", 3, NULL, a.peer, 1, NULL), 0);
+	cr_assert_eq(side_wait(&a, &e, NULL, 20000), 1);
+	cr_assert_eq(side_wait(&a, &e, NULL, 20000), 1);
+	cr_assert_str_eq(buf, "alive");
+	cr_assert(get(c.to_parent[0], buf, 1), "the child is ready");
+	kill(c.pid, SIGKILL);
+	cr_assert_eq(waitpid(c.pid, &status, 0), c.pid);
+	t0 = pt_now_ms();
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(fi_tsend(a.ep, mix_buf[0], 100000, NULL, a.peer, 9, (void *)(intptr_t)(i + 1)), 0);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(side_wait(&a, &e, &err, 10000), -FI_EAVAIL, "send %d fails", i);
+		cr_assert_eq(err.err, FI_EHOSTUNREACH);
+	}
+	took = pt_now_ms() - t0;
+	cr_assert_lt(took, 5000, "failed within a bound of the 400 ms peer timeout (%ld ms)", took);
+	/* another local peer is untouched */
+	cr_assert_eq(side_meet(&a, other.to_child[1], other.to_parent[0]), 0);
+	cr_assert_eq(side_exchange(&a, 5, true), 0);
+	cr_assert_eq(child_end(&other, 20000), 0);
+	close(c.to_child[1]);
+	close(c.to_parent[0]);
+	side_close(&a);
+}
+
+/* a child that sends one message when told to */
+static int late_sender(struct child *c)
+{
+	struct fi_cq_tagged_entry e;
+	struct side s;
+	uint64_t bells = 0;
+	struct fi_braid_stat_ops *ops = NULL;
+	char go;
+
+	setenv("FI_BRAID_PROGRESS_US", "0", 1);
+	if (side_open(&s) || side_meet(&s, c->to_parent[1], c->to_child[0]))
+		return 2;
+	for (int round = 0; round < 2; round++) {
+		if (!get(c->to_child[0], &go, 1))
+			return 3;
+		if (fi_tsend(s.ep, "wake", 5, NULL, s.peer, 1, NULL) || side_wait(&s, &e, NULL, 20000) != 1)
+			return 4;
+	}
+	if (fi_open_ops(&s.ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL) ||
+	    ops->value(&s.ep->fid, "ep.local_doorbells", &bells) || !bells)
+		return 5;
+	(void)get(c->to_child[0], &go, 1);
+	side_close(&s);
+	return 0;
+}
+
+/*
+ * A receiver asleep in fi_cq_sread (no progress thread, no timer due: only
+ * the doorbell can wake it), then one asleep in poll(2) on the CQ's fd after
+ * fi_trywait: a local peer's message wakes each.
+ */
+Test(local_peers, a_sleeping_receiver_is_woken, .timeout = 60)
+{
+	struct fi_cq_tagged_entry e;
+	struct pollfd pfd;
+	struct child c;
+	struct side a;
+	char buf[8] = "";
+	struct fid *fids[1];
+	int fd = -1;
+	long t0;
+
+	setenv("FI_BRAID_PROGRESS_US", "0", 1);
+	child_fork(&c);
+	if (c.pid == 0)
+		_exit(late_sender(&c));
+	cr_assert_eq(side_open(&a), 0);
+	cr_assert_eq(side_meet(&a, c.to_child[1], c.to_parent[0]), 0);
+	/* settle: what the meeting left (the child's first contact) is read */
+	(void)fi_cq_read(a.cq, NULL, 0);
+	cr_assert_eq(fi_trecv(a.ep, buf, sizeof(buf), NULL, a.peer, 1, 0, NULL), 0);
+	cr_assert(put(c.to_child[1], "g", 1));
+	t0 = pt_now_ms();
+	cr_assert_eq(fi_cq_sread(a.cq, &e, 1, NULL, 10000), 1, "woken in fi_cq_sread");
+	cr_assert_lt(pt_now_ms() - t0, 5000);
+	cr_assert_str_eq(buf, "wake");
+
+	memset(buf, 0, sizeof(buf));
+	cr_assert_eq(fi_trecv(a.ep, buf, sizeof(buf), NULL, a.peer, 1, 0, NULL), 0);
+	cr_assert_eq(fi_control(&a.cq->fid, FI_GETWAIT, &fd), 0);
+	fids[0] = &a.cq->fid;
+	while (fi_trywait(a.fabric, fids, 1) == -FI_EAGAIN)
+		(void)fi_cq_read(a.cq, NULL, 0);
+	cr_assert(put(c.to_child[1], "g", 1));
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 10000), 1, "the CQ's fd woke after fi_trywait");
+	cr_assert_eq(wait_cq(a.cq, NULL, &e, NULL, 10000), 1);
+	cr_assert_str_eq(buf, "wake");
+	cr_assert_eq(child_end(&c, 20000), 0, "the sender rang a doorbell");
+	side_close(&a);
+}
+
+/*
+ * A receiver that does not read for a while: the sender's ring fills, its
+ * sends are held back, not dropped (its RTO may still resend what the
+ * absent receiver did not acknowledge), and when the receiver reads again
+ * every byte lands.
+ */
+Test(local_peers, a_full_ring_holds_the_sender_back, .timeout = 60)
+{
+	static uint8_t src[8 << 20], dst[8 << 20];
+	struct fi_cq_tagged_entry e;
+	struct side a, b;
+	long until;
+
+	setenv("FI_BRAID_PROGRESS_US", "0", 1);
+	pair_open(&a, &b);
+	fill(src, sizeof(src), 9);
+	cr_assert_eq(fi_trecv(b.ep, dst, sizeof(dst), NULL, FI_ADDR_UNSPEC, 3, 0, NULL), 0);
+	cr_assert_eq(fi_tsend(a.ep, src, sizeof(src), NULL, a.peer, 3, NULL), 0);
+	/* both run until the data flows (a large message starts with its first
+	 * window), then only the sender, for 2 ms: less than the 5 ms a full
+	 * ring is waited for */
+	until = pt_now_ms() + 10000;
+	while (stat_of(b.ep, "ep.rx_local") < 4 && pt_now_ms() < until) {
+		(void)fi_cq_read(a.cq, NULL, 0);
+		(void)fi_cq_read(b.cq, NULL, 0);
+	}
+	until = pt_now_ms() + 2;
+	while (pt_now_ms() < until)
+		(void)fi_cq_read(a.cq, NULL, 0);
+	cr_assert_gt(stat_of(a.ep, "ep.local_held"), 0, "the ring filled");
+	cr_assert_eq(wait_cq(b.cq, a.cq, &e, NULL, 20000), 1);
+	cr_assert_eq(wait_cq(a.cq, b.cq, &e, NULL, 20000), 1);
+	cr_assert(same(dst, sizeof(dst), 9), "every byte");
+	cr_assert_eq(stat_of(a.ep, "ep.local_dropped"), 0);
+	side_close(&a);
+	side_close(&b);
+}
