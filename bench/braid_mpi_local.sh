@@ -27,7 +27,9 @@ With more ranks than cores, every transport runs with --mca mpi_yield_when_idle 
   --ranks N     ranks for alltoall and allreduce (default 8)
   --reps R      repetitions (default 3)
   --build DIR   the braid build directory (its bench/braid_mpi_bench and providers/;
-                default: $BUILD, else the checkout's build/)
+                default: $BUILD, else the checkout's build/), built against the
+                libfabric Open MPI loads (Debian's): libfabric offers no provider
+                built for a newer API, and the braid runs fail
   --time S      seconds of timed iterations per size (default 1; braid_mpi_bench -t)
   --timeout S   time limit of each mpirun, seconds (default 180)
   -o FILE       also write every measurement to FILE:
