@@ -22,12 +22,13 @@ import tempfile
 # the built programs (meson executable() names)
 PROGRAMS = [
     "braid_rd_bench", "braid_loopback_bench", "braid_av_bench", "braid_ep_mem",
-    "braid_dead_peers", "braid_idle_mem", "braid_ab", "braid_fabsim",
+    "braid_dead_peers", "braid_idle_mem", "braid_ab", "braid_fabsim", "braid_mpi_bench",
     "braid-stat", "braid_fabric_delay", "hello_dgram", "hello_rdm", "rma_write", "counters",
 ]
 # the scripts (executable files of the source tree, relative to its root)
 SCRIPTS = [
-    "bench/auth_cost.sh", "bench/braid_ep_strict.sh", "bench/braid_peers.sh",
+    "bench/auth_cost.sh", "bench/braid_ep_strict.sh", "bench/braid_mpi_local.sh",
+    "bench/braid_peers.sh",
     "bench/equal_mtu.sh", "bench/fabsim.sh", "bench/wires_fabric.sh",
     "tools/ab", "tools/demo.sh", "tools/fabric", "tools/fabtests.sh", "tools/fuzz.sh",
     "tools/man.sh", "tools/setup.sh", "tools/test.sh",
