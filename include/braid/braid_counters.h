@@ -180,7 +180,7 @@ struct braid_ctr_peer_rec {
 	X(tx_local,	COUNTER, "datagrams", "datagrams written into local peers' shared-memory rings, not sent by UDP (also in tx_dgrams)") \
 	X(rx_local,	COUNTER, "datagrams", "datagrams read from its own shared-memory rings (also in rx_dgrams)") \
 	X(local_held,	COUNTER, "bursts", "sends held back because a local peer's ring was full") \
-	X(local_dropped, COUNTER, "datagrams", "datagrams to local peers dropped: the peer gone, or its ring full for 5 ms") \
+	X(local_dropped, COUNTER, "datagrams", "datagrams to local peers dropped (the peer gone, or its ring full for 5 ms), or lent by one and not readable") \
 	X(local_doorbells, COUNTER, "datagrams", "sleeping local peers woken (an empty UDP datagram)") \
 	X(local_bad,	COUNTER, "events", "rings emptied whose bytes made no sense, datagrams changed after a look") \
 	X(local_peers,	GAUGE,   "peers", "local peers it writes to through shared memory now")

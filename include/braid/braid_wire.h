@@ -131,6 +131,8 @@ struct braid_wire_local {
 	uint64_t doorbells;
 	/** @bad: rings emptied because their bytes made no sense, datagrams changed after a peek. */
 	uint64_t bad;
+	/** @read_lent: lent payloads read from a local sender's memory (one copy). */
+	uint64_t read_lent;
 	/** @peers: local peers it writes to now. */
 	uint64_t peers;
 	/** @on: the endpoint takes datagrams from local peers through shared memory. */

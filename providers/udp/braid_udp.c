@@ -28,6 +28,10 @@
 #define UDP_QUIET_RUN	8
 /* the path sockets while quiet: looked at every this many receives */
 #define UDP_QUIET_LOOK	8
+/* with local peers: the rings brought a datagram in the last this many receives */
+#define UDP_LOCAL_ACTIVE	4096
+/* the quiet sockets while the rings are active: looked at every this many receives */
+#define UDP_LOCAL_LOOK	64
 
 /**
  * struct braid_udp - a UDP wire endpoint.
@@ -259,8 +263,8 @@ static void udp_local_setup(struct braid_udp *udp, const struct braid_wire_param
 		udp->ports[i] = ntohs(b.sin_port);
 	}
 	if (i < n || udp_shm_open(&udp->shm, &udp->wire.name, udp->ports, n, params->local_rings,
-				  params->local_ring_bytes, udp->wire.rx_max < udp->wire.mtu ?
-				  udp->wire.mtu : udp->wire.rx_max, udp->fds[0], &udp->wire.local)) {
+				  params->local_ring_bytes, udp->wire.mtu, params->lend_min, udp->fds[0],
+				  &udp->wire.local)) {
 		free(udp->ports);
 		udp->ports = NULL;
 		udp->shm = NULL;
@@ -555,6 +559,8 @@ static int udp_tx(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 					wire->tx_errors++;
 				else
 					wire->tx_packets++;
+				if (r == 2)
+					wire->tx_lent++;
 				done++;
 				continue;
 			}
@@ -852,17 +858,29 @@ static int udp_rx(struct braid_wire *wire, struct braid_pkt *pkts, int n, bool h
 	return got;
 }
 
+/* the sockets have something (one epoll_wait on the wait set) */
+static bool udp_socks_ready(struct braid_udp *udp)
+{
+	struct epoll_event ev;
+
+	return udp->epfd < 0 || epoll_wait(udp->epfd, &ev, 1, 0) != 0;
+}
+
 /*
  * With local peers: the rings, then the sockets (after a burst the rings
- * filled, the sockets first). While the rings bring datagrams and the
- * sockets have had nothing for UDP_QUIET_RUN looks, the sockets are read
- * every UDP_QUIET_LOOK receives: a busy-polled receive between local peers
- * then costs no system call.
+ * filled, the sockets first). While the rings bring datagrams (one in the
+ * last UDP_LOCAL_ACTIVE receives) and the sockets have had nothing for
+ * UDP_QUIET_RUN looks, the sockets are looked at every UDP_LOCAL_LOOK
+ * receives, with one epoll_wait: a busy-polled receive between local
+ * peers costs no system call, and a datagram from another host waits
+ * UDP_LOCAL_LOOK receives at most (a few microseconds) when it ends the
+ * sockets' quiet.
  */
 static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
 	int got = 0, socks;
+	bool quiet;
 
 	if (!udp->shm)
 		return udp_rx(wire, pkts, n, true);
@@ -872,10 +890,10 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 		udp->shm_ago = 0;
 	else if (udp->shm_ago < UINT32_MAX)
 		udp->shm_ago++;
-	if (got < n && (udp->sock_empty < UDP_QUIET_RUN || udp->shm_ago > 64 * UDP_QUIET_LOOK ||
-			++udp->sock_skip >= UDP_QUIET_LOOK)) {
+	quiet = udp->sock_empty >= UDP_QUIET_RUN && udp->shm_ago <= UDP_LOCAL_ACTIVE;
+	if (got < n && (!quiet || ++udp->sock_skip >= UDP_LOCAL_LOOK)) {
 		udp->sock_skip = 0;
-		socks = udp_rx(wire, pkts + got, n - got, true);
+		socks = quiet && !udp_socks_ready(udp) ? 0 : udp_rx(wire, pkts + got, n - got, true);
 		udp->sock_empty = socks ? 0 : udp->sock_empty < UDP_QUIET_RUN ? udp->sock_empty + 1 :
 			UDP_QUIET_RUN;
 		got += socks;
@@ -911,7 +929,7 @@ static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct
 
 	*rx_ns = 0;
 	if (udp->shm) {
-		size_t len = udp_shm_peek(udp->shm, buf, cap, from);
+		size_t len = udp_shm_peek(udp->shm, buf, cap, from, rx_ns);
 
 		if (len)
 			return len;

@@ -39,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <rdma/fi_errno.h>
 
 #include "braid_udp_shm.h"
@@ -65,6 +66,7 @@ struct shm_hdr {
 	uint32_t pid, ip;
 	uint32_t port, rx_max;
 	_Atomic uint32_t closed;
+	_Atomic uint32_t nocma;
 	alignas(64) _Atomic uint32_t armed;
 	alignas(64) _Atomic uint64_t active[SHM_RINGS_MAX / 64];
 	alignas(64) _Atomic uint64_t owner[SHM_RINGS_MAX];
@@ -78,7 +80,8 @@ struct shm_ring {
 
 /* the layout docs/protocol.md §7.1 fixes */
 _Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_BYTES, "the header fits its page");
-_Static_assert(offsetof(struct shm_hdr, closed) == 40 && offsetof(struct shm_hdr, armed) == 64 &&
+_Static_assert(offsetof(struct shm_hdr, closed) == 40 && offsetof(struct shm_hdr, nocma) == 44 &&
+	       offsetof(struct shm_hdr, armed) == 64 &&
 	       offsetof(struct shm_hdr, active) == 128 && offsetof(struct shm_hdr, owner) == 192,
 	       "protocol.md §7.1");
 _Static_assert(sizeof(struct shm_ring) == SHM_RING_CTL, "a ring's control lines");
@@ -90,9 +93,30 @@ struct shm_rec {
 	uint16_t src_port;	/* the sender's route (source port), network order */
 	uint16_t src_home;	/* the sender's home port, network order */
 	uint16_t dst_port;	/* the port it was sent to, network order */
-	uint16_t pad;
+	uint16_t flags;		/* SHM_REC_LENT */
 };
 _Static_assert(sizeof(struct shm_rec) == SHM_REC_HDR, "record header");
+
+/*
+ * SHM_REC_LENT: the record holds a struct shm_lent and the datagram's first
+ * @head bytes; the other @len bytes are in the sender's memory, read by
+ * the receiver with process_vm_readv (one copy, straight to where they
+ * belong) - the payload the engine lends (BRAID_PKT_LEND: unchanged until
+ * acknowledged; protocol.md §4.2 "Lent payloads", §7.2).
+ */
+#define SHM_REC_LENT	1u
+
+struct shm_lent {
+	uint64_t addr;		/* in the sender's address space */
+	uint64_t ns;		/* when it was written (CLOCK_MONOTONIC: one host) */
+	uint32_t len;		/* bytes there */
+	uint32_t pid;		/* the sender's process */
+	uint32_t head;		/* bytes after this struct: the datagram's first ones */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct shm_lent) == 32, "lent record");
+
+#define SHM_LENT_WAIT_NS	100000000ULL	/* protocol.md §4.2 LENT_WAIT */
 
 /* a mapped segment: our own, or a local peer's */
 struct shm_seg {
@@ -126,6 +150,9 @@ struct braid_udp_shm {
 	char name[96];
 	uint32_t ring_bytes, rings;
 	size_t rx_max, max_rec;
+	size_t lend_min;		/* payloads of this many bytes lent are sent by reference (0: never) */
+	bool nocma;			/* this process may not read others' memory: nothing lent to us */
+	uint32_t pid;
 	uint64_t tag;			/* our claims' owner word */
 	const uint16_t *ports;
 	int nports, doorbell_fd;
@@ -263,8 +290,8 @@ static int shm_self_create(struct braid_udp_shm *s, uint32_t ip, uint16_t port)
 }
 
 int udp_shm_open(struct braid_udp_shm **shm, const struct sockaddr_in *name, const uint16_t *ports,
-		 int nports, uint32_t rings, size_t ring_bytes, size_t rx_max, int doorbell_fd,
-		 struct braid_wire_local *st)
+		 int nports, uint32_t rings, size_t ring_bytes, size_t rx_max, size_t lend_min,
+		 int doorbell_fd, struct braid_wire_local *st)
 {
 	struct braid_udp_shm *s;
 	struct stat ns;
@@ -295,6 +322,8 @@ int udp_shm_open(struct braid_udp_shm **shm, const struct sockaddr_in *name, con
 	s->peeked = -1;
 	s->st = st;
 	s->max_rec = rx_max;
+	s->lend_min = lend_min;
+	s->pid = (uint32_t)getpid();
 	s->tag = ((uint64_t)(uint32_t)getpid() << 32) | (atomic_fetch_add(&shm_serial, 1) + 1);
 	shm_local_ips(s);
 	ret = shm_self_create(s, ntohl(name->sin_addr.s_addr), ports[0]);
@@ -551,6 +580,71 @@ static void shm_touch(struct braid_udp_shm *s, int slot)
 		s->touched_over = true;
 }
 
+/* a record's header for @len bytes of @pkt's from route @src_port */
+static inline struct shm_rec shm_rec_of(const struct braid_udp_shm *s, const struct braid_pkt *pkt,
+					size_t len, uint16_t src_port, uint16_t flags)
+{
+	return (struct shm_rec){
+		.len = (uint32_t)len, .src_ip = htonl(s->self.ip), .src_port = htons(src_port),
+		.src_home = htons(s->self.port), .dst_port = pkt->addr.sin_port, .flags = flags,
+	};
+}
+
+/* the place of a record of @len bytes at *@tail (a wrap mark first if it would cross the end) */
+static uint8_t *shm_rec_place(struct shm_ring *r, uint32_t rb, uint64_t *tail, size_t len)
+{
+	size_t pos = *tail & (rb - 1);
+	uint8_t *d = shm_ring_data(r);
+
+	if (pos + shm_rec_bytes(len) > rb) {
+		struct shm_rec w = { .len = SHM_WRAP };
+
+		memcpy(d + pos, &w, sizeof(w));
+		*tail += rb - pos;
+		pos = 0;
+	}
+	*tail += shm_rec_bytes(len);
+	return d + pos;
+}
+
+/* @pkt's payload may go by reference to @p (the engine lends it; the peer can read us) */
+static inline bool shm_lendable(const struct braid_udp_shm *s, const struct shm_seg *p,
+				const struct braid_pkt *pkt)
+{
+	return s->lend_min && (pkt->flags & BRAID_PKT_LEND) && !pkt->gso_size && pkt->iovcnt > 1 &&
+	       pkt->iov[pkt->iovcnt - 1].iov_len >= s->lend_min &&
+	       !atomic_load_explicit(&p->hdr->nocma, memory_order_relaxed);
+}
+
+/* @pkt as a lent record: its head copied, its payload's place for the receiver to read */
+static int shm_tx_lent(struct braid_udp_shm *s, int slot, struct shm_ring *r, uint64_t tail,
+		       struct braid_pkt *pkt, size_t total, uint16_t src_port)
+{
+	struct shm_seg *p = &s->peers[slot];
+	const struct iovec *last = &pkt->iov[pkt->iovcnt - 1];
+	size_t head = total - last->iov_len, len = sizeof(struct shm_lent) + head;
+	uint32_t rb = p->hdr->ring_bytes;
+	size_t pos = tail & (rb - 1), need = shm_rec_bytes(len) + (pos + shm_rec_bytes(len) > rb ?
+								  rb - pos : 0);
+	struct shm_lent l = { .addr = (uintptr_t)last->iov_base, .ns = shm_now(),
+			      .len = (uint32_t)last->iov_len, .pid = s->pid, .head = (uint32_t)head };
+	struct shm_rec h = shm_rec_of(s, pkt, len, src_port, SHM_REC_LENT);
+	uint8_t *d;
+
+	if (!shm_room(p, r, tail, need))
+		return shm_full(s, slot);
+	p->full_since = 0;
+	d = shm_rec_place(r, rb, &tail, len);
+	memcpy(d, &h, sizeof(h));
+	memcpy(d + SHM_REC_HDR, &l, sizeof(l));
+	shm_gather(d + SHM_REC_HDR + sizeof(l), pkt->iov, pkt->iovcnt - 1, 0, head);
+	s->st->tx++;
+	atomic_store_explicit(&r->tail, tail, memory_order_release);
+	shm_touch(s, slot);
+	pkt->status = 0;
+	return 2;
+}
+
 bool udp_shm_local(struct braid_udp_shm *s, const struct braid_pkt *pkt)
 {
 	uint32_t ip = ntohl(pkt->addr.sin_addr.s_addr);
@@ -591,6 +685,8 @@ int udp_shm_tx(struct braid_udp_shm *s, struct braid_pkt *pkt, uint16_t src_port
 	rb = p->hdr->ring_bytes;
 	r = shm_ring_at(p->hdr, (uint32_t)p->ring, rb);
 	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	if (shm_lendable(s, p, pkt))
+		return shm_tx_lent(s, slot, r, tail, pkt, total, src_port);
 	/* the whole run (UDP GSO) or nothing: the bytes it needs, wraps included */
 	for (off = 0; off < total; off += seg) {
 		size_t len = total - off < seg ? total - off : seg;
@@ -605,23 +701,11 @@ int udp_shm_tx(struct braid_udp_shm *s, struct braid_pkt *pkt, uint16_t src_port
 	p->full_since = 0;
 	for (off = 0; off < total; off += seg) {
 		size_t len = total - off < seg ? total - off : seg;
-		size_t pos = tail & (rb - 1);
-		uint8_t *d = shm_ring_data(r);
-		struct shm_rec h = {
-			.len = (uint32_t)len, .src_ip = htonl(s->self.ip), .src_port = htons(src_port),
-			.src_home = htons(s->self.port), .dst_port = pkt->addr.sin_port,
-		};
+		struct shm_rec h = shm_rec_of(s, pkt, len, src_port, 0);
+		uint8_t *d = shm_rec_place(r, rb, &tail, len);
 
-		if (pos + shm_rec_bytes(len) > rb) {
-			struct shm_rec w = { .len = SHM_WRAP };
-
-			memcpy(d + pos, &w, sizeof(w));
-			tail += rb - pos;
-			pos = 0;
-		}
-		memcpy(d + pos, &h, sizeof(h));
-		shm_gather(d + pos + SHM_REC_HDR, pkt->iov, pkt->iovcnt, off, len);
-		tail += shm_rec_bytes(len);
+		memcpy(d, &h, sizeof(h));
+		shm_gather(d + SHM_REC_HDR, pkt->iov, pkt->iovcnt, off, len);
 	}
 	s->st->tx++;	/* a datagram or a run of them, as the wire's tx_packets count */
 	atomic_store_explicit(&r->tail, tail, memory_order_release);
@@ -665,11 +749,20 @@ void udp_shm_tx_done(struct braid_udp_shm *s)
 
 /* ---- receiving ---- */
 
+/* a datagram in one of our rings, as its record says */
+struct shm_dgram {
+	struct shm_rec h;
+	const uint8_t *bytes;	/* the bytes in the ring: all of it, or a lent one's head */
+	size_t copied;		/* their count */
+	size_t len;		/* the datagram's */
+	struct shm_lent lent;	/* SHM_REC_LENT: the rest, in the sender's memory */
+};
+
 /*
- * The next record of our ring @k: its header into *@h and its bytes' place
- * (NULL: none). Wrap marks are passed; bytes that make no sense empty the ring.
+ * The next datagram of our ring @k into *@g (false: none). Wrap marks are
+ * passed; bytes that make no sense empty the ring.
  */
-static const uint8_t *shm_next(struct braid_udp_shm *s, uint32_t k, struct shm_rec *h)
+static bool shm_next(struct braid_udp_shm *s, uint32_t k, struct shm_dgram *g)
 {
 	struct shm_ring *r = shm_ring_at(s->self.hdr, k, s->ring_bytes);
 	uint32_t rb = s->ring_bytes;
@@ -682,40 +775,54 @@ static const uint8_t *shm_next(struct braid_udp_shm *s, uint32_t k, struct shm_r
 		size_t pos = head & (rb - 1);
 
 		if (!avail)
-			return NULL;
+			return false;
 		if (avail > rb || (avail & (SHM_ALIGN - 1)))
 			goto bad;
-		memcpy(h, d + pos, sizeof(*h));
-		if (h->len == SHM_WRAP) {
+		memcpy(&g->h, d + pos, sizeof(g->h));
+		if (g->h.len == SHM_WRAP) {
 			if (!pos || avail < rb - pos)
 				goto bad;
 			s->head[k] = head + (rb - pos);
 			continue;
 		}
-		if (h->len > UINT16_MAX || shm_rec_bytes(h->len) > avail ||
-		    pos + shm_rec_bytes(h->len) > rb)
+		if (g->h.len > UINT16_MAX || shm_rec_bytes(g->h.len) > avail ||
+		    pos + shm_rec_bytes(g->h.len) > rb)
 			goto bad;
-		return d + pos + SHM_REC_HDR;
+		g->bytes = d + pos + SHM_REC_HDR;
+		g->copied = g->len = g->h.len;
+		if (g->h.flags & SHM_REC_LENT) {
+			if (g->h.len < sizeof(g->lent))
+				goto bad;
+			memcpy(&g->lent, g->bytes, sizeof(g->lent));
+			if (g->lent.head != g->h.len - sizeof(g->lent) ||
+			    (uint64_t)g->lent.head + g->lent.len > UINT16_MAX || !g->lent.pid)
+				goto bad;
+			g->bytes += sizeof(g->lent);
+			g->copied = g->lent.head;
+			g->len = g->copied + g->lent.len;
+		}
+		return true;
 bad:
 		s->st->bad++;
 		s->head[k] = tail;
 		atomic_store_explicit(&r->head, tail, memory_order_release);
-		return NULL;
+		return false;
 	}
 }
 
-/* consume ring @k's record of @len bytes */
-static void shm_advance(struct braid_udp_shm *s, uint32_t k, uint32_t len)
+/* consume ring @k's record */
+static void shm_advance(struct braid_udp_shm *s, uint32_t k, const struct shm_dgram *g)
 {
 	struct shm_ring *r = shm_ring_at(s->self.hdr, k, s->ring_bytes);
 
-	s->head[k] += shm_rec_bytes(len);
+	s->head[k] += shm_rec_bytes(g->h.len);
 	atomic_store_explicit(&r->head, s->head[k], memory_order_release);
 }
 
-/* @h's sender as the kernel would give it, and what its ports say about it */
-static void shm_from(struct braid_udp_shm *s, const struct shm_rec *h, struct braid_pkt *pkt)
+/* @g's sender as the kernel would give it, and what its ports say about it */
+static void shm_from(struct braid_udp_shm *s, const struct shm_dgram *g, struct braid_pkt *pkt)
 {
+	const struct shm_rec *h = &g->h;
 	uint32_t ip = ntohl(h->src_ip);
 	uint16_t port = ntohs(h->src_port);
 	struct shm_learn_ent *l;
@@ -731,7 +838,9 @@ static void shm_from(struct braid_udp_shm *s, const struct shm_rec *h, struct br
 			break;
 		}
 	pkt->flags = 0;
-	pkt->rx_ns = 0;
+	/* a lent payload: when it was written (one host, one clock), so that the
+	 * engine can tell one that waited too long (protocol.md §4.2) */
+	pkt->rx_ns = (h->flags & SHM_REC_LENT) ? g->lent.ns : 0;
 	pkt->gso_size = 0;
 	/* a reply to this route goes to the sender's ring, found by its home port */
 	l = shm_learn_at(s, ip, port);
@@ -739,21 +848,68 @@ static void shm_from(struct braid_udp_shm *s, const struct shm_rec *h, struct br
 		*l = (struct shm_learn_ent){ .ip = ip, .port = port, .home = ntohs(h->src_home) };
 }
 
-/* scatter @len bytes of @src into @pkt's buffers (what does not fit: truncated) */
-static void shm_scatter(struct braid_pkt *pkt, const uint8_t *src, size_t len)
+/*
+ * @g's bytes from @off on into @iov (as many as it holds, up to the
+ * datagram's end). A lent payload is read from its sender's memory; a read
+ * the kernel refuses (no right to read another process: ptrace rules) tells
+ * local peers to lend us nothing more. Return: the bytes copied, or -1 when
+ * the read failed (the datagram is lost: its sender resends it, copied).
+ */
+static ssize_t shm_copy(struct braid_udp_shm *s, const struct shm_dgram *g, size_t off,
+			const struct iovec *iov, int iovcnt)
 {
-	size_t done = 0;
-	int i;
+	struct iovec local[64], remote;
+	size_t done = 0, want;
+	int i, nl = 0;
 
-	for (i = 0; i < pkt->iovcnt && done < len; i++) {
-		size_t l = pkt->iov[i].iov_len < len - done ? pkt->iov[i].iov_len : len - done;
+	for (i = 0; i < iovcnt && off + done < g->len; i++) {
+		size_t l = iov[i].iov_len, at = off + done, inring;
 
-		memcpy(pkt->iov[i].iov_base, src + done, l);
+		if (l > g->len - at)
+			l = g->len - at;
+		inring = at < g->copied ? g->copied - at : 0;
+		if (inring > l)
+			inring = l;
+		memcpy(iov[i].iov_base, g->bytes + at, inring);
+		if (l > inring) {
+			if (nl == (int)(sizeof(local) / sizeof(local[0])))
+				break;
+			local[nl++] = (struct iovec){ (uint8_t *)iov[i].iov_base + inring, l - inring };
+		}
 		done += l;
 	}
-	pkt->len = len;
-	if (done < len)
+	if (!nl)
+		return (ssize_t)done;
+	/* the lent bytes: one read into every piece */
+	want = 0;
+	for (i = 0; i < nl; i++)
+		want += local[i].iov_len;
+	remote.iov_base = (void *)(uintptr_t)(g->lent.addr + (off + done - want - g->copied));
+	remote.iov_len = want;
+	if (process_vm_readv((pid_t)g->lent.pid, local, (unsigned long)nl, &remote, 1, 0) !=
+	    (ssize_t)want) {
+		if (errno == EPERM && !s->nocma) {
+			s->nocma = true;
+			atomic_store(&s->self.hdr->nocma, 1);
+		}
+		s->st->dropped++;
+		return -1;
+	}
+	s->st->read_lent++;
+	return (ssize_t)done;
+}
+
+/* @g into @pkt's buffers (what does not fit: truncated); false: lost */
+static bool shm_deliver(struct braid_udp_shm *s, const struct shm_dgram *g, struct braid_pkt *pkt)
+{
+	ssize_t got = shm_copy(s, g, 0, pkt->iov, pkt->iovcnt);
+
+	if (got < 0)
+		return false;
+	pkt->len = g->len;
+	if ((size_t)got < g->len)
 		pkt->flags |= BRAID_PKT_TRUNC;
+	return true;
 }
 
 int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
@@ -771,17 +927,16 @@ int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
 		bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
 		while (bits && got < n) {
 			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
-			const uint8_t *src;
-			struct shm_rec h;
+			struct shm_dgram g;
 
 			bits &= bits - 1;
 			if (k >= s->rings)
 				break;
-			while (got < n && (src = shm_next(s, k, &h))) {
-				shm_from(s, &h, &pkts[got]);
-				shm_scatter(&pkts[got], src, h.len);
-				shm_advance(s, k, h.len);
-				got++;
+			while (got < n && shm_next(s, k, &g)) {
+				shm_from(s, &g, &pkts[got]);
+				if (shm_deliver(s, &g, &pkts[got]))
+					got++;
+				shm_advance(s, k, &g);
 			}
 			s->rr = k + 1 < s->rings ? k + 1 : 0;
 		}
@@ -790,13 +945,12 @@ int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
 	return got;
 }
 
-/* the first of our rings with a record; -1: none */
-static int shm_first(struct braid_udp_shm *s, struct shm_rec *h, const uint8_t **src)
+/* the first of our rings with a datagram; -1: none */
+static int shm_first(struct braid_udp_shm *s, struct shm_dgram *g)
 {
 	uint32_t words = (s->rings + 63) / 64;
 
-	for (uint32_t j = 0; j < words; j++) {
-		uint32_t w = j;
+	for (uint32_t w = 0; w < words; w++) {
 		uint64_t bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
 
 		while (bits) {
@@ -805,37 +959,43 @@ static int shm_first(struct braid_udp_shm *s, struct shm_rec *h, const uint8_t *
 			bits &= bits - 1;
 			if (k >= s->rings)
 				break;
-			*src = shm_next(s, k, h);
-			if (*src)
+			if (shm_next(s, k, g))
 				return (int)k;
 		}
 	}
 	return -1;
 }
 
-size_t udp_shm_peek(struct braid_udp_shm *s, void *buf, size_t cap, struct sockaddr_in *from)
+size_t udp_shm_peek(struct braid_udp_shm *s, void *buf, size_t cap, struct sockaddr_in *from,
+		    uint64_t *rx_ns)
 {
-	const uint8_t *src;
 	struct braid_pkt pkt;
-	struct shm_rec h;
+	struct shm_dgram g;
+	struct iovec iov;
 	int k;
 
 	s->peeked = -1;
-	k = shm_first(s, &h, &src);
-	if (k < 0)
-		return 0;
-	if (cap > h.len)
-		cap = h.len;
-	if (cap > SHM_PEEK_MAX)
-		cap = SHM_PEEK_MAX;
-	memcpy(s->peek_bytes, src, cap);
+	for (;;) {
+		k = shm_first(s, &g);
+		if (k < 0)
+			return 0;
+		if (cap > g.len)
+			cap = g.len;
+		if (cap > SHM_PEEK_MAX)
+			cap = SHM_PEEK_MAX;
+		iov = (struct iovec){ s->peek_bytes, cap };
+		if (shm_copy(s, &g, 0, &iov, 1) >= 0)
+			break;
+		shm_advance(s, (uint32_t)k, &g);	/* lost: the next */
+	}
 	memcpy(buf, s->peek_bytes, cap);
-	shm_from(s, &h, &pkt);
+	shm_from(s, &g, &pkt);
 	*from = pkt.addr;
+	*rx_ns = pkt.rx_ns;
 	s->peeked = k;
-	s->peek_len = h.len;
+	s->peek_len = g.len;
 	s->peek_cap = cap;
-	return h.len;
+	return g.len;
 }
 
 bool udp_shm_peeked(const struct braid_udp_shm *s)
@@ -846,48 +1006,53 @@ bool udp_shm_peeked(const struct braid_udp_shm *s)
 int udp_shm_take(struct braid_udp_shm *s, struct braid_pkt *pkt)
 {
 	uint32_t k = (uint32_t)s->peeked;
-	const uint8_t *src;
-	struct shm_rec h;
-	size_t done = 0, i;
+	struct iovec rest[BRAID_WIRE_IOV_MAX];
+	struct shm_dgram g;
+	size_t done = 0, skip = s->peek_cap;
+	int i, nr = 0;
+	ssize_t got;
 
 	s->peeked = -1;
-	src = shm_next(s, k, &h);
-	if (!src)
+	if (!shm_next(s, k, &g))
 		return 0;
-	shm_from(s, &h, pkt);
+	shm_from(s, &g, pkt);
 	/* the sender may have written over it since the peek: the bytes the peek
 	 * saw (which placed the rest) must be the ones taken, or it is dropped */
-	if (h.len != s->peek_len || memcmp(src, s->peek_bytes, s->peek_cap)) {
-		shm_advance(s, k, h.len);
+	if (g.len != s->peek_len ||
+	    memcmp(g.bytes, s->peek_bytes, g.copied < s->peek_cap ? g.copied : s->peek_cap)) {
+		shm_advance(s, k, &g);
 		s->st->bad++;
 		return 0;
 	}
-	for (i = 0; i < (size_t)pkt->iovcnt && done < h.len; i++) {
-		size_t l = pkt->iov[i].iov_len < h.len - done ? pkt->iov[i].iov_len : h.len - done;
-		size_t from_peek = done < s->peek_cap ? s->peek_cap - done : 0;
+	/* the peeked bytes from the copy the peek kept, the rest from the datagram */
+	for (i = 0; i < pkt->iovcnt; i++) {
+		size_t l = pkt->iov[i].iov_len, from_peek = skip > done ? skip - done : 0;
 
 		if (from_peek > l)
 			from_peek = l;
 		memcpy(pkt->iov[i].iov_base, s->peek_bytes + done, from_peek);
-		memcpy((uint8_t *)pkt->iov[i].iov_base + from_peek, src + done + from_peek,
-		       l - from_peek);
+		if (l > from_peek)
+			rest[nr++] = (struct iovec){ (uint8_t *)pkt->iov[i].iov_base + from_peek,
+						     l - from_peek };
 		done += l;
 	}
-	pkt->len = h.len;
-	if (done < h.len)
+	got = shm_copy(s, &g, skip, rest, nr);
+	shm_advance(s, k, &g);
+	if (got < 0)
+		return 0;
+	pkt->len = g.len;
+	if (skip + (size_t)got < g.len)
 		pkt->flags |= BRAID_PKT_TRUNC;
-	shm_advance(s, k, h.len);
 	s->st->rx++;
 	return 1;
 }
 
 bool udp_shm_arm(struct braid_udp_shm *s)
 {
-	struct shm_rec h;
-	const uint8_t *src;
+	struct shm_dgram g;
 
 	atomic_store(&s->self.hdr->armed, 1);	/* seq_cst: before the rings are read */
-	if (shm_first(s, &h, &src) >= 0) {
+	if (shm_first(s, &g) >= 0) {
 		atomic_store_explicit(&s->self.hdr->armed, 0, memory_order_relaxed);
 		return true;
 	}

@@ -17,20 +17,24 @@ struct braid_udp_shm;
  * this network namespace's scope, with @rings rings of @ring_bytes each
  * (rounded up to a power of two large enough for two datagrams of @rx_max);
  * @ports are the endpoint's UDP ports (ports[0] the home one), @doorbell_fd
- * the socket that wakes a sleeping local peer; @st the counters it keeps. Return 0 and *@shm, or a
+ * the socket that wakes a sleeping local peer; @st the counters it keeps.
+ * Payloads the engine lends (BRAID_PKT_LEND) of @lend_min bytes or more (0:
+ * none) go by reference: the receiver reads them from our memory
+ * (process_vm_readv), one copy. Return 0 and *@shm, or a
  * negative FI_E* (then the wire goes without: every datagram by UDP).
  */
 int udp_shm_open(struct braid_udp_shm **shm, const struct sockaddr_in *name, const uint16_t *ports,
-		 int nports, uint32_t rings, size_t ring_bytes, size_t rx_max, int doorbell_fd,
-		 struct braid_wire_local *st);
+		 int nports, uint32_t rings, size_t ring_bytes, size_t rx_max, size_t lend_min,
+		 int doorbell_fd, struct braid_wire_local *st);
 void udp_shm_close(struct braid_udp_shm *shm);
 
 /**
  * udp_shm_tx() - send @pkt to its destination's ring if the destination is
  * a local endpoint, from route selector @path (source port @src_port).
  * Return: 1 handled (written, or dropped where the local peer is gone or has
- * not read its ring for a while: the engine resends); 0 not local (send it
- * by UDP); -1 the ring is full for now (try again later).
+ * not read its ring for a while: the engine resends); 2 written with its
+ * payload lent; 0 not local (send it by UDP); -1 the ring is full for now
+ * (try again later).
  */
 int udp_shm_tx(struct braid_udp_shm *shm, struct braid_pkt *pkt, uint16_t src_port);
 
@@ -47,7 +51,8 @@ int udp_shm_rx(struct braid_udp_shm *shm, struct braid_pkt *pkts, int n);
  * udp_shm_peek() - the next datagram in the rings, left there: as the wire's
  * rx_peek. Return its length, 0 when the rings are empty.
  */
-size_t udp_shm_peek(struct braid_udp_shm *shm, void *buf, size_t cap, struct sockaddr_in *from);
+size_t udp_shm_peek(struct braid_udp_shm *shm, void *buf, size_t cap, struct sockaddr_in *from,
+		    uint64_t *rx_ns);
 
 /**
  * udp_shm_take() - after udp_shm_peek() found one: that datagram into @pkt's

@@ -31,10 +31,10 @@ static const struct braid_wire_ops *ops = &braid_udp_wire_ops;
 #define SEG_HDR		4096
 #define RING_CTL	128
 
-static struct braid_wire *local_wire(int paths, size_t ring)
+static struct braid_wire *local_wire_lending(int paths, size_t ring, size_t lend_min)
 {
 	struct braid_wire_params p = { .paths = paths, .local = true, .local_rings = 4,
-				       .local_ring_bytes = ring };
+				       .local_ring_bytes = ring, .lend_min = lend_min };
 	struct braid_wire *w;
 
 	p.addr.sin_family = AF_INET;
@@ -42,6 +42,11 @@ static struct braid_wire *local_wire(int paths, size_t ring)
 	cr_assert_eq(ops->open(&p, &w), 0);
 	cr_assert(w->local.on, "the wire took local peers (needs /dev/shm and /proc/self/ns/net)");
 	return w;
+}
+
+static struct braid_wire *local_wire(int paths, size_t ring)
+{
+	return local_wire_lending(paths, ring, 0);
 }
 
 static uint16_t home(const struct braid_wire *w)
@@ -319,6 +324,48 @@ Test(udp_local, an_armed_receiver_is_woken_by_a_doorbell_it_never_sees)
 	cr_assert_eq(a->local.doorbells, 1);
 	/* armed with something in the ring: not to sleep */
 	cr_assert_eq(ops->arm(b), true);
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_lent_payload_is_read_from_the_senders_memory_into_its_place)
+{
+	struct braid_wire *a = local_wire_lending(1, 0, 1024), *b = local_wire_lending(1, 0, 1024);
+	static uint8_t payload[40000], place[40000];
+	uint8_t hdr[24] = "header bytes here.....", got_hdr[24];
+	struct iovec out[2] = { { hdr, sizeof(hdr) }, { payload, sizeof(payload) } };
+	struct iovec in[2] = { { got_hdr, sizeof(got_hdr) }, { place, sizeof(place) } };
+	struct braid_pkt p, q;
+	struct sockaddr_in from;
+	uint64_t rx_ns;
+	uint8_t peek[8];
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7);
+	memset(&p, 0, sizeof(p));
+	p.iov = out;
+	p.iovcnt = 2;
+	p.flags = BRAID_PKT_LEND;
+	p.addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(home(b)),
+				       .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_eq(ops->tx_burst(a, &p, 1), 1);
+	cr_assert_eq(a->tx_lent, 1, "sent by reference");
+	/* peeked (the header, timed by when it was written), then taken into place */
+	cr_assert_eq(ops->rx_peek(b, peek, sizeof(peek), &from, &rx_ns), sizeof(hdr) + sizeof(payload));
+	cr_assert_eq(memcmp(peek, hdr, sizeof(peek)), 0);
+	cr_assert_gt(rx_ns, 0, "a lent payload's arrival is timed");
+	memset(&q, 0, sizeof(q));
+	q.iov = in;
+	q.iovcnt = 2;
+	cr_assert_eq(ops->rx_home(b, &q, 1), 1);
+	cr_assert_eq(q.len, sizeof(hdr) + sizeof(payload));
+	cr_assert_eq(memcmp(got_hdr, hdr, sizeof(hdr)), 0);
+	cr_assert_eq(memcmp(place, payload, sizeof(payload)), 0, "every byte, one copy");
+	cr_assert_eq(b->local.read_lent, 1);
+	/* a short payload (under lend_min) goes copied */
+	out[1].iov_len = 100;
+	cr_assert_eq(ops->tx_burst(a, &p, 1), 1);
+	cr_assert_eq(a->tx_lent, 1);
 	ops->close(a);
 	ops->close(b);
 }

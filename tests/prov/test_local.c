@@ -8,6 +8,9 @@
  */
 #include <poll.h>
 #include <signal.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <rdma/fi_tagged.h>
 #include <rdma/fi_braid.h>
@@ -236,6 +239,9 @@ Test(local_peers, one_process_goes_through_shared_memory, .timeout = 60)
 	cr_assert_eq(stat_of(b.ep, "ep.tx_local"), stat_of(b.ep, "ep.tx_dgrams"));
 	cr_assert_eq(stat_of(a.ep, "ep.local_peers"), 1);
 	cr_assert_eq(stat_of(a.ep, "ep.local_bad"), 0);
+	/* the large payloads went by reference: b read them from a's memory (one copy) */
+	cr_assert_gt(stat_of(a.ep, "ep.tx_lent"), 0);
+	cr_assert_eq(stat_of(b.ep, "ep.local_dropped"), 0);
 	side_close(&a);
 	side_close(&b);
 }
@@ -568,6 +574,7 @@ Test(local_peers, a_full_ring_holds_the_sender_back, .timeout = 60)
 	long until;
 
 	setenv("FI_BRAID_PROGRESS_US", "0", 1);
+	setenv("FI_BRAID_LEND_MIN", "0", 1);	/* payloads copied into the ring: it fills */
 	pair_open(&a, &b);
 	fill(src, sizeof(src), 9);
 	cr_assert_eq(fi_trecv(b.ep, dst, sizeof(dst), NULL, FI_ADDR_UNSPEC, 3, 0, NULL), 0);
@@ -590,4 +597,71 @@ Test(local_peers, a_full_ring_holds_the_sender_back, .timeout = 60)
 	cr_assert_eq(stat_of(a.ep, "ep.local_dropped"), 0);
 	side_close(&a);
 	side_close(&b);
+}
+
+/* this process may no longer read others' memory it has no ptrace right to (root: CAP_SYS_PTRACE dropped) */
+static int drop_ptrace(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	return (int)syscall(SYS_capset, &h, d);
+}
+
+/* a child that may not read the parent: receives one 1 MiB message, checks it */
+static int unread_child(struct child *c)
+{
+	struct fi_cq_tagged_entry e;
+	struct side s;
+	uint64_t dropped = 0;
+	struct fi_braid_stat_ops *ops = NULL;
+	char go;
+
+	if (drop_ptrace())
+		return 2;
+	if (side_open(&s) || side_meet(&s, c->to_parent[1], c->to_child[0]))
+		return 3;
+	if (fi_trecv(s.ep, mix_buf[1], 1 << 20, NULL, s.peer, 1, 0, NULL) ||
+	    side_wait(&s, &e, NULL, 20000) != 1)
+		return 4;
+	if (!same(mix_buf[1], 1 << 20, 77))
+		return 5;
+	if (fi_open_ops(&s.ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL) ||
+	    ops->value(&s.ep->fid, "ep.local_dropped", &dropped) || !dropped)
+		return 6;	/* the lent payload it could not read */
+	(void)put(c->to_parent[1], "d", 1);
+	(void)get(c->to_child[0], &go, 1);
+	side_close(&s);
+	return 0;
+}
+
+/*
+ * A receiver that may not read the sender's memory (the sender is not
+ * dumpable and the receiver lacks CAP_SYS_PTRACE: a container without
+ * ptrace rights): the lent payload it cannot read is lost, the sender
+ * resends it copied, and the message arrives whole.
+ */
+Test(local_peers, a_receiver_that_may_not_read_the_sender_still_gets_every_byte, .timeout = 60)
+{
+	struct fi_cq_tagged_entry e;
+	struct child c;
+	struct side a;
+	char done;
+
+	child_fork(&c);
+	if (c.pid == 0)
+		_exit(unread_child(&c));
+	cr_assert_eq(prctl(PR_SET_DUMPABLE, 0), 0);
+	cr_assert_eq(side_open(&a), 0);
+	cr_assert_eq(side_meet(&a, c.to_child[1], c.to_parent[0]), 0);
+	fill(mix_buf[0], 1 << 20, 77);
+	cr_assert_eq(fi_tsend(a.ep, mix_buf[0], 1 << 20, NULL, a.peer, 1, NULL), 0);
+	cr_assert_eq(side_wait(&a, &e, NULL, 20000), 1, "delivered");
+	cr_assert(get(c.to_parent[0], &done, 1), "the child checked the message");
+	cr_assert_gt(stat_of(a.ep, "ep.tx_lent"), 0, "the first copies were lent");
+	cr_assert_eq(child_end(&c, 20000), 0, "the child");
+	side_close(&a);
 }
