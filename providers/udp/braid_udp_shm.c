@@ -151,6 +151,7 @@ struct braid_udp_shm {
 	uint32_t ring_bytes, rings;
 	size_t rx_max, max_rec;
 	size_t lend_min;		/* payloads of this many bytes lent are sent by reference (0: never) */
+	size_t seg_bytes;		/* our segment's, rings included */
 	bool nocma;			/* this process may not read others' memory: nothing lent to us */
 	uint32_t pid;
 	uint64_t tag;			/* our claims' owner word */
@@ -268,7 +269,9 @@ static int shm_self_create(struct braid_udp_shm *s, uint32_t ip, uint16_t port)
 		shm_unlink(s->name);
 		return -FI_ENOMEM;
 	}
-	h = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* the header alone until a sender claims a ring (shm_self_rings): an idle
+	 * endpoint maps 4 KiB, not its rings */
+	h = mmap(NULL, SHM_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (h == MAP_FAILED) {
 		shm_unlink(s->name);
@@ -284,9 +287,32 @@ static int shm_self_create(struct braid_udp_shm *s, uint32_t ip, uint16_t port)
 	h->rx_max = (uint32_t)s->rx_max;
 	atomic_store(&h->closed, 0);
 	atomic_store_explicit((_Atomic uint64_t *)&h->magic, SHM_MAGIC, memory_order_release);
-	s->self = (struct shm_seg){ .hdr = h, .bytes = bytes, .ip = ip, .port = port, .ring = -1,
-				    .used = true };
+	s->self = (struct shm_seg){ .hdr = h, .bytes = SHM_HDR_BYTES, .ip = ip, .port = port,
+				    .ring = -1, .used = true };
+	s->seg_bytes = bytes;
 	return 0;
+}
+
+/*
+ * Our rings mapped, at the first sign of a sender (an active bit). Return
+ * false when they cannot be: the segment is closed then, and senders go by
+ * UDP.
+ */
+static bool shm_self_rings(struct braid_udp_shm *s)
+{
+	void *h;
+
+	if (s->self.bytes == s->seg_bytes)
+		return true;
+	h = mremap(s->self.hdr, s->self.bytes, s->seg_bytes, MREMAP_MAYMOVE);
+	if (h == MAP_FAILED) {
+		atomic_store(&s->self.hdr->closed, 1);
+		shm_unlink(s->name);
+		return false;
+	}
+	s->self.hdr = h;
+	s->self.bytes = s->seg_bytes;
+	return true;
 }
 
 int udp_shm_open(struct braid_udp_shm **shm, const struct sockaddr_in *name, const uint16_t *ports,
@@ -925,6 +951,8 @@ int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
 
 		w = (start / 64 + j) % words;
 		bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
+		if (bits && !shm_self_rings(s))
+			break;
 		while (bits && got < n) {
 			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
 			struct shm_dgram g;
@@ -953,6 +981,8 @@ static int shm_first(struct braid_udp_shm *s, struct shm_dgram *g)
 	for (uint32_t w = 0; w < words; w++) {
 		uint64_t bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
 
+		if (bits && !shm_self_rings(s))
+			return -1;
 		while (bits) {
 			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
 

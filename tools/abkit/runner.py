@@ -216,7 +216,9 @@ class Runner:
         a = self.args
         srv_host, cl_hosts = run_hosts(m, sc.hosts)
         srv_ip = where.ip(srv_host)
-        prefix = ["env", "FI_PROVIDER_PATH=" + a.provider_path]
+        # the A/B compares wires: both sides of the loopback scenario (one namespace) use
+        # braid's UDP wire too, not its shared memory for local peers (fi_braid(7), LOCAL PEERS)
+        prefix = ["env", "FI_PROVIDER_PATH=" + a.provider_path, "FI_BRAID_SHM=0"]
         if statdir:
             prefix += ["FI_BRAID_STAT_DIR=" + statdir, "FI_BRAID_STAT_MS=50"]
         prefix.append(a.braid_ab)
