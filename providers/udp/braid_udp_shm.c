@@ -55,6 +55,7 @@
 #define SHM_LEARN	256			/* senders' path ports seen (a power of two) */
 #define SHM_MISS_NS	100000000ULL		/* a destination found not local: looked up again after */
 #define SHM_FULL_NS	5000000ULL		/* a ring full this long: sends to it are dropped */
+#define SHM_CHECK_NS	50000000ULL		/* a peer's process looked at, at most this often */
 #define SHM_LOCAL_IPS	32
 #define SHM_PEEK_MAX	256			/* the bytes of a peeked datagram kept to compare */
 
@@ -127,6 +128,7 @@ struct shm_seg {
 	int ring;		/* a peer's: the ring we claimed in it (-1: none) */
 	uint64_t head_seen;	/* a peer's: its ring's head when last read */
 	uint64_t full_since;	/* a peer's: when its ring was first found full (0: not) */
+	uint64_t checked_ns;	/* a peer's: when its process was last seen alive */
 	uint32_t gen;		/* bumped when the slot is let go: cache entries name it */
 	bool used, woken;
 };
@@ -162,6 +164,7 @@ struct braid_udp_shm {
 	uint64_t netns;
 	struct shm_seg *peers;
 	int npeers, peers_cap;
+	uint64_t now;			/* the clock, read once a send burst (0: not yet) */
 	uint16_t touched[8];		/* peers written to in this burst */
 	int ntouched;
 	bool touched_over;
@@ -699,6 +702,20 @@ int udp_shm_tx(struct braid_udp_shm *s, struct braid_pkt *pkt, uint16_t src_port
 		s->st->dropped++;
 		return 1;	/* gone: as a datagram to a closed port */
 	}
+	if (!s->now)
+		s->now = shm_now();	/* once a burst */
+	if (s->now - p->checked_ns >= SHM_CHECK_NS) {
+		/* a process killed cannot say it closed, and another endpoint may
+		 * have its address by now: what we write must not vanish for longer */
+		p->checked_ns = s->now;
+		if (shm_pid_gone(p->hdr->pid)) {
+			shm_peer_release(s, p);
+			slot = shm_find(s, ip, ntohs(pkt->addr.sin_port));
+			if (slot < 0)
+				return 0;	/* by UDP, as to any address without a ring */
+			p = &s->peers[slot];
+		}
+	}
 	for (i = 0; i < pkt->iovcnt; i++)
 		total += pkt->iov[i].iov_len;
 	if (!total)
@@ -756,6 +773,7 @@ void udp_shm_tx_done(struct braid_udp_shm *s)
 {
 	int i;
 
+	s->now = 0;
 	if (!s->ntouched && !s->touched_over)
 		return;
 	/* our tails before their armed words (they store armed, then read tails) */
@@ -857,12 +875,16 @@ static void shm_from(struct braid_udp_shm *s, const struct shm_dgram *g, struct 
 	pkt->addr.sin_family = AF_INET;
 	pkt->addr.sin_addr.s_addr = h->src_ip;
 	pkt->addr.sin_port = h->src_port;
-	pkt->path = h->dst_port == htons(s->self.port) ? 0 : 1;
-	for (int i = 1; i < s->nports; i++)
-		if (h->dst_port == htons(s->ports[i])) {
-			pkt->path = (uint32_t)i;
-			break;
-		}
+	pkt->path = 0;
+	if (h->dst_port != htons(s->self.port)) {
+		/* a reply to one of our routes: the socket it would have come to */
+		pkt->path = 1;
+		for (int i = 1; i < s->nports; i++)
+			if (h->dst_port == htons(s->ports[i])) {
+				pkt->path = (uint32_t)i;
+				break;
+			}
+	}
 	pkt->flags = 0;
 	/* a lent payload: when it was written (one host, one clock), so that the
 	 * engine can tell one that waited too long (protocol.md §4.2) */

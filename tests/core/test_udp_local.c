@@ -18,6 +18,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "braid/braid_wire.h"
@@ -47,6 +49,14 @@ static struct braid_wire *local_wire_lending(int paths, size_t ring, size_t lend
 static struct braid_wire *local_wire(int paths, size_t ring)
 {
 	return local_wire_lending(paths, ring, 0);
+}
+
+static long time_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 static uint16_t home(const struct braid_wire *w)
@@ -366,6 +376,54 @@ Test(udp_local, a_lent_payload_is_read_from_the_senders_memory_into_its_place)
 	out[1].iov_len = 100;
 	cr_assert_eq(ops->tx_burst(a, &p, 1), 1);
 	cr_assert_eq(a->tx_lent, 1);
+	ops->close(a);
+	ops->close(b);
+}
+
+/*
+ * A peer whose process is gone (killed: it never marked its segment closed)
+ * is looked at again within a bound: the sender lets its ring go and sends
+ * by UDP (or to whatever endpoint has the address now), so nothing it
+ * writes vanishes for longer than that bound.
+ */
+Test(udp_local, a_peer_whose_process_is_gone_is_let_go)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	struct braid_pkt pkts[8];
+	size_t bytes;
+	uint8_t *seg = segment_of(b, &bytes);
+	uint64_t rx_local;
+	pid_t dead = fork();
+	int status, n = 0;
+	long until;
+
+	cr_assert_geq(dead, 0);
+	if (dead == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(dead, &status, 0), dead);
+	cr_assert_eq(tx(a, home(b), 0, "one", 3, 0), 1);
+	cr_assert_eq(rx(b, pkts), 1);
+	cr_assert_eq(a->local.peers, 1);
+	/* b's segment now says its owner is a process that no longer exists */
+	memcpy(seg + 24, &(uint32_t){ (uint32_t)dead }, 4);
+	rx_local = b->local.rx;
+	for (until = time_ms() + 5000; a->local.peers && time_ms() < until; n++) {
+		cr_assert_eq(tx(a, home(b), 0, "two", 3, 0), 1);
+		(void)rx(b, pkts);
+	}
+	cr_assert_eq(a->local.peers, 0, "let go after %d sends", n);
+	/* the one that found it gone, and the next, go by UDP, to the socket at that address */
+	rx_local = b->local.rx;
+	cr_assert_eq(tx(a, home(b), 0, "udp", 3, 0), 1);
+	for (until = time_ms() + 5000; time_ms() < until;) {
+		n = rx(b, pkts);
+		if (n && !memcmp(rbuf[n - 1], "udp", 3))
+			break;
+	}
+	cr_assert_gt(n, 0);
+	cr_assert_eq(memcmp(rbuf[n - 1], "udp", 3), 0, "the last came");
+	cr_assert_eq(b->local.rx, rx_local, "not through the ring");
+	munmap(seg, bytes);
 	ops->close(a);
 	ops->close(b);
 }
