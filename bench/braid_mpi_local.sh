@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # braid_mpi_local.sh: MPI ranks on one host (docs/benchmarks.md, *MPI ranks on one host*):
-# bench/braid_mpi_bench under Open MPI over braid's native RDM and over tcp;ofi_rxm (pml cm,
-# mtl ofi, as tests/mpi/run_mpi.sh runs it), against Open MPI's own shared memory (pml ob1,
-# btl self,vader): a 2-rank ping-pong and N-rank MPI_Alltoall and MPI_Allreduce, the three
+# bench/braid_mpi_bench under Open MPI over braid's native RDM (its local peers through shared
+# memory, and again with FI_BRAID_SHM=0: its UDP wire) and over tcp;ofi_rxm (pml cm, mtl ofi,
+# as tests/mpi/run_mpi.sh runs it), against Open MPI's own shared memory (pml ob1, btl
+# self,vader): a 2-rank ping-pong and N-rank MPI_Alltoall and MPI_Allreduce, the four
 # transports alternating in every repetition; a table per measurement with each transport's
 # median time and its ratio to shared memory's in the same repetition. Each rank's ofi MTL
 # must report the provider asked for, every mpirun runs under a time limit, and every FI_*
@@ -14,10 +15,11 @@ usage() {
 	cat <<'USAGE'
 usage: bench/braid_mpi_local.sh [--ranks N] [--reps R] [--build DIR] [--time S]
                                 [--timeout S] [-o FILE]
-MPI ranks on one host: Open MPI over braid's native RDM, over tcp;ofi_rxm (both pml cm,
-mtl ofi) and over its own shared memory (pml ob1, btl self,vader), alternating in every
-repetition: a 2-rank ping-pong (half round trip, 8 B to 16 MiB) and N-rank MPI_Alltoall
-and MPI_Allreduce. Prints a table per measurement: each transport's median time per
+MPI ranks on one host: Open MPI over braid's native RDM (through shared memory, and again
+with FI_BRAID_SHM=0: over its UDP wire), over tcp;ofi_rxm (all pml cm, mtl ofi) and over
+its own shared memory (pml ob1, btl self,vader), alternating in every repetition: a
+2-rank ping-pong (half round trip, 8 B to 16 MiB) and N-rank MPI_Alltoall and
+MPI_Allreduce. Prints a table per measurement: each transport's median time per
 operation in microseconds over the repetitions, and the median of its ratio to shared
 memory's in the same repetition (1.00 = as fast as shared memory, 2.00 = twice as long).
 Fails (exit 1) if a run fails, times out, or Open MPI's ofi MTL chose another provider than
@@ -88,9 +90,10 @@ for v in $fi_vars; do
 done
 cores=$(nproc)
 
-transports=(braid tcp vader)
-declare -A provider=([braid]=braid [tcp]="tcp;ofi_rxm")
-declare -A label=([braid]=braid [tcp]="tcp;ofi_rxm" [vader]=vader)
+# braid-udp: braid with local peers through shared memory off (FI_BRAID_SHM=0): its UDP wire
+transports=(braid braid-udp tcp vader)
+declare -A provider=([braid]=braid [braid-udp]=braid [tcp]="tcp;ofi_rxm")
+declare -A label=([braid]=braid [braid-udp]="braid, FI_BRAID_SHM=0" [tcp]="tcp;ofi_rxm" [vader]=vader)
 modes=(pingpong alltoall allreduce)
 declare -A nsizes=([pingpong]=7 [alltoall]=3 [allreduce]=3)
 
@@ -114,6 +117,7 @@ run() {
 		args+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "${provider[$tr]}"
 		       --mca mtl_ofi_verbose 1 --mca btl self,vader)
 	fi
+	[ "$tr" = braid-udp ] && args+=(-x FI_BRAID_SHM=0)
 	timeout -k 10 "$tmo" mpirun "${args[@]}" -np "$np" "$prog" -t "$budget" "$mode" \
 		>"$log.out" 2>"$log.err"
 	rc=$?
@@ -150,8 +154,8 @@ echo "# $reps repetitions; pingpong 2 ranks, alltoall and allreduce $ranks ranks
 for rep in $(seq "$reps"); do
 	for mode in "${modes[@]}"; do
 		# the transports alternate, each starting a repetition in turn
-		for i in 0 1 2; do
-			tr=${transports[$(((i + rep - 1) % 3))]}
+		for i in "${!transports[@]}"; do
+			tr=${transports[$(((i + rep - 1) % ${#transports[@]}))]}
 			echo "repetition $rep/$reps: ${label[$tr]} $mode" >&2
 			run "$rep" "$tr" "$mode"
 		done
@@ -175,14 +179,15 @@ function median(list, n,    a, i, j, t) {
 	t[rep, tr, key] = $5; times[tr, key] = times[tr, key] " " $5; reps_of[key] = reps_of[key] " " rep
 }
 END {
-	split("braid tcp vader", trs, " ")
-	name["braid"] = "braid"; name["tcp"] = "tcp;ofi_rxm"; name["vader"] = "vader"
+	ntr = split("braid braid-udp tcp vader", trs, " ")
+	name["braid"] = "braid"; name["braid-udp"] = "braid, FI_BRAID_SHM=0"
+	name["tcp"] = "tcp;ofi_rxm"; name["vader"] = "vader"
 	for (k = 1; k <= nkeys; k++) {
 		key = order[k]; split(key, ks, " ")
 		printf "\n%s %s B, %d ranks: microseconds per operation\n", ks[1], ks[2], nr[key]
 		printf "| transport | runs | median | min | max | x vader (median) | x vader (range) |\n"
 		printf "| --- | --- | --- | --- | --- | --- | --- |\n"
-		for (i = 1; i <= 3; i++) {
+		for (i = 1; i <= ntr; i++) {
 			tr = trs[i]
 			if (!((tr, key) in times)) { printf "| %s | 0 | failed | | | | |\n", name[tr]; continue }
 			m = median(times[tr, key]); n = split(times[tr, key], x, " "); tlo = lo; thi = hi
