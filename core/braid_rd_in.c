@@ -686,7 +686,9 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	f->last_rx = now;
 	if (rd->in_route >= 0)
 		f->data_route = rd->in_route;
-	if (v->flags & BRAID_RD_F_ACK) {
+	/* (an ack_psn at or behind snd_una acknowledges nothing new: the receiving
+	 * side of a one-way stream, every packet) */
+	if ((v->flags & BRAID_RD_F_ACK) && braid_seq_gt(v->ack_psn, f->snd_una)) {
 		rd_out_piggy_ack(rd, f, v->ack_psn, now);
 		if (!braid_dlist_empty(&rd->sends_done))
 			rd_sends_finish(rd, 0, 0);	/* answered RMA requests it acknowledged */

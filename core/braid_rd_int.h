@@ -255,7 +255,7 @@ void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_e
 uint64_t rd_flow_worst_rto(const struct rd_flow *flow, bool busy);
 
 /* braid_rd_timer.c: the deadline heap */
-void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
+void rd_flow_schedule_at(struct braid_rd *rd, struct rd_flow *flow);
 void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
 bool rd_heap_room(struct braid_rd *rd);
 
@@ -282,7 +282,6 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *flow, uint64_t now, struct 
 		int n, int max, int *ack);
 void rd_out_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
-bool rd_out_idle(const struct rd_flow *flow, const struct rd_conn *conn);
 void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn);
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
 				void *context);
@@ -292,7 +291,36 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now);
 void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
 void rd_out_release(struct braid_rd *rd, struct rd_send *op);
-bool rd_out_waiting(const struct rd_conn *conn);
+/* Sends wait for the peer with nothing in flight: rendezvous sends for a CTS
+ * (§4.6), RMA requests for their answer (§4.7). */
+static inline bool rd_out_waiting(const struct rd_conn *conn)
+{
+	return !braid_dlist_empty(&conn->paused) || conn->waiting;
+}
+/* Nothing to send or in flight, and no send waiting for the peer (inline: every schedule asks). */
+static inline bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
+{
+	/* sends waiting for the peer keep the flow (not the peer timeout) */
+	return braid_dlist_empty(&f->txorder) && braid_dlist_empty(&f->retxq) &&
+	       braid_dlist_empty(&conn->sendq) && !rd_out_waiting(conn);
+}
+
+/*
+ * Put @flow in the deadline heap at its next deadline, or out of it when it
+ * has none (braid_rd_timer.c). Inline: a flow with nothing in flight, owed or
+ * awaited either way (a stream's receiving side once each message is
+ * delivered) has none, and needs no look at each side's timers.
+ */
+static inline void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
+{
+	if (f->msgs_live || f->cts_n || f->ack_deadline || !rd_out_idle(f, f->conn)) {
+		rd_flow_schedule_at(rd, f);
+		return;
+	}
+	f->deadline = UINT64_MAX;
+	if (f->heap_idx != SIZE_MAX)
+		rd_heap_remove(rd, f);
+}
 
 /* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
 int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,

@@ -281,20 +281,6 @@ static const struct rd_send *rma_waiting(const struct rd_conn *conn)
 	return NULL;
 }
 
-/* Sends wait for the peer with nothing in flight: rendezvous sends for a CTS
- * (§4.6), RMA requests for their answer (§4.7). */
-bool rd_out_waiting(const struct rd_conn *conn)
-{
-	return !braid_dlist_empty(&conn->paused) || conn->waiting;
-}
-
-bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
-{
-	/* sends waiting for the peer keep the flow (not the peer timeout) */
-	return braid_dlist_empty(&f->txorder) && braid_dlist_empty(&f->retxq) &&
-	       braid_dlist_empty(&conn->sendq) && !rd_out_waiting(conn);
-}
-
 void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id)
 {
 	struct braid_dlist *it;
