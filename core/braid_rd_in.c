@@ -574,7 +574,7 @@ static struct rd_msg *in_msg(struct braid_rd *rd, struct rd_flow *f,
 		*drop = d < 0 ? BRAID_DROP_BAD_LEN : BRAID_DROP_OUT_OF_WINDOW;
 		return NULL;
 	}
-	m = braid_pool_alloc(&rd->msgs);
+	m = braid_pool_alloc_head(&rd->msgs, sizeof(*m));	/* (a constant size: zeroed inline) */
 	if (!m)
 		return NULL;
 	braid_dlist_init(&m->node);

@@ -57,11 +57,28 @@ void braid_pool_destruct(struct braid_pool *pool);
 void *braid_pool_alloc(struct braid_pool *pool);
 
 /**
+ * braid_pool_alloc_fresh() - braid_pool_alloc_raw() when no object given
+ * back waits in the free list: one never used (a chunk taken if need be),
+ * or one of a chunk braid_pool_trim() gave back; NULL when none is left.
+ */
+void *braid_pool_alloc_fresh(struct braid_pool *pool);
+
+/**
  * braid_pool_alloc_raw() - braid_pool_alloc() without the zeroing, for
  * buffers the caller fills at once (a packet's payload: zeroing a 64 KiB
- * staging buffer to copy 8 bytes into it cost more than the copy).
+ * staging buffer to copy 8 bytes into it cost more than the copy). Inline:
+ * the free list's head, else braid_pool_alloc_fresh().
  */
-void *braid_pool_alloc_raw(struct braid_pool *pool);
+static inline void *braid_pool_alloc_raw(struct braid_pool *pool)
+{
+	void *obj = pool->free_list;
+
+	if (!obj)
+		return braid_pool_alloc_fresh(pool);
+	memcpy(&pool->free_list, obj, sizeof(void *));
+	pool->in_use++;
+	return obj;
+}
 
 /**
  * braid_pool_alloc_head() - take one object with only its first @head bytes
@@ -78,8 +95,13 @@ static inline void *braid_pool_alloc_head(struct braid_pool *pool, size_t head)
 	return obj;
 }
 
-/** braid_pool_release() - give back an object taken from this pool. */
-void braid_pool_release(struct braid_pool *pool, void *obj);
+/** braid_pool_release() - give back an object taken from this pool (to the free list's head). */
+static inline void braid_pool_release(struct braid_pool *pool, void *obj)
+{
+	memcpy(obj, &pool->free_list, sizeof(void *));
+	pool->free_list = obj;
+	pool->in_use--;
+}
 
 /**
  * braid_pool_trim() - give the memory of chunks none of whose objects is in
