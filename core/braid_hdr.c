@@ -173,48 +173,60 @@ static int rma_fields_check(const struct braid_rd_data_view *v)
 	return 0;
 }
 
-int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v)
+/* Big-endian fields at byte @off of a packet (any alignment). */
+static inline uint32_t be32_at(const uint8_t *b, size_t off)
 {
-	struct braid_rd_rma_hdr r;
-	struct braid_rd_data_hdr h;
-	size_t hlen = sizeof(h);
-	int type = braid_base_hdr_check(buf, len);
+	uint32_t x;
 
-	if (type < 0)
-		return type;
-	if (type != BRAID_PKT_RD_DATA && type != BRAID_PKT_RD_RMA)
-		return DROP(BRAID_DROP_TYPE);
-	memcpy(&h, buf, sizeof(h));
-	v->src_port = be16toh(h.base.src_port);
-	v->flags = h.base.flags;
-	v->src_epoch = be32toh(h.src_epoch);
-	v->dst_epoch = be32toh(h.dst_epoch);
-	v->psn = be32toh(h.psn);
-	v->ack_psn = be32toh(h.ack_psn);
-	v->msg_id = be32toh(h.msg_id);
-	v->offset = be32toh(h.offset);
-	v->msg_len = be32toh(h.msg_len);
-	v->tx_time = be32toh(h.tx_time);
-	v->tag = be64toh(h.tag);
-	v->cq_data = be64toh(h.cq_data);
+	memcpy(&x, b + off, sizeof(x));
+	return be32toh(x);
+}
+
+static inline uint64_t be64_at(const uint8_t *b, size_t off)
+{
+	uint64_t x;
+
+	memcpy(&x, b + off, sizeof(x));
+	return be64toh(x);
+}
+
+#define RD_AT(field)	offsetof(struct braid_rd_data_hdr, field)
+#define RMA_AT(field)	offsetof(struct braid_rd_rma_hdr, field)
+
+int braid_rd_data_decode_typed(const void *buf, size_t len, int type, struct braid_rd_data_view *v)
+{
+	const uint8_t *b = buf;
+	size_t hlen = sizeof(struct braid_rd_data_hdr);
+
+	v->src_port = (uint16_t)(b[RD_AT(base.src_port)] << 8 | b[RD_AT(base.src_port) + 1]);
+	v->flags = b[RD_AT(base.flags)];
+	v->src_epoch = be32_at(b, RD_AT(src_epoch));
+	v->dst_epoch = be32_at(b, RD_AT(dst_epoch));
+	v->psn = be32_at(b, RD_AT(psn));
+	v->ack_psn = be32_at(b, RD_AT(ack_psn));
+	v->msg_id = be32_at(b, RD_AT(msg_id));
+	v->offset = be32_at(b, RD_AT(offset));
+	v->msg_len = be32_at(b, RD_AT(msg_len));
+	v->tx_time = be32_at(b, RD_AT(tx_time));
+	v->tag = be64_at(b, RD_AT(tag));
+	v->cq_data = be64_at(b, RD_AT(cq_data));
 	memset(&v->rma, 0, sizeof(v->rma));
 	if (type == BRAID_PKT_RD_RMA) {
 		int ret;
 
-		memcpy(&r, buf, sizeof(r));
-		hlen = sizeof(r);
-		v->rma.op = r.op;
-		v->rma.aop = r.aop;
-		v->rma.dt = r.dt;
-		v->rma.status = r.status;
-		v->rma.ref = be32toh(r.ref);
-		v->rma.rkey = be64toh(r.rkey);
-		v->rma.raddr = be64toh(r.raddr);
+		hlen = sizeof(struct braid_rd_rma_hdr);
+		v->rma.op = b[RMA_AT(op)];
+		v->rma.aop = b[RMA_AT(aop)];
+		v->rma.dt = b[RMA_AT(dt)];
+		v->rma.status = b[RMA_AT(status)];
+		v->rma.ref = be32_at(b, RMA_AT(ref));
+		v->rma.rkey = be64_at(b, RMA_AT(rkey));
+		v->rma.raddr = be64_at(b, RMA_AT(raddr));
 		ret = rma_fields_check(v);
 		if (ret)
 			return ret;
 	}
-	v->payload = (const uint8_t *)buf + hlen;
+	v->payload = b + hlen;
 	v->payload_len = len - hlen;
 	/* §4.2 rule 1: the payload lies inside the message (64-bit sum: no wrap) */
 	if ((uint64_t)v->offset + v->payload_len > v->msg_len)
@@ -222,6 +234,17 @@ int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view 
 	if (v->src_epoch == 0)
 		return DROP(BRAID_DROP_STALE_EPOCH);
 	return 0;
+}
+
+int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v)
+{
+	int type = braid_base_hdr_check(buf, len);
+
+	if (type < 0)
+		return type;
+	if (type != BRAID_PKT_RD_DATA && type != BRAID_PKT_RD_RMA)
+		return DROP(BRAID_DROP_TYPE);
+	return braid_rd_data_decode_typed(buf, len, type, v);
 }
 
 void braid_rd_ack_write(struct braid_rd_ack_hdr *h, const struct braid_rd_ack_view *v)

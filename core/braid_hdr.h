@@ -345,6 +345,15 @@ size_t braid_rd_data_write(void *hdr, const struct braid_rd_data_view *v);
 int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v);
 
 /**
+ * braid_rd_data_decode_typed() - braid_rd_data_decode() of a packet whose
+ * common header braid_base_hdr_check() passed already, as @type
+ * (BRAID_PKT_RD_DATA or BRAID_PKT_RD_RMA): the rest of its checks.
+ * Return: 0, or a negative drop reason (-(reason + 1)).
+ */
+int braid_rd_data_decode_typed(const void *buf, size_t len, int type,
+			       struct braid_rd_data_view *v);
+
+/**
  * braid_rd_bundle_check() - validate an RD_BUNDLE packet of @len bytes (§4.8)
  * as a whole: one to BRAID_RD_BUNDLE_MAX records, each framed inside the
  * packet, at least 8 bytes long, of a type a bundle carries and from the

@@ -323,14 +323,14 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 }
 
 /* An RD_DATA or RD_RMA packet: from a peer of ours, to this incarnation (§4.2 rule 3). */
-static int input_data(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+static int input_data(struct braid_rd *rd, const void *pkt, size_t len, int type, uint32_t src_ip,
 		      bool ecn_ce, uint64_t now)
 {
 	struct braid_rd_data_view dv;
 	struct rd_conn *conn;
 	int ret;
 
-	ret = braid_rd_data_decode(pkt, len, &dv);
+	ret = braid_rd_data_decode_typed(pkt, len, type, &dv);
 	if (ret)
 		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
 	/* nor more payload than a packet of our MTU carries (a staging buffer's size) */
@@ -421,7 +421,7 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 	if (type < 0)
 		return rd_drop(rd, (enum braid_drop_reason)(-type - 1));
 	if (type == BRAID_PKT_RD_DATA || type == BRAID_PKT_RD_RMA)
-		return input_data(rd, pkt, len, src_ip, ecn_ce, now);
+		return input_data(rd, pkt, len, type, src_ip, ecn_ce, now);
 	if (type == BRAID_PKT_RD_ACK)
 		return input_ack(rd, pkt, len, src_ip, now);
 	if (type == BRAID_PKT_RD_CTS)

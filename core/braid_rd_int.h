@@ -235,7 +235,16 @@ static inline struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, boo
 		return rd->hot;
 	return rd_conn_find(rd, key, create, now);
 }
-void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now);
+/* A packet came from the peer of @c now: its liveness (shared: other endpoints' engines read it),
+ * and, not proven yet, its place among the unproven (the latest heard from last). */
+static inline void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now)
+{
+	__atomic_store_n(&c->peer->last_active, now, __ATOMIC_RELAXED);
+	if (!c->verified) {
+		braid_dlist_remove(&c->lru);
+		braid_dlist_insert_tail(&c->lru, &rd->unproven);
+	}
+}
 void rd_conn_free(struct braid_rd *rd, struct rd_conn *c);
 bool rd_conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, uint64_t now);
 bool rd_conn_numbered(const struct rd_conn *c);
@@ -262,7 +271,21 @@ bool rd_heap_room(struct braid_rd *rd);
 /* braid_rd_proof.c: proof of incarnation, restarts, forgetting (protocol.md §4.9) */
 uint64_t rd_chal_deadline(const struct braid_rd *rd, const struct rd_flow *f);
 void rd_conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
-int rd_conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
+int rd_conn_epoch_judge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
+/*
+ * §4.9: a packet from @conn's address claiming the peer's incarnation is
+ * @epoch. The first word from a peer is believed at once (0-RTT) and proven
+ * meanwhile; any other incarnation only once it answers a challenge. Return:
+ * 0 to take the packet, or a negative drop reason. Inline: every packet of a
+ * proven peer claims the incarnation it proved.
+ */
+static inline int rd_conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch,
+				      uint64_t now)
+{
+	if (conn->verified && epoch == conn->epoch && epoch)
+		return 0;
+	return rd_conn_epoch_judge(rd, conn, epoch, now);
+}
 void rd_conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
 int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 		  uint64_t now);
