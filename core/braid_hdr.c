@@ -107,53 +107,12 @@ int braid_dgram_hdr_decode(const void *buf, size_t len, struct braid_dgram_view 
 	return 0;
 }
 
-static void base_write(struct braid_base_hdr *b, uint8_t type, uint8_t flags,
-		       uint16_t src_port, uint16_t hdr_len)
-{
-	b->magic = BRAID_HDR_MAGIC;
-	b->version = BRAID_PROTO_VERSION;
-	b->type = type;
-	b->flags = flags;
-	b->src_port = htobe16(src_port);
-	b->hdr_len = htobe16(hdr_len);
-}
-
 void braid_rd_bundle_hdr_write(void *buf, uint16_t src_port)
 {
 	struct braid_base_hdr b;
 
-	base_write(&b, BRAID_PKT_RD_BUNDLE, 0, src_port, BRAID_RD_BUNDLE_HDR);
+	braid_base_hdr_write(&b, BRAID_PKT_RD_BUNDLE, 0, src_port, BRAID_RD_BUNDLE_HDR);
 	memcpy(buf, &b, sizeof(b));
-}
-
-size_t braid_rd_data_write(void *buf, const struct braid_rd_data_view *v)
-{
-	struct braid_rd_rma_hdr *r = buf;
-	struct braid_rd_data_hdr *h = &r->d;
-	size_t len = v->rma.op ? sizeof(*r) : sizeof(*h);
-
-	base_write(&h->base, v->rma.op ? BRAID_PKT_RD_RMA : BRAID_PKT_RD_DATA, v->flags,
-		   v->src_port, (uint16_t)len);
-	h->src_epoch = htobe32(v->src_epoch);
-	h->dst_epoch = htobe32(v->dst_epoch);
-	h->psn = htobe32(v->psn);
-	h->ack_psn = htobe32(v->ack_psn);
-	h->msg_id = htobe32(v->msg_id);
-	h->offset = htobe32(v->offset);
-	h->msg_len = htobe32(v->msg_len);
-	h->tx_time = htobe32(v->tx_time);
-	h->tag = htobe64(v->tag);
-	h->cq_data = htobe64(v->cq_data);
-	if (v->rma.op) {
-		r->op = v->rma.op;
-		r->aop = v->rma.aop;
-		r->dt = v->rma.dt;
-		r->status = v->rma.status;
-		r->ref = htobe32(v->rma.ref);
-		r->rkey = htobe64(v->rma.rkey);
-		r->raddr = htobe64(v->rma.raddr);
-	}
-	return len;
 }
 
 /* §4.7: the RMA fields of a decoded RD_RMA packet agree with its operation */
@@ -249,7 +208,7 @@ int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view 
 
 void braid_rd_ack_write(struct braid_rd_ack_hdr *h, const struct braid_rd_ack_view *v)
 {
-	base_write(&h->base, BRAID_PKT_RD_ACK, v->flags, v->src_port, sizeof(*h));
+	braid_base_hdr_write(&h->base, BRAID_PKT_RD_ACK, v->flags, v->src_port, sizeof(*h));
 	h->src_epoch = htobe32(v->src_epoch);
 	h->dst_epoch = htobe32(v->dst_epoch);
 	h->cum_psn = htobe32(v->cum_psn);
@@ -294,7 +253,7 @@ static void rd_short_write(struct braid_rd_cts_hdr *h, uint8_t type, uint8_t fla
 			   uint16_t src_port, uint32_t src_epoch, uint32_t dst_epoch, uint32_t value,
 			   uint32_t value2)
 {
-	base_write(&h->base, type, flags, src_port, sizeof(*h));
+	braid_base_hdr_write(&h->base, type, flags, src_port, sizeof(*h));
 	h->src_epoch = htobe32(src_epoch);
 	h->dst_epoch = htobe32(dst_epoch);
 	h->msg_id = htobe32(value);
@@ -358,7 +317,7 @@ int braid_rd_chal_decode(const void *buf, size_t len, struct braid_rd_chal_view 
 
 void braid_cm_write(struct braid_cm_hdr *h, uint16_t src_port, const struct braid_cm_view *v)
 {
-	base_write(&h->base, BRAID_PKT_CM, 0, src_port, sizeof(*h));
+	braid_base_hdr_write(&h->base, BRAID_PKT_CM, 0, src_port, sizeof(*h));
 	h->kind = v->kind;
 	h->flags = v->flags;
 	h->pdata_len = htobe16((uint16_t)v->pdata_len);

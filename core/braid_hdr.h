@@ -329,12 +329,53 @@ int braid_dgram_hdr_decode(const void *buf, size_t len, struct braid_dgram_view 
  */
 int braid_base_hdr_check(const void *buf, size_t len);
 
+/** braid_base_hdr_write() - fill the common header (§2.1) of a packet of @type. */
+static inline void braid_base_hdr_write(struct braid_base_hdr *b, uint8_t type, uint8_t flags,
+					uint16_t src_port, uint16_t hdr_len)
+{
+	b->magic = BRAID_HDR_MAGIC;
+	b->version = BRAID_PROTO_VERSION;
+	b->type = type;
+	b->flags = flags;
+	b->src_port = htobe16(src_port);
+	b->hdr_len = htobe16(hdr_len);
+}
+
 /**
  * braid_rd_data_write() - encode an RD_DATA header from @v, or an RD_RMA
  * header when @v->rma.op is set (payload fields ignored). Return: the
- * header's length.
+ * header's length. Inline: a view built just before (every data packet's)
+ * is then never built at all.
  */
-size_t braid_rd_data_write(void *hdr, const struct braid_rd_data_view *v);
+static inline size_t braid_rd_data_write(void *buf, const struct braid_rd_data_view *v)
+{
+	struct braid_rd_rma_hdr *r = (struct braid_rd_rma_hdr *)buf;
+	struct braid_rd_data_hdr *h = &r->d;
+	size_t len = v->rma.op ? sizeof(*r) : sizeof(*h);
+
+	braid_base_hdr_write(&h->base, v->rma.op ? BRAID_PKT_RD_RMA : BRAID_PKT_RD_DATA, v->flags,
+			     v->src_port, (uint16_t)len);
+	h->src_epoch = htobe32(v->src_epoch);
+	h->dst_epoch = htobe32(v->dst_epoch);
+	h->psn = htobe32(v->psn);
+	h->ack_psn = htobe32(v->ack_psn);
+	h->msg_id = htobe32(v->msg_id);
+	h->offset = htobe32(v->offset);
+	h->msg_len = htobe32(v->msg_len);
+	h->tx_time = htobe32(v->tx_time);
+	h->tag = htobe64(v->tag);
+	h->cq_data = htobe64(v->cq_data);
+	if (v->rma.op) {
+		r->op = v->rma.op;
+		r->aop = v->rma.aop;
+		r->dt = v->rma.dt;
+		r->status = v->rma.status;
+		r->ref = htobe32(v->rma.ref);
+		r->rkey = htobe64(v->rma.rkey);
+		r->raddr = htobe64(v->rma.raddr);
+	}
+	return len;
+}
 
 /**
  * braid_rd_data_decode() - validate and decode an RD_DATA or RD_RMA packet of

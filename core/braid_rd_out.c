@@ -973,7 +973,7 @@ static void gather(const struct rd_send *op, uint64_t off, size_t len, struct br
 }
 
 /* The RD_DATA header fields of @op's packet at @off (flags: those of the op). */
-static void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct rd_send *op,
+static inline void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct rd_send *op,
 		      uint32_t psn, uint32_t off, uint64_t now, struct braid_rd_data_view *v)
 {
 	const struct rd_conn *conn = f->conn;
