@@ -47,17 +47,6 @@ int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r)
 	return -((int)r + 1);
 }
 
-bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
-{
-	if (rd->comp_count == rd->comp_cap)
-		return false;
-	uint32_t i = rd->comp_head + rd->comp_count;
-
-	rd->comps[i < rd->comp_cap ? i : i - rd->comp_cap] = *c;
-	rd->comp_count++;
-	return true;
-}
-
 /*
  * Complete the sends the outgoing side handed back (rd->sends_done), in
  * order, with @err (0: as answered, or as acknowledged): an RMA request

@@ -110,7 +110,10 @@ static void msg_done(struct braid_rd *rd, struct rd_msg *m)
 static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov_errno)
 {
 	struct rd_recv *r = m->recv;
-	struct braid_rd_comp c = {
+	/* written in place (a full ring, which a receive's held place rules out, keeps none) */
+	struct braid_rd_comp spare, *c = rd_comp_slot(rd) ?: &spare;
+
+	*c = (struct braid_rd_comp){
 		.context = r->context,
 		.flags = BRAID_RD_COMP_RECV |
 			 ((m->hflags & BRAID_RD_F_TAGGED) ? BRAID_RD_COMP_TAGGED : 0) |
@@ -125,19 +128,20 @@ static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov
 	};
 
 	if (!err && m->len > r->capacity) {
-		c.err = FI_ETRUNC;
-		c.prov_errno = BRAID_PERR_TRUNC;
-		c.olen = m->len - r->capacity;
+		c->err = FI_ETRUNC;
+		c->prov_errno = BRAID_PERR_TRUNC;
+		c->olen = m->len - r->capacity;
 	}
-	if (!c.err && (r->flags & BRAID_RD_NO_COMP))
-		c.flags |= BRAID_RD_COMP_SILENT;
+	if (!c->err && (r->flags & BRAID_RD_NO_COMP))
+		c->flags |= BRAID_RD_COMP_SILENT;
 	if (r->parent && --r->parent->refs == 0 && r->parent->retired) {
 		/* the last message in a retired multi-receive buffer hands it back */
-		c.flags |= BRAID_RD_COMP_MULTI_RECV;
-		c.flags &= ~BRAID_RD_COMP_SILENT;
+		c->flags |= BRAID_RD_COMP_MULTI_RECV;
+		c->flags &= ~BRAID_RD_COMP_SILENT;
 		braid_pool_release(&rd->rxq->recvs, r->parent);
 	}
-	rd_comp_push(rd, &c);
+	if (c != &spare)
+		rd_comp_commit(rd);
 	braid_pool_release(&rd->rxq->recvs, r);
 	if (err) {	/* the peer failed or restarted: nobody to answer */
 		stage_free_all(rd, m);

@@ -198,7 +198,34 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
 
 /* braid_rd_engine.c: the engine's base (ready list, completions, staging, drops) */
 void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
-bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
+/*
+ * The completion ring's next entry, for the caller to fill and then count
+ * (rd_comp_commit), or NULL when the ring is full. Inline: every operation
+ * completes once, written in place.
+ */
+static inline struct braid_rd_comp *rd_comp_slot(struct braid_rd *rd)
+{
+	uint32_t i = rd->comp_head + rd->comp_count;
+
+	if (rd->comp_count == rd->comp_cap)
+		return NULL;
+	return &rd->comps[i < rd->comp_cap ? i : i - rd->comp_cap];
+}
+static inline void rd_comp_commit(struct braid_rd *rd)
+{
+	rd->comp_count++;
+}
+/* Push completion @c (false: the ring is full). */
+static inline bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
+{
+	struct braid_rd_comp *slot = rd_comp_slot(rd);
+
+	if (!slot)
+		return false;
+	*slot = *c;
+	rd_comp_commit(rd);
+	return true;
+}
 /*
  * The operations' places in the completion ring: its first half (the other
  * is for the events of RMA targeting us, braid_rd_rma.c). Each operation

@@ -41,20 +41,24 @@ static void send_hand_back(struct braid_rd *rd, struct rd_send *op)
 /* A send's completion, not an RMA request's (rd_rma_finish), and its record goes. */
 void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
 {
-	struct braid_rd_comp c = {
-		.context = op->context,
-		.flags = BRAID_RD_COMP_SEND | ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0),
-		.err = err,
-		.prov_errno = prov_errno,
-		.len = op->len,
-		.tag = op->tag,
-		.peer = op->conn->key,
-	};
+	/* written in place (a full ring, which a send's held place rules out, takes none) */
+	struct braid_rd_comp *c = (op->flags & BRAID_RD_INTERNAL) ? NULL : rd_comp_slot(rd);
 
-	if (!err && (op->flags & BRAID_RD_NO_COMP))
-		c.flags |= BRAID_RD_COMP_SILENT;
+	if (c) {
+		*c = (struct braid_rd_comp){
+			.context = op->context,
+			.flags = BRAID_RD_COMP_SEND |
+				 ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0) |
+				 (!err && (op->flags & BRAID_RD_NO_COMP) ? BRAID_RD_COMP_SILENT : 0),
+			.err = err,
+			.prov_errno = prov_errno,
+			.len = op->len,
+			.tag = op->tag,
+			.peer = op->conn->key,
+		};
+		rd_comp_commit(rd);
+	}
 	if (!(op->flags & BRAID_RD_INTERNAL)) {
-		rd_comp_push(rd, &c);
 		if (!err)
 			RD_COUNT(rd, op->conn->flow, msgs_sent, 1);
 	}
