@@ -474,8 +474,8 @@ int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov,
 		}
 		iov[k].iov_base = (void *)out[i].hdr;
 		iov[k++].iov_len = out[i].hdr_len;
-		memcpy(&iov[k], out[i].payload, (size_t)out[i].payload_iovcnt * sizeof(*iov));
-		k += out[i].payload_iovcnt;
+		for (int j = 0; j < out[i].payload_iovcnt; j++)	/* (one, nearly always: no call) */
+			iov[k++] = out[i].payload[j];
 		*len += out[i].frame_len + out[i].hdr_len + out[i].payload_len;
 	}
 	*iovcnt = k;

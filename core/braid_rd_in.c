@@ -361,7 +361,8 @@ static void msg_bind(struct braid_rd *rd, struct rd_msg *m, struct rd_recv *r)
 	struct rd_stage *s;
 
 	m->recv = r;
-	cts_want(rd, m);
+	if (m->rdv)
+		cts_want(rd, m);
 	for (s = m->stage; s; s = s->next)
 		recv_copy(r, s->off, s->data, s->len);
 	stage_free_all(rd, m);
@@ -648,8 +649,11 @@ static bool psn_mark(struct braid_rd *rd, struct rd_flow *f, struct rd_conn *con
 {
 	bool gap = psn != conn->rcv_nxt;
 
-	bit_set(f->rcv_bits, rd_slot(rd, psn));
 	conn->took = true;
+	if (!gap)
+		conn->rcv_nxt++;	/* in order: its bit would be set and cleared again at once */
+	else
+		bit_set(f->rcv_bits, rd_slot(rd, psn));
 	while (bit_test(f->rcv_bits, rd_slot(rd, conn->rcv_nxt))) {
 		bit_clear(f->rcv_bits, rd_slot(rd, conn->rcv_nxt));
 		conn->rcv_nxt++;
@@ -729,7 +733,8 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 
 	done = msg_complete(m);
 	msg_settle(rd, f, m, now);
-	match_in_order(rd, f, now);
+	if (f->msgs[rd_slot(rd, conn->match_next)])	/* (a message whose turn may have come) */
+		match_in_order(rd, f, now);
 	/*
 	 * ACK at once on a gap, when this packet filled one (RFC 5681 §4.2), and
 	 * when it completed its message: the sender's completion waits for it, and

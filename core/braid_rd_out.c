@@ -1295,8 +1295,9 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 			braid_dlist_remove(&op->node);
 			braid_dlist_insert_tail(&op->node, &conn->paused);
 		}
-		emit(rd, f, p, now, &out[n]);
-		out[n].gso_cont = g.first >= 0 && g.first < n && g.first + g.count == n + 1;
+		emit(rd, f, p, now, &out[n]);	/* (gso_cont false) */
+		if (g.first >= 0)
+			out[n].gso_cont = g.first < n && g.first + g.count == n + 1;
 		n++;
 	}
 	return n;
