@@ -197,9 +197,12 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
  * jitter; nothing is tuned to one fabric's RTT.
  */
 
-static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
+/* The RTO from the worst RTO of the paths in use (rd_flow_worst_rto(f, true)) and the
+ * peer timeout (rd_peer_timeout()), which a caller that needs them too has already. */
+static uint64_t flow_rto_of(const struct braid_rd *rd, const struct rd_flow *f, uint64_t worst,
+			    uint64_t peer_timeout)
 {
-	uint64_t rto = rd_flow_worst_rto(f, true), cap = rd_peer_timeout(rd, f) / 16;
+	uint64_t rto = worst, cap = peer_timeout / 16;
 
 	if (!rto)
 		rto = rd->cfg.rto_init_ns;
@@ -219,14 +222,18 @@ static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 	return rto;
 }
 
-/* When the RTO fires: a whole RTO with no acknowledgement of anything new, and the
+static uint64_t flow_rto(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	return flow_rto_of(rd, f, rd_flow_worst_rto(f, true), rd_peer_timeout(rd, f));
+}
+
+/* When the RTO (@rto) fires: a whole RTO with no acknowledgement of anything new, and the
  * oldest packet in flight at least that old. */
-static uint64_t rto_deadline(struct braid_rd *rd, const struct rd_flow *f,
-			     const struct rd_txpkt *head)
+static uint64_t rto_deadline(const struct rd_flow *f, const struct rd_txpkt *head, uint64_t rto)
 {
 	uint64_t start = head->tx_time > f->last_ack ? head->tx_time : f->last_ack;
 
-	return start + flow_rto(rd, f);
+	return start + rto;
 }
 
 /*
@@ -323,10 +330,11 @@ static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
 	return f->last_tx + pto;
 }
 
-/* Cross-path window: longer than any path's RTT can plausibly be. */
-static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f)
+/* Cross-path window: longer than any path's RTT can plausibly be (@worst:
+ * rd_flow_worst_rto(f, true)). */
+static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f, uint64_t worst)
 {
-	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = rd_flow_worst_rto(f, true);
+	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = worst;
 
 	if (t > w)
 		w = t;
@@ -400,21 +408,23 @@ static bool zero_window_waits(const struct rd_flow *f)
 
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t d = UINT64_MAX;
+	bool idle = rd_out_idle(f, f->conn);
+	/* (each walks the paths: once each here) */
+	uint64_t d = UINT64_MAX, pt = idle ? 0 : rd_peer_timeout(rd, f);
 	uint32_t i;
 
 	if (!braid_dlist_empty(&f->txorder)) {
 		const struct rd_txpkt *head =
 			braid_container_of(f->txorder.next, struct rd_txpkt, link);
+		uint64_t worst = rd_flow_worst_rto(f, true), t = flow_pto(rd, f);
 
-		d = rto_deadline((struct braid_rd *)rd, f, head);
-		if (flow_pto(rd, f) < d)
-			d = flow_pto(rd, f);
+		d = rto_deadline(f, head, flow_rto_of(rd, f, worst, pt));
+		if (t < d)
+			d = t;
 		if (braid_seq_lt(head->tx_seq, f->rack_seq)) {
-			uint64_t r = head->tx_time + global_wnd(rd, f);
-
-			if (r < d)
-				d = r;
+			t = head->tx_time + global_wnd(rd, f, worst);
+			if (t < d)
+				d = t;
 		}
 		for (i = 0; i < f->paths.n; i++) {
 			const struct rd_pathrack *pr = &f->prack[i];
@@ -433,12 +443,8 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 				d = r;
 		}
 	}
-	if (!rd_out_idle(f, f->conn)) {
-		uint64_t t = f->last_progress + rd_peer_timeout(rd, f);
-
-		if (t < d)
-			d = t;
-	}
+	if (!idle && f->last_progress + pt < d)
+		d = f->last_progress + pt;
 	if (zero_window_waits(f) && !f->zwp_due && f->zwp_at < d)
 		d = f->zwp_at;
 	if (!out_busy(rd, f, f->conn) && rd_out_waiting(f->conn) && !f->probe_due &&
@@ -522,7 +528,7 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 			dead = true;
 		}
 	}
-	gw = global_wnd(rd, f);
+	gw = global_wnd(rd, f, rd_flow_worst_rto(f, true));
 	for (i = 0; i < f->paths.n; i++) {
 		struct rd_pathrack *pr = &f->prack[i];
 		uint64_t pw;
@@ -591,7 +597,7 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	if (!braid_dlist_empty(&f->txorder)) {
 		struct rd_txpkt *head = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
-		if (now >= rto_deadline(rd, f, head)) {
+		if (now >= rto_deadline(f, head, flow_rto(rd, f))) {
 			/* no ACK for a whole RTO: everything in flight is presumed lost
 			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off. (Paths silent by now
 			 * were declared dead by detect_loss just above.) */
@@ -1142,7 +1148,7 @@ static void bundle_close(struct braid_rd *rd, struct rd_flow *f, struct braid_rd
  * opens a bundle of its own. @want: the path it must take (-1: any);
  * @avoid: one it should not (-1: none).
  */
-static uint16_t bundle_place(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+static inline uint16_t bundle_place(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
 			     struct braid_rd_out *out, int n, size_t rec, int want, int avoid)
 {
 	bool join = rd->cfg.bundle && b->first >= 0 && b->count < BRAID_RD_BUNDLE_MAX &&
@@ -1236,7 +1242,7 @@ static int out_retransmits(struct braid_rd *rd, struct rd_flow *f, struct rd_bun
  * goes by the path of the GSO run before it, if it continues one, so the
  * wire writes the run at once; another joins or opens a bundle.
  */
-static uint16_t new_packet_path(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+static inline uint16_t new_packet_path(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
 				struct gso_run *g, struct braid_rd_out *out, int n,
 				const struct rd_send *op, uint32_t seg)
 {
