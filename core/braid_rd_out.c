@@ -85,8 +85,9 @@ static void send_done(struct braid_rd *rd, struct rd_send *op)
 		rd_out_finish(rd, op, 0, 0);
 }
 
-struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
-				void *context)
+/* rd_out_new_send(), inline for the application's sends (rd_out_start) */
+static inline struct rd_send *out_new_send(struct braid_rd *rd, struct rd_conn *conn,
+					   uint32_t flags, void *context)
 {
 	struct rd_send *op;
 
@@ -104,14 +105,21 @@ struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint3
 	return op;
 }
 
+struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
+				void *context)
+{
+	return out_new_send(rd, conn, flags, context);
+}
+
 /*
  * The start of every application send and RMA request: the peer's conn and
  * flow, an op from the application's pool, its payload (@iov itself, or with
  * BRAID_RD_INJECT a copy). Return: 0 and *@opp, -FI_ENOMEM, -FI_EAGAIN.
  */
-int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
-		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
-		 struct rd_send **opp)
+/* (inline for braid_rd_send(); rd_out_start() for the RMA side) */
+static inline int out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
+			    const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
+			    struct rd_send **opp)
 {
 	struct rd_conn *conn = rd_conn_get(rd, peer, true, now);
 	struct rd_send *op;
@@ -120,7 +128,7 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 		return -FI_ENOMEM;
 	if (!rd_flow_attach(rd, conn, false, now))
 		return -FI_EAGAIN;
-	op = rd_out_new_send(rd, conn, flags, context);
+	op = out_new_send(rd, conn, flags, context);
 	if (!op)
 		return -FI_EAGAIN;
 	op->len = len;
@@ -142,8 +150,16 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 	return 0;
 }
 
-/* Number @op and queue it behind the conn's other sends (the conn has its flow). */
-void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
+int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
+		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
+		 struct rd_send **opp)
+{
+	return out_start(rd, peer, flags, context, iov, cnt, len, now, opp);
+}
+
+/* Number @op and queue it behind the conn's other sends (the conn has its flow).
+ * (inline for braid_rd_send(); rd_out_queue() for the RMA side) */
+static inline void out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
 {
 	struct rd_conn *conn = op->conn;
 	struct rd_flow *f = conn->flow;
@@ -162,6 +178,11 @@ void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
 	rd_flow_ready(rd, f);
 }
 
+void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
+{
+	out_queue(rd, op, now);
+}
+
 int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t now)
 {
 	struct rd_send *op;
@@ -177,15 +198,15 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 		return -FI_EMSGSIZE;
 	if ((req->flags & BRAID_RD_INJECT) && len > rd->cfg.inject_size)
 		return -FI_EMSGSIZE;
-	ret = rd_out_start(rd, req->peer, req->flags, req->context, req->iov, req->iov_count, len,
-			   now, &op);
+	ret = out_start(rd, req->peer, req->flags, req->context, req->iov, req->iov_count, len, now,
+			&op);
 	if (ret)
 		return ret;
 	if (req->flags & BRAID_RD_DELIVERY)	/* it waits for the RESP */
 		braid_dlist_insert_tail(&op->rlink, &op->conn->rma_ops);
 	op->tag = req->tag;
 	op->data = req->data;
-	rd_out_queue(rd, op, now);
+	out_queue(rd, op, now);
 	return 0;
 }
 
