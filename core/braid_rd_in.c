@@ -32,15 +32,16 @@ static bool msg_complete(const struct rd_msg *m)
 void rd_in_room(struct braid_rd *rd)
 {
 	struct braid_dlist *it;
+	bool big, small;
 
+	if (!rd->refused_n)
+		return;
 	/* not for every buffer freed: once an eighth of the staging the refused data
 	 * needs is free (as TCP's receiver avoids the silly window syndrome, RFC 1122
 	 * 4.2.3.3) */
-	bool big = rd->stages.count - rd->stages.in_use >= (rd->stages.count + 7) / 8;
-	bool small = rd->stages_small.count - rd->stages_small.in_use >=
-		     (rd->stages_small.count + 7) / 8;
-
-	if (!rd->refused_n || (!big && !small))
+	big = rd->stages.count - rd->stages.in_use >= (rd->stages.count + 7) / 8;
+	small = rd->stages_small.count - rd->stages_small.in_use >= (rd->stages_small.count + 7) / 8;
+	if (!big && !small)
 		return;
 	braid_dlist_foreach(&rd->active, it) {
 		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
@@ -974,21 +975,22 @@ void braid_rd_rxq_leave(struct braid_rd *rd)
  * in @owner's completion ring (rd_comp_room). A shared queue's receives
  * complete on whichever engine their message reaches: none is reserved.
  */
-static struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd *owner,
-				const struct braid_rd_recv *req, int *ret)
+static inline struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd *owner,
+				       const struct braid_rd_recv *req, int *ret)
 {
 	struct rd_recv *r;
 
-	*ret = -FI_EINVAL;
 	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
-	    !braid_iov_valid(req->iov, req->iov_count))
+	    !braid_iov_valid(req->iov, req->iov_count)) {
+		*ret = -FI_EINVAL;
 		return NULL;
-	*ret = -FI_EAGAIN;
-	if (owner && !rd_comp_room(owner))
-		return NULL;	/* completions not taken fill the operations' places */
-	r = braid_pool_alloc_head(&q->recvs, RD_RECV_HEAD);
-	if (!r)
+	}
+	/* (completions not taken fill the operations' places) */
+	r = !owner || rd_comp_room(owner) ? braid_pool_alloc_head(&q->recvs, RD_RECV_HEAD) : NULL;
+	if (!r) {
+		*ret = -FI_EAGAIN;
 		return NULL;
+	}
 	braid_iov_copy(r->iov, req->iov, req->iov_count);
 	r->iov_count = req->iov_count;
 	r->capacity = braid_iov_len(req->iov, req->iov_count);

@@ -84,14 +84,22 @@ static inline void *braid_pool_alloc_raw(struct braid_pool *pool)
  * braid_pool_alloc_head() - take one object with only its first @head bytes
  * zeroed: for records that end in arrays written up to their count before
  * any use (an operation's iovecs), which zeroing whole would cost on every
- * message. Inline, so that a constant @head zeroes with a few stores.
+ * message. Inline, so that a constant @head zeroes with a few stores: one
+ * 16-byte store after another, unrolled (a single memset of a hundred bytes
+ * or more compiles to a string instruction that runs a step per 8 bytes).
  */
 static inline void *braid_pool_alloc_head(struct braid_pool *pool, size_t head)
 {
-	void *obj = braid_pool_alloc_raw(pool);
+	uint8_t *obj = (uint8_t *)braid_pool_alloc_raw(pool);
+	size_t i;
 
-	if (obj)
-		memset(obj, 0, head);
+	if (!obj)
+		return NULL;
+#pragma GCC unroll 32
+	for (i = 0; i + 16 <= head; i += 16)
+		memset(obj + i, 0, 16);
+	if (i < head)
+		memset(obj + i, 0, head - i);
 	return obj;
 }
 
