@@ -68,18 +68,20 @@ void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno)
 
 int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
 {
+	uint32_t head = rd->comp_head, count = rd->comp_count;
 	int n = 0;
 
-	while (n < max && rd->comp_count) {
-		comps[n++] = rd->comps[rd->comp_head];
-		if (++rd->comp_head == rd->comp_cap)
-			rd->comp_head = 0;
-		rd->comp_count--;
+	/* (the ring's place in locals: @comps, the caller's, might be anywhere) */
+	while (n < max && count) {
+		comps[n++] = rd->comps[head];
+		if (++head == rd->comp_cap)
+			head = 0;
+		count--;
 	}
 	/* emptied: start again at the front, so that a ring read as fast as it fills
 	 * keeps touching its first pages only (not all of it, a page at a time) */
-	if (!rd->comp_count)
-		rd->comp_head = 0;
+	rd->comp_head = count ? head : 0;
+	rd->comp_count = count;
 	return n;
 }
 
@@ -459,25 +461,29 @@ int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov,
 		       int *iovcnt, size_t *len, size_t *seg)
 {
 	bool gso = n > 1 && out[1].gso_cont;
+	size_t total = 0;
 	int i, k = 0;
 
-	*len = 0;
 	if (seg)
 		*seg = gso ? out[0].hdr_len + out[0].payload_len : 0;
-	for (i = 0; i < n && (i == 0 || (gso ? out[i].gso_cont :
-					  out[i].frame_len == BRAID_RD_BUNDLE_REC)); i++) {
-		if (k + out[i].payload_iovcnt + 2 > max_iov)
+	for (i = 0; i < n; i++) {
+		const struct braid_rd_out *o = &out[i];
+
+		if (i && !(gso ? o->gso_cont : o->frame_len == BRAID_RD_BUNDLE_REC))
 			break;
-		if (out[i].frame_len) {
-			iov[k].iov_base = (void *)out[i].frame;
-			iov[k++].iov_len = out[i].frame_len;
+		if (k + o->payload_iovcnt + 2 > max_iov)
+			break;
+		if (o->frame_len) {
+			iov[k].iov_base = (void *)o->frame;
+			iov[k++].iov_len = o->frame_len;
 		}
-		iov[k].iov_base = (void *)out[i].hdr;
-		iov[k++].iov_len = out[i].hdr_len;
-		for (int j = 0; j < out[i].payload_iovcnt; j++)	/* (one, nearly always: no call) */
-			iov[k++] = out[i].payload[j];
-		*len += out[i].frame_len + out[i].hdr_len + out[i].payload_len;
+		iov[k].iov_base = (void *)o->hdr;
+		iov[k++].iov_len = o->hdr_len;
+		for (int j = 0; j < o->payload_iovcnt; j++)	/* (one, nearly always: no call) */
+			iov[k++] = o->payload[j];
+		total += o->frame_len + o->hdr_len + o->payload_len;
 	}
+	*len = total;
 	*iovcnt = k;
 	return i;
 }

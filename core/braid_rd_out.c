@@ -713,17 +713,24 @@ static void advance_una(struct braid_rd *rd, struct rd_flow *f)
 static uint32_t ack_cum(struct braid_rd *rd, struct rd_flow *f, uint32_t cum, uint64_t now)
 {
 	uint32_t n = 0, psn;
+	bool freed = true;
 
 	if (braid_seq_gt(cum, f->conn->snd_nxt) || braid_seq_le(cum, f->snd_una))
 		return 0;
 	for (psn = f->snd_una; psn != cum; psn++) {
 		struct rd_txpkt *p = tx_slot(rd, f, psn);
 
-		if (p->state != RD_PKT_FREE && p->psn == psn) {
+		if (p->state == RD_PKT_FREE)
+			continue;
+		if (p->psn == psn) {
 			pkt_acked(rd, f, p, now);
 			n++;
+		} else {
+			freed = false;
 		}
 	}
+	if (freed)
+		f->snd_una = cum;	/* every slot before it is free now */
 	advance_una(rd, f);
 	return n;
 }
