@@ -124,14 +124,6 @@ void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
 	rd_in_room(rd);
 }
 
-void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
-{
-	if (!f->ready) {
-		f->ready = true;
-		braid_dlist_insert_tail(&f->ready_node, &rd->ready);
-	}
-}
-
 /* A 32-bit random number (cfg.random, or splitmix64 for tests). */
 uint32_t rd_random(struct braid_rd *rd)
 {

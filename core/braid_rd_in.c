@@ -98,7 +98,7 @@ static void stage_free_all(struct braid_rd *rd, struct rd_msg *m)
  * free it, or, when its sender asked for delivery complete, hand it to the
  * RMA side, which answers the sender and then frees it (§4.7).
  */
-static void msg_done(struct braid_rd *rd, struct rd_msg *m)
+static inline void msg_done(struct braid_rd *rd, struct rd_msg *m)
 {
 	stage_free_all(rd, m);
 	if (m->hflags & BRAID_RD_F_DC)
@@ -108,7 +108,7 @@ static void msg_done(struct braid_rd *rd, struct rd_msg *m)
 }
 
 /* Deliver a complete, matched message and free it. */
-static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov_errno)
+static inline void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov_errno)
 {
 	struct rd_recv *r = m->recv;
 	/* written in place (a full ring, which a receive's held place rules out, keeps none) */
@@ -357,7 +357,7 @@ uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 }
 
 /* Give a message its receive: staged bytes move into the buffer. */
-static void msg_bind(struct braid_rd *rd, struct rd_msg *m, struct rd_recv *r)
+static inline void msg_bind(struct braid_rd *rd, struct rd_msg *m, struct rd_recv *r)
 {
 	struct rd_stage *s;
 
@@ -379,7 +379,7 @@ static bool recv_matches(const struct rd_recv *r, const struct rd_msg *m)
 }
 
 /* The message's turn to match came (sender order, FI_ORDER_SAS). */
-static void msg_match(struct braid_rd *rd, struct rd_msg *m)
+static inline void msg_match(struct braid_rd *rd, struct rd_msg *m)
 {
 	struct braid_dlist *q = (m->hflags & BRAID_RD_F_TAGGED) ? &rd->rxq->posted_tagged :
 								  &rd->rxq->posted_msg;
@@ -418,7 +418,7 @@ static void slot_release(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *
 }
 
 /* A message whose turn came or whose last byte arrived: deliver it if it can be. */
-static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m, uint64_t now)
+static inline void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m, uint64_t now)
 {
 	if (m->rdv && msg_complete(m))
 		cts_done(rd, f, m->msg_id);

@@ -197,7 +197,14 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
  */
 
 /* braid_rd_engine.c: the engine's base (ready list, completions, staging, drops) */
-void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
+/* @f has something to send: on the ready list, behind the others (inline: every message asks twice). */
+static inline void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
+{
+	if (!f->ready) {
+		f->ready = true;
+		braid_dlist_insert_tail(&f->ready_node, &rd->ready);
+	}
+}
 /*
  * The completion ring's next entry, for the caller to fill and then count
  * (rd_comp_commit), or NULL when the ring is full. Inline: every operation
