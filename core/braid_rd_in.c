@@ -108,7 +108,8 @@ static inline void msg_done(struct braid_rd *rd, struct rd_msg *m)
 }
 
 /* Deliver a complete, matched message and free it. */
-static inline void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov_errno)
+static RD_HOT_INLINE void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err,
+				       int prov_errno)
 {
 	struct rd_recv *r = m->recv;
 	/* written in place (a full ring, which a receive's held place rules out, keeps none) */
@@ -418,7 +419,8 @@ static void slot_release(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *
 }
 
 /* A message whose turn came or whose last byte arrived: deliver it if it can be. */
-static inline void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m, uint64_t now)
+static RD_HOT_INLINE void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m,
+				      uint64_t now)
 {
 	if (m->rdv && msg_complete(m))
 		cts_done(rd, f, m->msg_id);
@@ -975,8 +977,9 @@ void braid_rd_rxq_leave(struct braid_rd *rd)
  * in @owner's completion ring (rd_comp_room). A shared queue's receives
  * complete on whichever engine their message reaches: none is reserved.
  */
-static inline struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd *owner,
-				       const struct braid_rd_recv *req, int *ret)
+static RD_HOT_INLINE struct rd_recv *recv_new(struct braid_rd_rxq *q,
+					      const struct braid_rd *owner,
+					      const struct braid_rd_recv *req, int *ret)
 {
 	struct rd_recv *r;
 

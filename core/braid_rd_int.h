@@ -15,6 +15,13 @@
 #include "braid_rd_msg.h"
 #include "braid_rd_conn.h"
 
+/*
+ * A helper of the per-message path inlined into its callers whatever the
+ * compiler's size limits: its call, register saves and argument moves cost
+ * a good part of what its body does.
+ */
+#define RD_HOT_INLINE	inline __attribute__((always_inline))
+
 /* heap memory given back since the last malloc_trim() that makes another worth it */
 #define RD_TRIM_BYTES	(256u << 10)
 /* the RTO doubles at most this many times (8x): a live peer's silence (heavy

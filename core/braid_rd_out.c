@@ -17,7 +17,8 @@ static bool op_in_sendq(const struct rd_send *op)
 	return op->node.next != &op->node;
 }
 
-void rd_out_release(struct braid_rd *rd, struct rd_send *op)
+/* rd_out_release(), inline for out_finish() */
+static RD_HOT_INLINE void out_release(struct braid_rd *rd, struct rd_send *op)
 {
 	if (op->waiting)
 		op->conn->waiting--;
@@ -26,6 +27,11 @@ void rd_out_release(struct braid_rd *rd, struct rd_send *op)
 	if (op->stage)
 		rd_stage_put(rd, op->stage);
 	braid_pool_release((op->flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends, op);
+}
+
+void rd_out_release(struct braid_rd *rd, struct rd_send *op)
+{
+	out_release(rd, op);
 }
 
 /*
@@ -38,8 +44,10 @@ static void send_hand_back(struct braid_rd *rd, struct rd_send *op)
 	braid_dlist_insert_tail(&op->rlink, &rd->sends_done);
 }
 
-/* A send's completion, not an RMA request's (rd_rma_finish), and its record goes. */
-void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
+/* A send's completion, not an RMA request's (rd_rma_finish), and its record goes
+ * (inline for send_done(), every send's end; rd_out_finish() for the others). */
+static RD_HOT_INLINE void out_finish(struct braid_rd *rd, struct rd_send *op, int err,
+				     int prov_errno)
 {
 	/* written in place (a full ring, which a send's held place rules out, takes none) */
 	struct braid_rd_comp *c = (op->flags & BRAID_RD_INTERNAL) ? NULL : rd_comp_slot(rd);
@@ -63,7 +71,12 @@ void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_er
 			RD_COUNT(rd, op->conn->flow, msgs_sent, 1);
 	}
 	braid_dlist_remove(&op->rlink);	/* a delivery-complete send */
-	rd_out_release(rd, op);
+	out_release(rd, op);
+}
+
+void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
+{
+	out_finish(rd, op, err, prov_errno);
 }
 
 /*
@@ -72,7 +85,7 @@ void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_er
  * answered already is handed back: the caller has the RMA side complete it
  * (rd_sends_finish).
  */
-static void send_done(struct braid_rd *rd, struct rd_send *op)
+static RD_HOT_INLINE void send_done(struct braid_rd *rd, struct rd_send *op)
 {
 	if (!braid_dlist_empty(&op->rlink) && !op->resp_done) {
 		op->waiting = true;
@@ -82,7 +95,7 @@ static void send_done(struct braid_rd *rd, struct rd_send *op)
 	if (op->rma.op && op->rma.op != BRAID_RMA_RESP)
 		send_hand_back(rd, op);
 	else
-		rd_out_finish(rd, op, 0, 0);
+		out_finish(rd, op, 0, 0);
 }
 
 /* rd_out_new_send(), inline for the application's sends (rd_out_start) */
@@ -117,9 +130,9 @@ struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint3
  * BRAID_RD_INJECT a copy). Return: 0 and *@opp, -FI_ENOMEM, -FI_EAGAIN.
  */
 /* (inline for braid_rd_send(); rd_out_start() for the RMA side) */
-static inline int out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
-			    const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
-			    struct rd_send **opp)
+static RD_HOT_INLINE int out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags,
+				   void *context, const struct iovec *iov, size_t cnt, uint64_t len,
+				   uint64_t now, struct rd_send **opp)
 {
 	struct rd_conn *conn = rd_conn_get(rd, peer, true, now);
 	struct rd_send *op;
@@ -659,7 +672,8 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 /* ---- acknowledgements ---- */
 
 /* A packet is delivered: free its slot, finish its op when it was the last. */
-static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now)
+static RD_HOT_INLINE void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p,
+				    uint64_t now)
 {
 	struct rd_send *op = p->op;
 
@@ -1055,8 +1069,8 @@ static void count_retx(struct braid_rd *rd, struct rd_flow *f, const struct rd_t
 	}
 }
 
-static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now,
-		 struct braid_rd_out *out)
+static RD_HOT_INLINE void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p,
+			       uint64_t now, struct braid_rd_out *out)
 {
 	struct rd_send *op = p->op;
 	struct braid_rd_data_view v;
