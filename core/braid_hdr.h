@@ -341,6 +341,19 @@ static inline void braid_base_hdr_write(struct braid_base_hdr *b, uint8_t type, 
 	b->hdr_len = htobe16(hdr_len);
 }
 
+/** braid_rd_rma_fields_write() - the RMA fields (§4.7) of the RD_RMA header @r, from @rma. */
+static inline void braid_rd_rma_fields_write(struct braid_rd_rma_hdr *r,
+					     const struct braid_rma_fields *rma)
+{
+	r->op = rma->op;
+	r->aop = rma->aop;
+	r->dt = rma->dt;
+	r->status = rma->status;
+	r->ref = htobe32(rma->ref);
+	r->rkey = htobe64(rma->rkey);
+	r->raddr = htobe64(rma->raddr);
+}
+
 /**
  * braid_rd_data_write() - encode an RD_DATA header from @v, or an RD_RMA
  * header when @v->rma.op is set (payload fields ignored). Return: the
@@ -365,15 +378,8 @@ static inline size_t braid_rd_data_write(void *buf, const struct braid_rd_data_v
 	h->tx_time = htobe32(v->tx_time);
 	h->tag = htobe64(v->tag);
 	h->cq_data = htobe64(v->cq_data);
-	if (v->rma.op) {
-		r->op = v->rma.op;
-		r->aop = v->rma.aop;
-		r->dt = v->rma.dt;
-		r->status = v->rma.status;
-		r->ref = htobe32(v->rma.ref);
-		r->rkey = htobe64(v->rma.rkey);
-		r->raddr = htobe64(v->rma.raddr);
-	}
+	if (v->rma.op)
+		braid_rd_rma_fields_write(r, &v->rma);
 	return len;
 }
 

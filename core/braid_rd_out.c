@@ -1024,35 +1024,41 @@ static void gather(const struct rd_send *op, uint64_t off, size_t len, struct br
 					      BRAID_RD_IOV_MAX);
 }
 
-/* The RD_DATA header fields of @op's packet at @off (flags: those of the op). */
-static inline void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct rd_send *op,
-		      uint32_t psn, uint32_t off, uint64_t now, struct braid_rd_data_view *v)
+/*
+ * The RD_DATA (RD_RMA) header of @op's packet @psn at @off, written into
+ * @buf field by field from the op, its conn and @now (no view in between:
+ * each value goes to its place as it is read). @flags: besides ACK and the
+ * op's own (CQ_DATA, TAGGED, DC; RDV on a rendezvous send's first packet).
+ * Return: its length.
+ */
+static RD_HOT_INLINE size_t data_hdr_write(const struct braid_rd *rd, const struct rd_flow *f,
+					   const struct rd_send *op, uint32_t psn, uint32_t off,
+					   uint64_t now, uint8_t flags, void *buf)
 {
 	const struct rd_conn *conn = f->conn;
+	struct braid_rd_rma_hdr *r = buf;
+	struct braid_rd_data_hdr *h = &r->d;
+	size_t len = op->rma.op ? sizeof(*r) : sizeof(*h);
 
-	*v = (struct braid_rd_data_view){
-		.src_port = rd->cfg.local_port,
-		.flags = BRAID_RD_F_ACK,
-		.src_epoch = conn->my_epoch,
-		.dst_epoch = conn->epoch,
-		.psn = psn,
-		.ack_psn = conn->rcv_nxt,
-		.msg_id = op->msg_id,
-		.offset = off,
-		.msg_len = (uint32_t)op->len,
-		.tx_time = rd_usec(now),
-		.tag = op->tag,
-		.cq_data = (op->flags & BRAID_RD_CQ_DATA) ? op->data : 0,
-	};
-	if (op->flags & BRAID_RD_CQ_DATA)
-		v->flags |= BRAID_RD_F_CQ_DATA;
-	if (op->flags & BRAID_RD_TAGGED)
-		v->flags |= BRAID_RD_F_TAGGED;
-	if (op->flags & BRAID_RD_DELIVERY)
-		v->flags |= BRAID_RD_F_DC;
-	if (op->rdv && off == 0)
-		v->flags |= BRAID_RD_F_RDV;
-	v->rma = op->rma;
+	flags |= BRAID_RD_F_ACK | ((op->flags & BRAID_RD_CQ_DATA) ? BRAID_RD_F_CQ_DATA : 0) |
+		 ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_F_TAGGED : 0) |
+		 ((op->flags & BRAID_RD_DELIVERY) ? BRAID_RD_F_DC : 0) |
+		 (op->rdv && off == 0 ? BRAID_RD_F_RDV : 0);
+	braid_base_hdr_write(&h->base, op->rma.op ? BRAID_PKT_RD_RMA : BRAID_PKT_RD_DATA, flags,
+			     rd->cfg.local_port, (uint16_t)len);
+	h->src_epoch = htobe32(conn->my_epoch);
+	h->dst_epoch = htobe32(conn->epoch);
+	h->psn = htobe32(psn);
+	h->ack_psn = htobe32(conn->rcv_nxt);
+	h->msg_id = htobe32(op->msg_id);
+	h->offset = htobe32(off);
+	h->msg_len = htobe32((uint32_t)op->len);
+	h->tx_time = htobe32(rd_usec(now));
+	h->tag = htobe64(op->tag);
+	h->cq_data = htobe64((op->flags & BRAID_RD_CQ_DATA) ? op->data : 0);
+	if (op->rma.op)
+		braid_rd_rma_fields_write(r, &op->rma);
+	return len;
 }
 
 /* A resend of @p went (@n 1) or was taken back unsent (@n -1): by its path, and by why it was lost. */
@@ -1073,11 +1079,7 @@ static RD_HOT_INLINE void emit(struct braid_rd *rd, struct rd_flow *f, struct rd
 			       uint64_t now, struct braid_rd_out *out)
 {
 	struct rd_send *op = p->op;
-	struct braid_rd_data_view v;
 
-	data_view(rd, f, op, p->psn, p->off, now, &v);
-	if (p->retx)
-		v.flags |= BRAID_RD_F_RETX;
 	/*
 	 * §4.2 "Lent payloads": the first transmission of the application's data
 	 * (a send's or a write's, not an inject's copy, a read's answer or an
@@ -1089,11 +1091,11 @@ static RD_HOT_INLINE void emit(struct braid_rd *rd, struct rd_flow *f, struct rd
 		    !(op->flags & (BRAID_RD_INTERNAL | BRAID_RD_INJECT)) &&
 		    (!op->rma.op || op->rma.op == BRAID_RMA_WRITE) &&
 		    f->last_ack && now >= f->last_ack && now - f->last_ack <= BRAID_RD_LENT_WAIT_NS;
-	if (out->lend)
-		v.flags |= BRAID_RD_F_LENT;
 	out->frame_len = 0;
 	out->gso_cont = false;
-	out->hdr_len = (uint16_t)braid_rd_data_write(out->hdr, &v);
+	out->hdr_len = (uint16_t)data_hdr_write(rd, f, op, p->psn, p->off, now,
+						(p->retx ? BRAID_RD_F_RETX : 0) |
+						(out->lend ? BRAID_RD_F_LENT : 0), out->hdr);
 	gather(op, p->off, p->len, out);
 	out->dst_ip = f->conn->ip;
 	out->dst_port = f->conn->port;
@@ -1120,11 +1122,10 @@ static void probe_write(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 {
 	const struct rd_send *op = braid_dlist_empty(&f->conn->paused) ? rma_waiting(f->conn) :
 		braid_container_of(f->conn->paused.next, struct rd_send, node);
-	struct braid_rd_data_view v;
+	size_t len = data_hdr_write(rd, f, op, op->first_psn, 0, now,
+				    BRAID_RD_F_RETX | BRAID_RD_F_RDV, out->hdr);
 
-	data_view(rd, f, op, op->first_psn, 0, now, &v);
-	v.flags |= BRAID_RD_F_RETX | BRAID_RD_F_RDV;
-	rd_out_control(rd, f, out, braid_rd_data_write(out->hdr, &v), BRAID_RD_ROUTE_NONE);
+	rd_out_control(rd, f, out, len, BRAID_RD_ROUTE_NONE);
 	RD_COUNT(rd, f, rdv_probes, 1);
 }
 
