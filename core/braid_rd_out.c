@@ -1017,7 +1017,8 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 }
 
 /* Gather [off, off + len) of the op's buffers into @out's payload iovs. */
-static void gather(const struct rd_send *op, uint64_t off, size_t len, struct braid_rd_out *out)
+static RD_HOT_INLINE void gather(const struct rd_send *op, uint64_t off, size_t len,
+				 struct braid_rd_out *out)
 {
 	out->payload_len = len;
 	out->payload_iovcnt = braid_iov_slice(op->iov, op->iov_count, off, len, out->payload,
