@@ -471,7 +471,8 @@ int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov,
 		}
 		iov[k].iov_base = (void *)o->hdr;
 		iov[k++].iov_len = o->hdr_len;
-		for (int j = 0; j < o->payload_iovcnt; j++)	/* (one, nearly always: no call) */
+		/* (one, nearly always: no call) */
+		for (int j = 0; j < o->payload_iovcnt; j++)
 			iov[k++] = o->payload[j];
 		total += o->frame_len + o->hdr_len + o->payload_len;
 	}

@@ -40,7 +40,8 @@ void rd_in_room(struct braid_rd *rd)
 	 * needs is free (as TCP's receiver avoids the silly window syndrome, RFC 1122
 	 * 4.2.3.3) */
 	big = rd->stages.count - rd->stages.in_use >= (rd->stages.count + 7) / 8;
-	small = rd->stages_small.count - rd->stages_small.in_use >= (rd->stages_small.count + 7) / 8;
+	small = rd->stages_small.count - rd->stages_small.in_use >=
+		(rd->stages_small.count + 7) / 8;
 	if (!big && !small)
 		return;
 	braid_dlist_foreach(&rd->active, it) {
@@ -582,7 +583,7 @@ static struct rd_msg *in_msg(struct braid_rd *rd, struct rd_flow *f,
 		*drop = d < 0 ? BRAID_DROP_BAD_LEN : BRAID_DROP_OUT_OF_WINDOW;
 		return NULL;
 	}
-	m = braid_pool_alloc_head(&rd->msgs, sizeof(*m));	/* (a constant size: zeroed inline) */
+	m = braid_pool_alloc_head(&rd->msgs, sizeof(*m));	/* (a constant size: inline) */
 	if (!m)
 		return NULL;
 	braid_dlist_init(&m->node);
@@ -654,7 +655,7 @@ static bool psn_mark(struct braid_rd *rd, struct rd_flow *f, struct rd_conn *con
 
 	conn->took = true;
 	if (!gap)
-		conn->rcv_nxt++;	/* in order: its bit would be set and cleared again at once */
+		conn->rcv_nxt++;	/* in order: its bit would be set and cleared at once */
 	else
 		bit_set(f->rcv_bits, rd_slot(rd, psn));
 	while (bit_test(f->rcv_bits, rd_slot(rd, conn->rcv_nxt))) {
@@ -736,7 +737,8 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 
 	done = msg_complete(m);
 	msg_settle(rd, f, m, now);
-	if (f->msgs[rd_slot(rd, conn->match_next)])	/* (a message whose turn may have come) */
+	/* (only with a message whose turn may have come) */
+	if (f->msgs[rd_slot(rd, conn->match_next)])
 		match_in_order(rd, f, now);
 	/*
 	 * ACK at once on a gap, when this packet filled one (RFC 5681 §4.2), and

@@ -204,7 +204,7 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
  */
 
 /* braid_rd_engine.c: the engine's base (ready list, completions, staging, drops) */
-/* @f has something to send: on the ready list, behind the others (inline: every message asks twice). */
+/* @f has something to send: on the ready list, behind the others (inline: each message asks). */
 static inline void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
 {
 	if (!f->ready) {

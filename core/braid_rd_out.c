@@ -57,7 +57,8 @@ static RD_HOT_INLINE void out_finish(struct braid_rd *rd, struct rd_send *op, in
 			.context = op->context,
 			.flags = BRAID_RD_COMP_SEND |
 				 ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0) |
-				 (!err && (op->flags & BRAID_RD_NO_COMP) ? BRAID_RD_COMP_SILENT : 0),
+				 (!err && (op->flags & BRAID_RD_NO_COMP) ?
+				  BRAID_RD_COMP_SILENT : 0),
 			.err = err,
 			.prov_errno = prov_errno,
 			.len = op->len,
