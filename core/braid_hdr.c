@@ -107,53 +107,12 @@ int braid_dgram_hdr_decode(const void *buf, size_t len, struct braid_dgram_view 
 	return 0;
 }
 
-static void base_write(struct braid_base_hdr *b, uint8_t type, uint8_t flags,
-		       uint16_t src_port, uint16_t hdr_len)
-{
-	b->magic = BRAID_HDR_MAGIC;
-	b->version = BRAID_PROTO_VERSION;
-	b->type = type;
-	b->flags = flags;
-	b->src_port = htobe16(src_port);
-	b->hdr_len = htobe16(hdr_len);
-}
-
 void braid_rd_bundle_hdr_write(void *buf, uint16_t src_port)
 {
 	struct braid_base_hdr b;
 
-	base_write(&b, BRAID_PKT_RD_BUNDLE, 0, src_port, BRAID_RD_BUNDLE_HDR);
+	braid_base_hdr_write(&b, BRAID_PKT_RD_BUNDLE, 0, src_port, BRAID_RD_BUNDLE_HDR);
 	memcpy(buf, &b, sizeof(b));
-}
-
-size_t braid_rd_data_write(void *buf, const struct braid_rd_data_view *v)
-{
-	struct braid_rd_rma_hdr *r = buf;
-	struct braid_rd_data_hdr *h = &r->d;
-	size_t len = v->rma.op ? sizeof(*r) : sizeof(*h);
-
-	base_write(&h->base, v->rma.op ? BRAID_PKT_RD_RMA : BRAID_PKT_RD_DATA, v->flags,
-		   v->src_port, (uint16_t)len);
-	h->src_epoch = htobe32(v->src_epoch);
-	h->dst_epoch = htobe32(v->dst_epoch);
-	h->psn = htobe32(v->psn);
-	h->ack_psn = htobe32(v->ack_psn);
-	h->msg_id = htobe32(v->msg_id);
-	h->offset = htobe32(v->offset);
-	h->msg_len = htobe32(v->msg_len);
-	h->tx_time = htobe32(v->tx_time);
-	h->tag = htobe64(v->tag);
-	h->cq_data = htobe64(v->cq_data);
-	if (v->rma.op) {
-		r->op = v->rma.op;
-		r->aop = v->rma.aop;
-		r->dt = v->rma.dt;
-		r->status = v->rma.status;
-		r->ref = htobe32(v->rma.ref);
-		r->rkey = htobe64(v->rma.rkey);
-		r->raddr = htobe64(v->rma.raddr);
-	}
-	return len;
 }
 
 /* §4.7: the RMA fields of a decoded RD_RMA packet agree with its operation */
@@ -173,48 +132,60 @@ static int rma_fields_check(const struct braid_rd_data_view *v)
 	return 0;
 }
 
-int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v)
+/* Big-endian fields at byte @off of a packet (any alignment). */
+static inline uint32_t be32_at(const uint8_t *b, size_t off)
 {
-	struct braid_rd_rma_hdr r;
-	struct braid_rd_data_hdr h;
-	size_t hlen = sizeof(h);
-	int type = braid_base_hdr_check(buf, len);
+	uint32_t x;
 
-	if (type < 0)
-		return type;
-	if (type != BRAID_PKT_RD_DATA && type != BRAID_PKT_RD_RMA)
-		return DROP(BRAID_DROP_TYPE);
-	memcpy(&h, buf, sizeof(h));
-	v->src_port = be16toh(h.base.src_port);
-	v->flags = h.base.flags;
-	v->src_epoch = be32toh(h.src_epoch);
-	v->dst_epoch = be32toh(h.dst_epoch);
-	v->psn = be32toh(h.psn);
-	v->ack_psn = be32toh(h.ack_psn);
-	v->msg_id = be32toh(h.msg_id);
-	v->offset = be32toh(h.offset);
-	v->msg_len = be32toh(h.msg_len);
-	v->tx_time = be32toh(h.tx_time);
-	v->tag = be64toh(h.tag);
-	v->cq_data = be64toh(h.cq_data);
+	memcpy(&x, b + off, sizeof(x));
+	return be32toh(x);
+}
+
+static inline uint64_t be64_at(const uint8_t *b, size_t off)
+{
+	uint64_t x;
+
+	memcpy(&x, b + off, sizeof(x));
+	return be64toh(x);
+}
+
+#define RD_AT(field)	offsetof(struct braid_rd_data_hdr, field)
+#define RMA_AT(field)	offsetof(struct braid_rd_rma_hdr, field)
+
+int braid_rd_data_decode_typed(const void *buf, size_t len, int type, struct braid_rd_data_view *v)
+{
+	const uint8_t *b = buf;
+	size_t hlen = sizeof(struct braid_rd_data_hdr);
+
+	v->src_port = (uint16_t)(b[RD_AT(base.src_port)] << 8 | b[RD_AT(base.src_port) + 1]);
+	v->flags = b[RD_AT(base.flags)];
+	v->src_epoch = be32_at(b, RD_AT(src_epoch));
+	v->dst_epoch = be32_at(b, RD_AT(dst_epoch));
+	v->psn = be32_at(b, RD_AT(psn));
+	v->ack_psn = be32_at(b, RD_AT(ack_psn));
+	v->msg_id = be32_at(b, RD_AT(msg_id));
+	v->offset = be32_at(b, RD_AT(offset));
+	v->msg_len = be32_at(b, RD_AT(msg_len));
+	v->tx_time = be32_at(b, RD_AT(tx_time));
+	v->tag = be64_at(b, RD_AT(tag));
+	v->cq_data = be64_at(b, RD_AT(cq_data));
 	memset(&v->rma, 0, sizeof(v->rma));
 	if (type == BRAID_PKT_RD_RMA) {
 		int ret;
 
-		memcpy(&r, buf, sizeof(r));
-		hlen = sizeof(r);
-		v->rma.op = r.op;
-		v->rma.aop = r.aop;
-		v->rma.dt = r.dt;
-		v->rma.status = r.status;
-		v->rma.ref = be32toh(r.ref);
-		v->rma.rkey = be64toh(r.rkey);
-		v->rma.raddr = be64toh(r.raddr);
+		hlen = sizeof(struct braid_rd_rma_hdr);
+		v->rma.op = b[RMA_AT(op)];
+		v->rma.aop = b[RMA_AT(aop)];
+		v->rma.dt = b[RMA_AT(dt)];
+		v->rma.status = b[RMA_AT(status)];
+		v->rma.ref = be32_at(b, RMA_AT(ref));
+		v->rma.rkey = be64_at(b, RMA_AT(rkey));
+		v->rma.raddr = be64_at(b, RMA_AT(raddr));
 		ret = rma_fields_check(v);
 		if (ret)
 			return ret;
 	}
-	v->payload = (const uint8_t *)buf + hlen;
+	v->payload = b + hlen;
 	v->payload_len = len - hlen;
 	/* §4.2 rule 1: the payload lies inside the message (64-bit sum: no wrap) */
 	if ((uint64_t)v->offset + v->payload_len > v->msg_len)
@@ -224,9 +195,20 @@ int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view 
 	return 0;
 }
 
+int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v)
+{
+	int type = braid_base_hdr_check(buf, len);
+
+	if (type < 0)
+		return type;
+	if (type != BRAID_PKT_RD_DATA && type != BRAID_PKT_RD_RMA)
+		return DROP(BRAID_DROP_TYPE);
+	return braid_rd_data_decode_typed(buf, len, type, v);
+}
+
 void braid_rd_ack_write(struct braid_rd_ack_hdr *h, const struct braid_rd_ack_view *v)
 {
-	base_write(&h->base, BRAID_PKT_RD_ACK, v->flags, v->src_port, sizeof(*h));
+	braid_base_hdr_write(&h->base, BRAID_PKT_RD_ACK, v->flags, v->src_port, sizeof(*h));
 	h->src_epoch = htobe32(v->src_epoch);
 	h->dst_epoch = htobe32(v->dst_epoch);
 	h->cum_psn = htobe32(v->cum_psn);
@@ -271,7 +253,7 @@ static void rd_short_write(struct braid_rd_cts_hdr *h, uint8_t type, uint8_t fla
 			   uint16_t src_port, uint32_t src_epoch, uint32_t dst_epoch, uint32_t value,
 			   uint32_t value2)
 {
-	base_write(&h->base, type, flags, src_port, sizeof(*h));
+	braid_base_hdr_write(&h->base, type, flags, src_port, sizeof(*h));
 	h->src_epoch = htobe32(src_epoch);
 	h->dst_epoch = htobe32(dst_epoch);
 	h->msg_id = htobe32(value);
@@ -335,7 +317,7 @@ int braid_rd_chal_decode(const void *buf, size_t len, struct braid_rd_chal_view 
 
 void braid_cm_write(struct braid_cm_hdr *h, uint16_t src_port, const struct braid_cm_view *v)
 {
-	base_write(&h->base, BRAID_PKT_CM, 0, src_port, sizeof(*h));
+	braid_base_hdr_write(&h->base, BRAID_PKT_CM, 0, src_port, sizeof(*h));
 	h->kind = v->kind;
 	h->flags = v->flags;
 	h->pdata_len = htobe16((uint16_t)v->pdata_len);

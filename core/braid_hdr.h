@@ -329,12 +329,59 @@ int braid_dgram_hdr_decode(const void *buf, size_t len, struct braid_dgram_view 
  */
 int braid_base_hdr_check(const void *buf, size_t len);
 
+/** braid_base_hdr_write() - fill the common header (§2.1) of a packet of @type. */
+static inline void braid_base_hdr_write(struct braid_base_hdr *b, uint8_t type, uint8_t flags,
+					uint16_t src_port, uint16_t hdr_len)
+{
+	b->magic = BRAID_HDR_MAGIC;
+	b->version = BRAID_PROTO_VERSION;
+	b->type = type;
+	b->flags = flags;
+	b->src_port = htobe16(src_port);
+	b->hdr_len = htobe16(hdr_len);
+}
+
+/** braid_rd_rma_fields_write() - the RMA fields (§4.7) of the RD_RMA header @r, from @rma. */
+static inline void braid_rd_rma_fields_write(struct braid_rd_rma_hdr *r,
+					     const struct braid_rma_fields *rma)
+{
+	r->op = rma->op;
+	r->aop = rma->aop;
+	r->dt = rma->dt;
+	r->status = rma->status;
+	r->ref = htobe32(rma->ref);
+	r->rkey = htobe64(rma->rkey);
+	r->raddr = htobe64(rma->raddr);
+}
+
 /**
  * braid_rd_data_write() - encode an RD_DATA header from @v, or an RD_RMA
  * header when @v->rma.op is set (payload fields ignored). Return: the
- * header's length.
+ * header's length. Inline: a view built just before (every data packet's)
+ * is then never built at all.
  */
-size_t braid_rd_data_write(void *hdr, const struct braid_rd_data_view *v);
+static inline size_t braid_rd_data_write(void *buf, const struct braid_rd_data_view *v)
+{
+	struct braid_rd_rma_hdr *r = (struct braid_rd_rma_hdr *)buf;
+	struct braid_rd_data_hdr *h = &r->d;
+	size_t len = v->rma.op ? sizeof(*r) : sizeof(*h);
+
+	braid_base_hdr_write(&h->base, v->rma.op ? BRAID_PKT_RD_RMA : BRAID_PKT_RD_DATA, v->flags,
+			     v->src_port, (uint16_t)len);
+	h->src_epoch = htobe32(v->src_epoch);
+	h->dst_epoch = htobe32(v->dst_epoch);
+	h->psn = htobe32(v->psn);
+	h->ack_psn = htobe32(v->ack_psn);
+	h->msg_id = htobe32(v->msg_id);
+	h->offset = htobe32(v->offset);
+	h->msg_len = htobe32(v->msg_len);
+	h->tx_time = htobe32(v->tx_time);
+	h->tag = htobe64(v->tag);
+	h->cq_data = htobe64(v->cq_data);
+	if (v->rma.op)
+		braid_rd_rma_fields_write(r, &v->rma);
+	return len;
+}
 
 /**
  * braid_rd_data_decode() - validate and decode an RD_DATA or RD_RMA packet of
@@ -343,6 +390,15 @@ size_t braid_rd_data_write(void *hdr, const struct braid_rd_data_view *v);
  * Return: 0, or a negative drop reason (-(reason + 1)).
  */
 int braid_rd_data_decode(const void *buf, size_t len, struct braid_rd_data_view *v);
+
+/**
+ * braid_rd_data_decode_typed() - braid_rd_data_decode() of a packet whose
+ * common header braid_base_hdr_check() passed already, as @type
+ * (BRAID_PKT_RD_DATA or BRAID_PKT_RD_RMA): the rest of its checks.
+ * Return: 0, or a negative drop reason (-(reason + 1)).
+ */
+int braid_rd_data_decode_typed(const void *buf, size_t len, int type,
+			       struct braid_rd_data_view *v);
 
 /**
  * braid_rd_bundle_check() - validate an RD_BUNDLE packet of @len bytes (§4.8)

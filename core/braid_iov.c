@@ -15,8 +15,8 @@ static size_t iov_seek(const struct iovec *iov, size_t cnt, uint64_t *off)
 	return i;
 }
 
-int braid_iov_slice(const struct iovec *iov, size_t cnt, uint64_t off, size_t len,
-		    struct iovec *out, int max)
+int braid_iov_slice_any(const struct iovec *iov, size_t cnt, uint64_t off, size_t len,
+			struct iovec *out, int max)
 {
 	size_t i;
 	int n = 0;
@@ -37,8 +37,8 @@ int braid_iov_slice(const struct iovec *iov, size_t cnt, uint64_t off, size_t le
 	return n;
 }
 
-size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
-			 size_t len)
+size_t braid_iov_scatter_any(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
+			     size_t len)
 {
 	const uint8_t *p = src;
 	size_t i;

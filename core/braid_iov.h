@@ -49,16 +49,37 @@ static inline bool braid_iov_valid(const struct iovec *iov, size_t cnt)
  * they fit, e.g. @max >= @cnt). Bytes past the end of @iov are left out.
  * Return: how many iovecs were written to @out.
  */
-int braid_iov_slice(const struct iovec *iov, size_t cnt, uint64_t off, size_t len,
-		    struct iovec *out, int max);
+int braid_iov_slice_any(const struct iovec *iov, size_t cnt, uint64_t off, size_t len,
+			struct iovec *out, int max);
+/* (inline: bytes within the first entry, nearly every packet's, are one entry without a walk) */
+static inline int braid_iov_slice(const struct iovec *iov, size_t cnt, uint64_t off, size_t len,
+				  struct iovec *out, int max)
+{
+	if (cnt && len && max > 0 && off < iov[0].iov_len && len <= iov[0].iov_len - off) {
+		out[0].iov_base = (uint8_t *)iov[0].iov_base + off;
+		out[0].iov_len = len;
+		return 1;
+	}
+	return braid_iov_slice_any(iov, cnt, off, len, out, max);
+}
 
 /**
  * braid_iov_scatter() - copy @len bytes from @src into @iov[0..@cnt) from
  * byte @off on; what would land past the end of @iov is not copied.
  * Return: the bytes copied.
  */
-size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
-			 size_t len);
+size_t braid_iov_scatter_any(const struct iovec *iov, size_t cnt, uint64_t off, const void *src,
+			     size_t len);
+/* (inline: bytes that land within the first entry, nearly every packet's, are one copy) */
+static inline size_t braid_iov_scatter(const struct iovec *iov, size_t cnt, uint64_t off,
+				       const void *src, size_t len)
+{
+	if (cnt && len && off < iov[0].iov_len && len <= iov[0].iov_len - off) {
+		memcpy((uint8_t *)iov[0].iov_base + off, src, len);
+		return len;
+	}
+	return braid_iov_scatter_any(iov, cnt, off, src, len);
+}
 
 /**
  * braid_iov_gather() - copy every byte of @iov[0..@cnt) to @dst, which has

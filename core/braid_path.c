@@ -169,13 +169,6 @@ void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns, uint64_t now)
 	}
 }
 
-void braid_path_acked(struct braid_path *p, bool ecn)
-{
-	p->consec_losses = 0;
-	p->loss -= p->loss / 32.0f;
-	p->ecn += ((ecn ? 1.0f : 0.0f) - p->ecn) / 16.0f;
-}
-
 bool braid_path_lost(struct braid_pathset *ps, uint32_t idx, bool redraw)
 {
 	struct braid_path *p = &ps->p[idx];

@@ -87,8 +87,14 @@ bool braid_path_is_sick(const struct braid_pathset *ps, uint32_t idx);
 /** braid_path_rtt() - fold an RTT sample taken at @now into the path (RFC 6298 gains; base RTT). */
 void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns, uint64_t now);
 
-/** braid_path_acked() - a packet sent on the path was acknowledged; @ecn if CE-marked. */
-void braid_path_acked(struct braid_path *p, bool ecn);
+/** braid_path_acked() - a packet sent on the path was acknowledged; @ecn if CE-marked.
+ * Inline: every packet acknowledged tells its path. */
+static inline void braid_path_acked(struct braid_path *p, bool ecn)
+{
+	p->consec_losses = 0;
+	p->loss -= p->loss / 32.0f;
+	p->ecn += ((ecn ? 1.0f : 0.0f) - p->ecn) / 16.0f;
+}
 
 /**
  * braid_path_lost() - a packet sent on the path was declared lost. If the

@@ -212,19 +212,16 @@ void braid_pool_destruct(struct braid_pool *pool)
 	memset(pool, 0, sizeof(*pool));
 }
 
-void *braid_pool_alloc_raw(struct braid_pool *pool)
+void *braid_pool_alloc_fresh(struct braid_pool *pool)
 {
 	size_t c;
 	void *obj;
 
 	if (!pool->chunks)
 		return NULL;
-	if (!pool->free_list && pool->holes)
-		(void)hole_fill(pool);
-	if (pool->free_list) {
-		obj = pool->free_list;
-		memcpy(&pool->free_list, obj, sizeof(void *));
-	} else if (pool->fresh < pool->count) {
+	if (pool->holes && hole_fill(pool) && pool->free_list)
+		return braid_pool_alloc_raw(pool);
+	if (pool->fresh < pool->count) {
 		c = pool->fresh / pool->chunk_objs;
 		if (c == pool->nchunks) {
 			if (c == pool->chunks_cap) {
@@ -256,13 +253,6 @@ void *braid_pool_alloc(struct braid_pool *pool)
 	if (obj)
 		memset(obj, 0, pool->obj_size);
 	return obj;
-}
-
-void braid_pool_release(struct braid_pool *pool, void *obj)
-{
-	memcpy(obj, &pool->free_list, sizeof(void *));
-	pool->free_list = obj;
-	pool->in_use--;
 }
 
 size_t braid_pool_index(const struct braid_pool *pool, const void *obj)

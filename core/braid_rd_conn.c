@@ -230,16 +230,6 @@ struct rd_conn *rd_conn_find(struct braid_rd *rd, uint64_t key, bool create, uin
 	return c;
 }
 
-/* Heard from @c: it is the most recently used of the unverified. */
-void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now)
-{
-	__atomic_store_n(&c->peer->last_active, now, __ATOMIC_RELAXED);	/* shared: other endpoints' engines */
-	if (!c->verified) {
-		braid_dlist_remove(&c->lru);
-		braid_dlist_insert_tail(&c->lru, &rd->unproven);
-	}
-}
-
 void rd_flow_detach(struct braid_rd *rd, struct rd_flow *f)
 {
 	rd_in_forget(rd, f);

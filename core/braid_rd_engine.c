@@ -47,17 +47,6 @@ int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r)
 	return -((int)r + 1);
 }
 
-bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
-{
-	if (rd->comp_count == rd->comp_cap)
-		return false;
-	uint32_t i = rd->comp_head + rd->comp_count;
-
-	rd->comps[i < rd->comp_cap ? i : i - rd->comp_cap] = *c;
-	rd->comp_count++;
-	return true;
-}
-
 /*
  * Complete the sends the outgoing side handed back (rd->sends_done), in
  * order, with @err (0: as answered, or as acknowledged): an RMA request
@@ -79,18 +68,20 @@ void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno)
 
 int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
 {
+	uint32_t head = rd->comp_head, count = rd->comp_count;
 	int n = 0;
 
-	while (n < max && rd->comp_count) {
-		comps[n++] = rd->comps[rd->comp_head];
-		if (++rd->comp_head == rd->comp_cap)
-			rd->comp_head = 0;
-		rd->comp_count--;
+	/* (the ring's place in locals: @comps, the caller's, might be anywhere) */
+	while (n < max && count) {
+		comps[n++] = rd->comps[head];
+		if (++head == rd->comp_cap)
+			head = 0;
+		count--;
 	}
 	/* emptied: start again at the front, so that a ring read as fast as it fills
 	 * keeps touching its first pages only (not all of it, a page at a time) */
-	if (!rd->comp_count)
-		rd->comp_head = 0;
+	rd->comp_head = count ? head : 0;
+	rd->comp_count = count;
 	return n;
 }
 
@@ -131,14 +122,6 @@ void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
 {
 	braid_pool_release(s->small ? &rd->stages_small : &rd->stages, s);
 	rd_in_room(rd);
-}
-
-void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
-{
-	if (!f->ready) {
-		f->ready = true;
-		braid_dlist_insert_tail(&f->ready_node, &rd->ready);
-	}
 }
 
 /* A 32-bit random number (cfg.random, or splitmix64 for tests). */
@@ -323,14 +306,14 @@ int braid_rd_input(struct braid_rd *rd, const void *pkt, size_t len, uint32_t sr
 }
 
 /* An RD_DATA or RD_RMA packet: from a peer of ours, to this incarnation (§4.2 rule 3). */
-static int input_data(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
+static int input_data(struct braid_rd *rd, const void *pkt, size_t len, int type, uint32_t src_ip,
 		      bool ecn_ce, uint64_t now)
 {
 	struct braid_rd_data_view dv;
 	struct rd_conn *conn;
 	int ret;
 
-	ret = braid_rd_data_decode(pkt, len, &dv);
+	ret = braid_rd_data_decode_typed(pkt, len, type, &dv);
 	if (ret)
 		return rd_drop(rd, (enum braid_drop_reason)(-ret - 1));
 	/* nor more payload than a packet of our MTU carries (a staging buffer's size) */
@@ -421,7 +404,7 @@ static int rd_input_one(struct braid_rd *rd, const void *pkt, size_t len, uint32
 	if (type < 0)
 		return rd_drop(rd, (enum braid_drop_reason)(-type - 1));
 	if (type == BRAID_PKT_RD_DATA || type == BRAID_PKT_RD_RMA)
-		return input_data(rd, pkt, len, src_ip, ecn_ce, now);
+		return input_data(rd, pkt, len, type, src_ip, ecn_ce, now);
 	if (type == BRAID_PKT_RD_ACK)
 		return input_ack(rd, pkt, len, src_ip, now);
 	if (type == BRAID_PKT_RD_CTS)
@@ -470,25 +453,30 @@ int braid_rd_out_dgram(const struct braid_rd_out *out, int n, struct iovec *iov,
 		       int *iovcnt, size_t *len, size_t *seg)
 {
 	bool gso = n > 1 && out[1].gso_cont;
+	size_t total = 0;
 	int i, k = 0;
 
-	*len = 0;
 	if (seg)
 		*seg = gso ? out[0].hdr_len + out[0].payload_len : 0;
-	for (i = 0; i < n && (i == 0 || (gso ? out[i].gso_cont :
-					  out[i].frame_len == BRAID_RD_BUNDLE_REC)); i++) {
-		if (k + out[i].payload_iovcnt + 2 > max_iov)
+	for (i = 0; i < n; i++) {
+		const struct braid_rd_out *o = &out[i];
+
+		if (i && !(gso ? o->gso_cont : o->frame_len == BRAID_RD_BUNDLE_REC))
 			break;
-		if (out[i].frame_len) {
-			iov[k].iov_base = (void *)out[i].frame;
-			iov[k++].iov_len = out[i].frame_len;
+		if (k + o->payload_iovcnt + 2 > max_iov)
+			break;
+		if (o->frame_len) {
+			iov[k].iov_base = (void *)o->frame;
+			iov[k++].iov_len = o->frame_len;
 		}
-		iov[k].iov_base = (void *)out[i].hdr;
-		iov[k++].iov_len = out[i].hdr_len;
-		memcpy(&iov[k], out[i].payload, (size_t)out[i].payload_iovcnt * sizeof(*iov));
-		k += out[i].payload_iovcnt;
-		*len += out[i].frame_len + out[i].hdr_len + out[i].payload_len;
+		iov[k].iov_base = (void *)o->hdr;
+		iov[k++].iov_len = o->hdr_len;
+		/* (one, nearly always: no call) */
+		for (int j = 0; j < o->payload_iovcnt; j++)
+			iov[k++] = o->payload[j];
+		total += o->frame_len + o->hdr_len + o->payload_len;
 	}
+	*len = total;
 	*iovcnt = k;
 	return i;
 }

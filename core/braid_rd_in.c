@@ -32,15 +32,17 @@ static bool msg_complete(const struct rd_msg *m)
 void rd_in_room(struct braid_rd *rd)
 {
 	struct braid_dlist *it;
+	bool big, small;
 
+	if (!rd->refused_n)
+		return;
 	/* not for every buffer freed: once an eighth of the staging the refused data
 	 * needs is free (as TCP's receiver avoids the silly window syndrome, RFC 1122
 	 * 4.2.3.3) */
-	bool big = rd->stages.count - rd->stages.in_use >= (rd->stages.count + 7) / 8;
-	bool small = rd->stages_small.count - rd->stages_small.in_use >=
-		     (rd->stages_small.count + 7) / 8;
-
-	if (!rd->refused_n || (!big && !small))
+	big = rd->stages.count - rd->stages.in_use >= (rd->stages.count + 7) / 8;
+	small = rd->stages_small.count - rd->stages_small.in_use >=
+		(rd->stages_small.count + 7) / 8;
+	if (!big && !small)
 		return;
 	braid_dlist_foreach(&rd->active, it) {
 		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
@@ -97,7 +99,7 @@ static void stage_free_all(struct braid_rd *rd, struct rd_msg *m)
  * free it, or, when its sender asked for delivery complete, hand it to the
  * RMA side, which answers the sender and then frees it (§4.7).
  */
-static void msg_done(struct braid_rd *rd, struct rd_msg *m)
+static inline void msg_done(struct braid_rd *rd, struct rd_msg *m)
 {
 	stage_free_all(rd, m);
 	if (m->hflags & BRAID_RD_F_DC)
@@ -107,10 +109,14 @@ static void msg_done(struct braid_rd *rd, struct rd_msg *m)
 }
 
 /* Deliver a complete, matched message and free it. */
-static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov_errno)
+static RD_HOT_INLINE void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err,
+				       int prov_errno)
 {
 	struct rd_recv *r = m->recv;
-	struct braid_rd_comp c = {
+	/* written in place (a full ring, which a receive's held place rules out, keeps none) */
+	struct braid_rd_comp spare, *c = rd_comp_slot(rd) ?: &spare;
+
+	*c = (struct braid_rd_comp){
 		.context = r->context,
 		.flags = BRAID_RD_COMP_RECV |
 			 ((m->hflags & BRAID_RD_F_TAGGED) ? BRAID_RD_COMP_TAGGED : 0) |
@@ -125,19 +131,20 @@ static void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int err, int prov
 	};
 
 	if (!err && m->len > r->capacity) {
-		c.err = FI_ETRUNC;
-		c.prov_errno = BRAID_PERR_TRUNC;
-		c.olen = m->len - r->capacity;
+		c->err = FI_ETRUNC;
+		c->prov_errno = BRAID_PERR_TRUNC;
+		c->olen = m->len - r->capacity;
 	}
-	if (!c.err && (r->flags & BRAID_RD_NO_COMP))
-		c.flags |= BRAID_RD_COMP_SILENT;
+	if (!c->err && (r->flags & BRAID_RD_NO_COMP))
+		c->flags |= BRAID_RD_COMP_SILENT;
 	if (r->parent && --r->parent->refs == 0 && r->parent->retired) {
 		/* the last message in a retired multi-receive buffer hands it back */
-		c.flags |= BRAID_RD_COMP_MULTI_RECV;
-		c.flags &= ~BRAID_RD_COMP_SILENT;
+		c->flags |= BRAID_RD_COMP_MULTI_RECV;
+		c->flags &= ~BRAID_RD_COMP_SILENT;
 		braid_pool_release(&rd->rxq->recvs, r->parent);
 	}
-	rd_comp_push(rd, &c);
+	if (c != &spare)
+		rd_comp_commit(rd);
 	braid_pool_release(&rd->rxq->recvs, r);
 	if (err) {	/* the peer failed or restarted: nobody to answer */
 		stage_free_all(rd, m);
@@ -352,12 +359,13 @@ uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 }
 
 /* Give a message its receive: staged bytes move into the buffer. */
-static void msg_bind(struct braid_rd *rd, struct rd_msg *m, struct rd_recv *r)
+static inline void msg_bind(struct braid_rd *rd, struct rd_msg *m, struct rd_recv *r)
 {
 	struct rd_stage *s;
 
 	m->recv = r;
-	cts_want(rd, m);
+	if (m->rdv)
+		cts_want(rd, m);
 	for (s = m->stage; s; s = s->next)
 		recv_copy(r, s->off, s->data, s->len);
 	stage_free_all(rd, m);
@@ -373,7 +381,7 @@ static bool recv_matches(const struct rd_recv *r, const struct rd_msg *m)
 }
 
 /* The message's turn to match came (sender order, FI_ORDER_SAS). */
-static void msg_match(struct braid_rd *rd, struct rd_msg *m)
+static inline void msg_match(struct braid_rd *rd, struct rd_msg *m)
 {
 	struct braid_dlist *q = (m->hflags & BRAID_RD_F_TAGGED) ? &rd->rxq->posted_tagged :
 								  &rd->rxq->posted_msg;
@@ -412,7 +420,8 @@ static void slot_release(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *
 }
 
 /* A message whose turn came or whose last byte arrived: deliver it if it can be. */
-static void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m, uint64_t now)
+static RD_HOT_INLINE void msg_settle(struct braid_rd *rd, struct rd_flow *f, struct rd_msg *m,
+				      uint64_t now)
 {
 	if (m->rdv && msg_complete(m))
 		cts_done(rd, f, m->msg_id);
@@ -574,7 +583,7 @@ static struct rd_msg *in_msg(struct braid_rd *rd, struct rd_flow *f,
 		*drop = d < 0 ? BRAID_DROP_BAD_LEN : BRAID_DROP_OUT_OF_WINDOW;
 		return NULL;
 	}
-	m = braid_pool_alloc(&rd->msgs);
+	m = braid_pool_alloc_head(&rd->msgs, sizeof(*m));	/* (a constant size: inline) */
 	if (!m)
 		return NULL;
 	braid_dlist_init(&m->node);
@@ -644,8 +653,11 @@ static bool psn_mark(struct braid_rd *rd, struct rd_flow *f, struct rd_conn *con
 {
 	bool gap = psn != conn->rcv_nxt;
 
-	bit_set(f->rcv_bits, rd_slot(rd, psn));
 	conn->took = true;
+	if (!gap)
+		conn->rcv_nxt++;	/* in order: its bit would be set and cleared at once */
+	else
+		bit_set(f->rcv_bits, rd_slot(rd, psn));
 	while (bit_test(f->rcv_bits, rd_slot(rd, conn->rcv_nxt))) {
 		bit_clear(f->rcv_bits, rd_slot(rd, conn->rcv_nxt));
 		conn->rcv_nxt++;
@@ -686,7 +698,9 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	f->last_rx = now;
 	if (rd->in_route >= 0)
 		f->data_route = rd->in_route;
-	if (v->flags & BRAID_RD_F_ACK) {
+	/* (an ack_psn at or behind snd_una acknowledges nothing new: the receiving
+	 * side of a one-way stream, every packet) */
+	if ((v->flags & BRAID_RD_F_ACK) && braid_seq_gt(v->ack_psn, f->snd_una)) {
 		rd_out_piggy_ack(rd, f, v->ack_psn, now);
 		if (!braid_dlist_empty(&rd->sends_done))
 			rd_sends_finish(rd, 0, 0);	/* answered RMA requests it acknowledged */
@@ -723,7 +737,9 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 
 	done = msg_complete(m);
 	msg_settle(rd, f, m, now);
-	match_in_order(rd, f, now);
+	/* (only with a message whose turn may have come) */
+	if (f->msgs[rd_slot(rd, conn->match_next)])
+		match_in_order(rd, f, now);
 	/*
 	 * ACK at once on a gap, when this packet filled one (RFC 5681 §4.2), and
 	 * when it completed its message: the sender's completion waits for it, and
@@ -963,21 +979,23 @@ void braid_rd_rxq_leave(struct braid_rd *rd)
  * in @owner's completion ring (rd_comp_room). A shared queue's receives
  * complete on whichever engine their message reaches: none is reserved.
  */
-static struct rd_recv *recv_new(struct braid_rd_rxq *q, const struct braid_rd *owner,
-				const struct braid_rd_recv *req, int *ret)
+static RD_HOT_INLINE struct rd_recv *recv_new(struct braid_rd_rxq *q,
+					      const struct braid_rd *owner,
+					      const struct braid_rd_recv *req, int *ret)
 {
 	struct rd_recv *r;
 
-	*ret = -FI_EINVAL;
 	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
-	    !braid_iov_valid(req->iov, req->iov_count))
+	    !braid_iov_valid(req->iov, req->iov_count)) {
+		*ret = -FI_EINVAL;
 		return NULL;
-	*ret = -FI_EAGAIN;
-	if (owner && !rd_comp_room(owner))
-		return NULL;	/* completions not taken fill the operations' places */
-	r = braid_pool_alloc_head(&q->recvs, RD_RECV_HEAD);
-	if (!r)
+	}
+	/* (completions not taken fill the operations' places) */
+	r = !owner || rd_comp_room(owner) ? braid_pool_alloc_head(&q->recvs, RD_RECV_HEAD) : NULL;
+	if (!r) {
+		*ret = -FI_EAGAIN;
 		return NULL;
+	}
 	braid_iov_copy(r->iov, req->iov, req->iov_count);
 	r->iov_count = req->iov_count;
 	r->capacity = braid_iov_len(req->iov, req->iov_count);

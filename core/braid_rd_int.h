@@ -15,6 +15,13 @@
 #include "braid_rd_msg.h"
 #include "braid_rd_conn.h"
 
+/*
+ * A helper of the per-message path inlined into its callers whatever the
+ * compiler's size limits: its call, register saves and argument moves cost
+ * a good part of what its body does.
+ */
+#define RD_HOT_INLINE	inline __attribute__((always_inline))
+
 /* heap memory given back since the last malloc_trim() that makes another worth it */
 #define RD_TRIM_BYTES	(256u << 10)
 /* the RTO doubles at most this many times (8x): a live peer's silence (heavy
@@ -197,8 +204,42 @@ static inline void rd_msg_release(struct braid_rd *rd, struct rd_msg *m)
  */
 
 /* braid_rd_engine.c: the engine's base (ready list, completions, staging, drops) */
-void rd_flow_ready(struct braid_rd *rd, struct rd_flow *flow);
-bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c);
+/* @f has something to send: on the ready list, behind the others (inline: each message asks). */
+static inline void rd_flow_ready(struct braid_rd *rd, struct rd_flow *f)
+{
+	if (!f->ready) {
+		f->ready = true;
+		braid_dlist_insert_tail(&f->ready_node, &rd->ready);
+	}
+}
+/*
+ * The completion ring's next entry, for the caller to fill and then count
+ * (rd_comp_commit), or NULL when the ring is full. Inline: every operation
+ * completes once, written in place.
+ */
+static inline struct braid_rd_comp *rd_comp_slot(struct braid_rd *rd)
+{
+	uint32_t i = rd->comp_head + rd->comp_count;
+
+	if (rd->comp_count == rd->comp_cap)
+		return NULL;
+	return &rd->comps[i < rd->comp_cap ? i : i - rd->comp_cap];
+}
+static inline void rd_comp_commit(struct braid_rd *rd)
+{
+	rd->comp_count++;
+}
+/* Push completion @c (false: the ring is full). */
+static inline bool rd_comp_push(struct braid_rd *rd, const struct braid_rd_comp *c)
+{
+	struct braid_rd_comp *slot = rd_comp_slot(rd);
+
+	if (!slot)
+		return false;
+	*slot = *c;
+	rd_comp_commit(rd);
+	return true;
+}
 /*
  * The operations' places in the completion ring: its first half (the other
  * is for the events of RMA targeting us, braid_rd_rma.c). Each operation
@@ -235,7 +276,16 @@ static inline struct rd_conn *rd_conn_get(struct braid_rd *rd, uint64_t key, boo
 		return rd->hot;
 	return rd_conn_find(rd, key, create, now);
 }
-void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now);
+/* A packet came from the peer of @c now: its liveness (shared: other endpoints' engines read it),
+ * and, not proven yet, its place among the unproven (the latest heard from last). */
+static inline void rd_conn_touch(struct braid_rd *rd, struct rd_conn *c, uint64_t now)
+{
+	__atomic_store_n(&c->peer->last_active, now, __ATOMIC_RELAXED);
+	if (!c->verified) {
+		braid_dlist_remove(&c->lru);
+		braid_dlist_insert_tail(&c->lru, &rd->unproven);
+	}
+}
 void rd_conn_free(struct braid_rd *rd, struct rd_conn *c);
 bool rd_conn_evictable(const struct braid_rd *rd, const struct rd_conn *c, uint64_t now);
 bool rd_conn_numbered(const struct rd_conn *c);
@@ -255,14 +305,28 @@ void rd_flow_fail(struct braid_rd *rd, struct rd_flow *flow, int err, int prov_e
 uint64_t rd_flow_worst_rto(const struct rd_flow *flow, bool busy);
 
 /* braid_rd_timer.c: the deadline heap */
-void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *flow);
+void rd_flow_schedule_at(struct braid_rd *rd, struct rd_flow *flow);
 void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f);
 bool rd_heap_room(struct braid_rd *rd);
 
 /* braid_rd_proof.c: proof of incarnation, restarts, forgetting (protocol.md §4.9) */
 uint64_t rd_chal_deadline(const struct braid_rd *rd, const struct rd_flow *f);
 void rd_conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
-int rd_conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
+int rd_conn_epoch_judge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now);
+/*
+ * §4.9: a packet from @conn's address claiming the peer's incarnation is
+ * @epoch. The first word from a peer is believed at once (0-RTT) and proven
+ * meanwhile; any other incarnation only once it answers a challenge. Return:
+ * 0 to take the packet, or a negative drop reason. Inline: every packet of a
+ * proven peer claims the incarnation it proved.
+ */
+static inline int rd_conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch,
+				      uint64_t now)
+{
+	if (conn->verified && epoch == conn->epoch && epoch)
+		return 0;
+	return rd_conn_epoch_judge(rd, conn, epoch, now);
+}
 void rd_conn_send_reset(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
 int rd_input_chal(struct braid_rd *rd, const void *pkt, size_t len, uint32_t src_ip,
 		  uint64_t now);
@@ -282,7 +346,6 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *flow, uint64_t now, struct 
 		int n, int max, int *ack);
 void rd_out_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
-bool rd_out_idle(const struct rd_flow *flow, const struct rd_conn *conn);
 void rd_out_fail_sends(struct braid_rd *rd, struct rd_conn *conn);
 struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
 				void *context);
@@ -292,7 +355,36 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now);
 void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
 void rd_out_release(struct braid_rd *rd, struct rd_send *op);
-bool rd_out_waiting(const struct rd_conn *conn);
+/* Sends wait for the peer with nothing in flight: rendezvous sends for a CTS
+ * (§4.6), RMA requests for their answer (§4.7). */
+static inline bool rd_out_waiting(const struct rd_conn *conn)
+{
+	return !braid_dlist_empty(&conn->paused) || conn->waiting;
+}
+/* Nothing to send or in flight, and no send waiting for the peer (inline: every schedule asks). */
+static inline bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
+{
+	/* sends waiting for the peer keep the flow (not the peer timeout) */
+	return braid_dlist_empty(&f->txorder) && braid_dlist_empty(&f->retxq) &&
+	       braid_dlist_empty(&conn->sendq) && !rd_out_waiting(conn);
+}
+
+/*
+ * Put @flow in the deadline heap at its next deadline, or out of it when it
+ * has none (braid_rd_timer.c). Inline: a flow with nothing in flight, owed or
+ * awaited either way (a stream's receiving side once each message is
+ * delivered) has none, and needs no look at each side's timers.
+ */
+static inline void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
+{
+	if (f->msgs_live || f->cts_n || f->ack_deadline || !rd_out_idle(f, f->conn)) {
+		rd_flow_schedule_at(rd, f);
+		return;
+	}
+	f->deadline = UINT64_MAX;
+	if (f->heap_idx != SIZE_MAX)
+		rd_heap_remove(rd, f);
+}
 
 /* braid_rd_in.c (incoming: data, reassembly, matching, ACK generation) */
 int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_data_view *v,

@@ -17,7 +17,8 @@ static bool op_in_sendq(const struct rd_send *op)
 	return op->node.next != &op->node;
 }
 
-void rd_out_release(struct braid_rd *rd, struct rd_send *op)
+/* rd_out_release(), inline for out_finish() */
+static RD_HOT_INLINE void out_release(struct braid_rd *rd, struct rd_send *op)
 {
 	if (op->waiting)
 		op->conn->waiting--;
@@ -26,6 +27,11 @@ void rd_out_release(struct braid_rd *rd, struct rd_send *op)
 	if (op->stage)
 		rd_stage_put(rd, op->stage);
 	braid_pool_release((op->flags & BRAID_RD_INTERNAL) ? &rd->resps : &rd->sends, op);
+}
+
+void rd_out_release(struct braid_rd *rd, struct rd_send *op)
+{
+	out_release(rd, op);
 }
 
 /*
@@ -38,28 +44,40 @@ static void send_hand_back(struct braid_rd *rd, struct rd_send *op)
 	braid_dlist_insert_tail(&op->rlink, &rd->sends_done);
 }
 
-/* A send's completion, not an RMA request's (rd_rma_finish), and its record goes. */
-void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
+/* A send's completion, not an RMA request's (rd_rma_finish), and its record goes
+ * (inline for send_done(), every send's end; rd_out_finish() for the others). */
+static RD_HOT_INLINE void out_finish(struct braid_rd *rd, struct rd_send *op, int err,
+				     int prov_errno)
 {
-	struct braid_rd_comp c = {
-		.context = op->context,
-		.flags = BRAID_RD_COMP_SEND | ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0),
-		.err = err,
-		.prov_errno = prov_errno,
-		.len = op->len,
-		.tag = op->tag,
-		.peer = op->conn->key,
-	};
+	/* written in place (a full ring, which a send's held place rules out, takes none) */
+	struct braid_rd_comp *c = (op->flags & BRAID_RD_INTERNAL) ? NULL : rd_comp_slot(rd);
 
-	if (!err && (op->flags & BRAID_RD_NO_COMP))
-		c.flags |= BRAID_RD_COMP_SILENT;
+	if (c) {
+		*c = (struct braid_rd_comp){
+			.context = op->context,
+			.flags = BRAID_RD_COMP_SEND |
+				 ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0) |
+				 (!err && (op->flags & BRAID_RD_NO_COMP) ?
+				  BRAID_RD_COMP_SILENT : 0),
+			.err = err,
+			.prov_errno = prov_errno,
+			.len = op->len,
+			.tag = op->tag,
+			.peer = op->conn->key,
+		};
+		rd_comp_commit(rd);
+	}
 	if (!(op->flags & BRAID_RD_INTERNAL)) {
-		rd_comp_push(rd, &c);
 		if (!err)
 			RD_COUNT(rd, op->conn->flow, msgs_sent, 1);
 	}
 	braid_dlist_remove(&op->rlink);	/* a delivery-complete send */
-	rd_out_release(rd, op);
+	out_release(rd, op);
+}
+
+void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno)
+{
+	out_finish(rd, op, err, prov_errno);
 }
 
 /*
@@ -68,7 +86,7 @@ void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_er
  * answered already is handed back: the caller has the RMA side complete it
  * (rd_sends_finish).
  */
-static void send_done(struct braid_rd *rd, struct rd_send *op)
+static RD_HOT_INLINE void send_done(struct braid_rd *rd, struct rd_send *op)
 {
 	if (!braid_dlist_empty(&op->rlink) && !op->resp_done) {
 		op->waiting = true;
@@ -78,11 +96,12 @@ static void send_done(struct braid_rd *rd, struct rd_send *op)
 	if (op->rma.op && op->rma.op != BRAID_RMA_RESP)
 		send_hand_back(rd, op);
 	else
-		rd_out_finish(rd, op, 0, 0);
+		out_finish(rd, op, 0, 0);
 }
 
-struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
-				void *context)
+/* rd_out_new_send(), inline for the application's sends (rd_out_start) */
+static inline struct rd_send *out_new_send(struct braid_rd *rd, struct rd_conn *conn,
+					   uint32_t flags, void *context)
 {
 	struct rd_send *op;
 
@@ -100,14 +119,21 @@ struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint3
 	return op;
 }
 
+struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint32_t flags,
+				void *context)
+{
+	return out_new_send(rd, conn, flags, context);
+}
+
 /*
  * The start of every application send and RMA request: the peer's conn and
  * flow, an op from the application's pool, its payload (@iov itself, or with
  * BRAID_RD_INJECT a copy). Return: 0 and *@opp, -FI_ENOMEM, -FI_EAGAIN.
  */
-int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
-		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
-		 struct rd_send **opp)
+/* (inline for braid_rd_send(); rd_out_start() for the RMA side) */
+static RD_HOT_INLINE int out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags,
+				   void *context, const struct iovec *iov, size_t cnt, uint64_t len,
+				   uint64_t now, struct rd_send **opp)
 {
 	struct rd_conn *conn = rd_conn_get(rd, peer, true, now);
 	struct rd_send *op;
@@ -116,7 +142,7 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 		return -FI_ENOMEM;
 	if (!rd_flow_attach(rd, conn, false, now))
 		return -FI_EAGAIN;
-	op = rd_out_new_send(rd, conn, flags, context);
+	op = out_new_send(rd, conn, flags, context);
 	if (!op)
 		return -FI_EAGAIN;
 	op->len = len;
@@ -138,8 +164,16 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 	return 0;
 }
 
-/* Number @op and queue it behind the conn's other sends (the conn has its flow). */
-void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
+int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
+		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
+		 struct rd_send **opp)
+{
+	return out_start(rd, peer, flags, context, iov, cnt, len, now, opp);
+}
+
+/* Number @op and queue it behind the conn's other sends (the conn has its flow).
+ * (inline for braid_rd_send(); rd_out_queue() for the RMA side) */
+static inline void out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
 {
 	struct rd_conn *conn = op->conn;
 	struct rd_flow *f = conn->flow;
@@ -158,6 +192,11 @@ void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
 	rd_flow_ready(rd, f);
 }
 
+void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
+{
+	out_queue(rd, op, now);
+}
+
 int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t now)
 {
 	struct rd_send *op;
@@ -173,15 +212,15 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 		return -FI_EMSGSIZE;
 	if ((req->flags & BRAID_RD_INJECT) && len > rd->cfg.inject_size)
 		return -FI_EMSGSIZE;
-	ret = rd_out_start(rd, req->peer, req->flags, req->context, req->iov, req->iov_count, len,
-			   now, &op);
+	ret = out_start(rd, req->peer, req->flags, req->context, req->iov, req->iov_count, len, now,
+			&op);
 	if (ret)
 		return ret;
 	if (req->flags & BRAID_RD_DELIVERY)	/* it waits for the RESP */
 		braid_dlist_insert_tail(&op->rlink, &op->conn->rma_ops);
 	op->tag = req->tag;
 	op->data = req->data;
-	rd_out_queue(rd, op, now);
+	out_queue(rd, op, now);
 	return 0;
 }
 
@@ -193,9 +232,12 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
  * jitter; nothing is tuned to one fabric's RTT.
  */
 
-static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
+/* The RTO from the worst RTO of the paths in use (rd_flow_worst_rto(f, true)) and the
+ * peer timeout (rd_peer_timeout()), which a caller that needs them too has already. */
+static uint64_t flow_rto_of(const struct braid_rd *rd, const struct rd_flow *f, uint64_t worst,
+			    uint64_t peer_timeout)
 {
-	uint64_t rto = rd_flow_worst_rto(f, true), cap = rd_peer_timeout(rd, f) / 16;
+	uint64_t rto = worst, cap = peer_timeout / 16;
 
 	if (!rto)
 		rto = rd->cfg.rto_init_ns;
@@ -215,14 +257,18 @@ static uint64_t flow_rto(struct braid_rd *rd, const struct rd_flow *f)
 	return rto;
 }
 
-/* When the RTO fires: a whole RTO with no acknowledgement of anything new, and the
+static uint64_t flow_rto(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	return flow_rto_of(rd, f, rd_flow_worst_rto(f, true), rd_peer_timeout(rd, f));
+}
+
+/* When the RTO (@rto) fires: a whole RTO with no acknowledgement of anything new, and the
  * oldest packet in flight at least that old. */
-static uint64_t rto_deadline(struct braid_rd *rd, const struct rd_flow *f,
-			     const struct rd_txpkt *head)
+static uint64_t rto_deadline(const struct rd_flow *f, const struct rd_txpkt *head, uint64_t rto)
 {
 	uint64_t start = head->tx_time > f->last_ack ? head->tx_time : f->last_ack;
 
-	return start + flow_rto(rd, f);
+	return start + rto;
 }
 
 /*
@@ -281,20 +327,6 @@ static const struct rd_send *rma_waiting(const struct rd_conn *conn)
 	return NULL;
 }
 
-/* Sends wait for the peer with nothing in flight: rendezvous sends for a CTS
- * (§4.6), RMA requests for their answer (§4.7). */
-bool rd_out_waiting(const struct rd_conn *conn)
-{
-	return !braid_dlist_empty(&conn->paused) || conn->waiting;
-}
-
-bool rd_out_idle(const struct rd_flow *f, const struct rd_conn *conn)
-{
-	/* sends waiting for the peer keep the flow (not the peer timeout) */
-	return braid_dlist_empty(&f->txorder) && braid_dlist_empty(&f->retxq) &&
-	       braid_dlist_empty(&conn->sendq) && !rd_out_waiting(conn);
-}
-
 void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id)
 {
 	struct braid_dlist *it;
@@ -333,10 +365,11 @@ static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
 	return f->last_tx + pto;
 }
 
-/* Cross-path window: longer than any path's RTT can plausibly be. */
-static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f)
+/* Cross-path window: longer than any path's RTT can plausibly be (@worst:
+ * rd_flow_worst_rto(f, true)). */
+static uint64_t global_wnd(const struct braid_rd *rd, const struct rd_flow *f, uint64_t worst)
 {
-	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = rd_flow_worst_rto(f, true);
+	uint64_t w = f->rack_rtt + f->min_rtt / 4, t = worst;
 
 	if (t > w)
 		w = t;
@@ -410,21 +443,23 @@ static bool zero_window_waits(const struct rd_flow *f)
 
 uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t d = UINT64_MAX;
+	bool idle = rd_out_idle(f, f->conn);
+	/* (each walks the paths: once each here) */
+	uint64_t d = UINT64_MAX, pt = idle ? 0 : rd_peer_timeout(rd, f);
 	uint32_t i;
 
 	if (!braid_dlist_empty(&f->txorder)) {
 		const struct rd_txpkt *head =
 			braid_container_of(f->txorder.next, struct rd_txpkt, link);
+		uint64_t worst = rd_flow_worst_rto(f, true), t = flow_pto(rd, f);
 
-		d = rto_deadline((struct braid_rd *)rd, f, head);
-		if (flow_pto(rd, f) < d)
-			d = flow_pto(rd, f);
+		d = rto_deadline(f, head, flow_rto_of(rd, f, worst, pt));
+		if (t < d)
+			d = t;
 		if (braid_seq_lt(head->tx_seq, f->rack_seq)) {
-			uint64_t r = head->tx_time + global_wnd(rd, f);
-
-			if (r < d)
-				d = r;
+			t = head->tx_time + global_wnd(rd, f, worst);
+			if (t < d)
+				d = t;
 		}
 		for (i = 0; i < f->paths.n; i++) {
 			const struct rd_pathrack *pr = &f->prack[i];
@@ -443,12 +478,8 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 				d = r;
 		}
 	}
-	if (!rd_out_idle(f, f->conn)) {
-		uint64_t t = f->last_progress + rd_peer_timeout(rd, f);
-
-		if (t < d)
-			d = t;
-	}
+	if (!idle && f->last_progress + pt < d)
+		d = f->last_progress + pt;
 	if (zero_window_waits(f) && !f->zwp_due && f->zwp_at < d)
 		d = f->zwp_at;
 	if (!out_busy(rd, f, f->conn) && rd_out_waiting(f->conn) && !f->probe_due &&
@@ -532,7 +563,7 @@ static void detect_loss(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 			dead = true;
 		}
 	}
-	gw = global_wnd(rd, f);
+	gw = global_wnd(rd, f, rd_flow_worst_rto(f, true));
 	for (i = 0; i < f->paths.n; i++) {
 		struct rd_pathrack *pr = &f->prack[i];
 		uint64_t pw;
@@ -601,7 +632,7 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 	if (!braid_dlist_empty(&f->txorder)) {
 		struct rd_txpkt *head = braid_container_of(f->txorder.next, struct rd_txpkt, link);
 
-		if (now >= rto_deadline(rd, f, head)) {
+		if (now >= rto_deadline(f, head, flow_rto(rd, f))) {
 			/* no ACK for a whole RTO: everything in flight is presumed lost
 			 * (RFC 5681 §3.1, RFC 8985 §6.3); back off. (Paths silent by now
 			 * were declared dead by detect_loss just above.) */
@@ -642,7 +673,8 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 /* ---- acknowledgements ---- */
 
 /* A packet is delivered: free its slot, finish its op when it was the last. */
-static void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now)
+static RD_HOT_INLINE void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p,
+				    uint64_t now)
 {
 	struct rd_send *op = p->op;
 
@@ -696,17 +728,24 @@ static void advance_una(struct braid_rd *rd, struct rd_flow *f)
 static uint32_t ack_cum(struct braid_rd *rd, struct rd_flow *f, uint32_t cum, uint64_t now)
 {
 	uint32_t n = 0, psn;
+	bool freed = true;
 
 	if (braid_seq_gt(cum, f->conn->snd_nxt) || braid_seq_le(cum, f->snd_una))
 		return 0;
 	for (psn = f->snd_una; psn != cum; psn++) {
 		struct rd_txpkt *p = tx_slot(rd, f, psn);
 
-		if (p->state != RD_PKT_FREE && p->psn == psn) {
+		if (p->state == RD_PKT_FREE)
+			continue;
+		if (p->psn == psn) {
 			pkt_acked(rd, f, p, now);
 			n++;
+		} else {
+			freed = false;
 		}
 	}
+	if (freed)
+		f->snd_una = cum;	/* every slot before it is free now */
 	advance_una(rd, f);
 	return n;
 }
@@ -979,42 +1018,49 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 }
 
 /* Gather [off, off + len) of the op's buffers into @out's payload iovs. */
-static void gather(const struct rd_send *op, uint64_t off, size_t len, struct braid_rd_out *out)
+static RD_HOT_INLINE void gather(const struct rd_send *op, uint64_t off, size_t len,
+				 struct braid_rd_out *out)
 {
 	out->payload_len = len;
 	out->payload_iovcnt = braid_iov_slice(op->iov, op->iov_count, off, len, out->payload,
 					      BRAID_RD_IOV_MAX);
 }
 
-/* The RD_DATA header fields of @op's packet at @off (flags: those of the op). */
-static void data_view(struct braid_rd *rd, const struct rd_flow *f, const struct rd_send *op,
-		      uint32_t psn, uint32_t off, uint64_t now, struct braid_rd_data_view *v)
+/*
+ * The RD_DATA (RD_RMA) header of @op's packet @psn at @off, written into
+ * @buf field by field from the op, its conn and @now (no view in between:
+ * each value goes to its place as it is read). @flags: besides ACK and the
+ * op's own (CQ_DATA, TAGGED, DC; RDV on a rendezvous send's first packet).
+ * Return: its length.
+ */
+static RD_HOT_INLINE size_t data_hdr_write(const struct braid_rd *rd, const struct rd_flow *f,
+					   const struct rd_send *op, uint32_t psn, uint32_t off,
+					   uint64_t now, uint8_t flags, void *buf)
 {
 	const struct rd_conn *conn = f->conn;
+	struct braid_rd_rma_hdr *r = buf;
+	struct braid_rd_data_hdr *h = &r->d;
+	size_t len = op->rma.op ? sizeof(*r) : sizeof(*h);
 
-	*v = (struct braid_rd_data_view){
-		.src_port = rd->cfg.local_port,
-		.flags = BRAID_RD_F_ACK,
-		.src_epoch = conn->my_epoch,
-		.dst_epoch = conn->epoch,
-		.psn = psn,
-		.ack_psn = conn->rcv_nxt,
-		.msg_id = op->msg_id,
-		.offset = off,
-		.msg_len = (uint32_t)op->len,
-		.tx_time = rd_usec(now),
-		.tag = op->tag,
-		.cq_data = (op->flags & BRAID_RD_CQ_DATA) ? op->data : 0,
-	};
-	if (op->flags & BRAID_RD_CQ_DATA)
-		v->flags |= BRAID_RD_F_CQ_DATA;
-	if (op->flags & BRAID_RD_TAGGED)
-		v->flags |= BRAID_RD_F_TAGGED;
-	if (op->flags & BRAID_RD_DELIVERY)
-		v->flags |= BRAID_RD_F_DC;
-	if (op->rdv && off == 0)
-		v->flags |= BRAID_RD_F_RDV;
-	v->rma = op->rma;
+	flags |= BRAID_RD_F_ACK | ((op->flags & BRAID_RD_CQ_DATA) ? BRAID_RD_F_CQ_DATA : 0) |
+		 ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_F_TAGGED : 0) |
+		 ((op->flags & BRAID_RD_DELIVERY) ? BRAID_RD_F_DC : 0) |
+		 (op->rdv && off == 0 ? BRAID_RD_F_RDV : 0);
+	braid_base_hdr_write(&h->base, op->rma.op ? BRAID_PKT_RD_RMA : BRAID_PKT_RD_DATA, flags,
+			     rd->cfg.local_port, (uint16_t)len);
+	h->src_epoch = htobe32(conn->my_epoch);
+	h->dst_epoch = htobe32(conn->epoch);
+	h->psn = htobe32(psn);
+	h->ack_psn = htobe32(conn->rcv_nxt);
+	h->msg_id = htobe32(op->msg_id);
+	h->offset = htobe32(off);
+	h->msg_len = htobe32((uint32_t)op->len);
+	h->tx_time = htobe32(rd_usec(now));
+	h->tag = htobe64(op->tag);
+	h->cq_data = htobe64((op->flags & BRAID_RD_CQ_DATA) ? op->data : 0);
+	if (op->rma.op)
+		braid_rd_rma_fields_write(r, &op->rma);
+	return len;
 }
 
 /* A resend of @p went (@n 1) or was taken back unsent (@n -1): by its path, and by why it was lost. */
@@ -1031,15 +1077,11 @@ static void count_retx(struct braid_rd *rd, struct rd_flow *f, const struct rd_t
 	}
 }
 
-static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint64_t now,
-		 struct braid_rd_out *out)
+static RD_HOT_INLINE void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p,
+			       uint64_t now, struct braid_rd_out *out)
 {
 	struct rd_send *op = p->op;
-	struct braid_rd_data_view v;
 
-	data_view(rd, f, op, p->psn, p->off, now, &v);
-	if (p->retx)
-		v.flags |= BRAID_RD_F_RETX;
 	/*
 	 * §4.2 "Lent payloads": the first transmission of the application's data
 	 * (a send's or a write's, not an inject's copy, a read's answer or an
@@ -1051,11 +1093,11 @@ static void emit(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uin
 		    !(op->flags & (BRAID_RD_INTERNAL | BRAID_RD_INJECT)) &&
 		    (!op->rma.op || op->rma.op == BRAID_RMA_WRITE) &&
 		    f->last_ack && now >= f->last_ack && now - f->last_ack <= BRAID_RD_LENT_WAIT_NS;
-	if (out->lend)
-		v.flags |= BRAID_RD_F_LENT;
 	out->frame_len = 0;
 	out->gso_cont = false;
-	out->hdr_len = (uint16_t)braid_rd_data_write(out->hdr, &v);
+	out->hdr_len = (uint16_t)data_hdr_write(rd, f, op, p->psn, p->off, now,
+						(p->retx ? BRAID_RD_F_RETX : 0) |
+						(out->lend ? BRAID_RD_F_LENT : 0), out->hdr);
 	gather(op, p->off, p->len, out);
 	out->dst_ip = f->conn->ip;
 	out->dst_port = f->conn->port;
@@ -1082,11 +1124,10 @@ static void probe_write(struct braid_rd *rd, struct rd_flow *f, uint64_t now,
 {
 	const struct rd_send *op = braid_dlist_empty(&f->conn->paused) ? rma_waiting(f->conn) :
 		braid_container_of(f->conn->paused.next, struct rd_send, node);
-	struct braid_rd_data_view v;
+	size_t len = data_hdr_write(rd, f, op, op->first_psn, 0, now,
+				    BRAID_RD_F_RETX | BRAID_RD_F_RDV, out->hdr);
 
-	data_view(rd, f, op, op->first_psn, 0, now, &v);
-	v.flags |= BRAID_RD_F_RETX | BRAID_RD_F_RDV;
-	rd_out_control(rd, f, out, braid_rd_data_write(out->hdr, &v), BRAID_RD_ROUTE_NONE);
+	rd_out_control(rd, f, out, len, BRAID_RD_ROUTE_NONE);
 	RD_COUNT(rd, f, rdv_probes, 1);
 }
 
@@ -1152,7 +1193,7 @@ static void bundle_close(struct braid_rd *rd, struct rd_flow *f, struct braid_rd
  * opens a bundle of its own. @want: the path it must take (-1: any);
  * @avoid: one it should not (-1: none).
  */
-static uint16_t bundle_place(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+static inline uint16_t bundle_place(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
 			     struct braid_rd_out *out, int n, size_t rec, int want, int avoid)
 {
 	bool join = rd->cfg.bundle && b->first >= 0 && b->count < BRAID_RD_BUNDLE_MAX &&
@@ -1246,7 +1287,7 @@ static int out_retransmits(struct braid_rd *rd, struct rd_flow *f, struct rd_bun
  * goes by the path of the GSO run before it, if it continues one, so the
  * wire writes the run at once; another joins or opens a bundle.
  */
-static uint16_t new_packet_path(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
+static inline uint16_t new_packet_path(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
 				struct gso_run *g, struct braid_rd_out *out, int n,
 				const struct rd_send *op, uint32_t seg)
 {
@@ -1305,8 +1346,9 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 			braid_dlist_remove(&op->node);
 			braid_dlist_insert_tail(&op->node, &conn->paused);
 		}
-		emit(rd, f, p, now, &out[n]);
-		out[n].gso_cont = g.first >= 0 && g.first < n && g.first + g.count == n + 1;
+		emit(rd, f, p, now, &out[n]);	/* (gso_cont false) */
+		if (g.first >= 0)
+			out[n].gso_cont = g.first < n && g.first + g.count == n + 1;
 		n++;
 	}
 	return n;

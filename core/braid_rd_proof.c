@@ -129,13 +129,8 @@ void rd_conn_challenge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch
 	rd->stats.chal_tx++;
 }
 
-/*
- * §4.9: a packet from @conn's address claiming the peer's incarnation is
- * @epoch. The first word from a peer is believed at once (0-RTT) and proven
- * meanwhile; any other incarnation only once it answers a challenge. Return:
- * 0 to take the packet, or a negative drop reason.
- */
-int rd_conn_epoch_check(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now)
+/* rd_conn_epoch_check() of an incarnation not the proven one (or of a peer not proven). */
+int rd_conn_epoch_judge(struct braid_rd *rd, struct rd_conn *conn, uint32_t epoch, uint64_t now)
 {
 	if (!conn->epoch) {
 		conn->epoch = epoch;

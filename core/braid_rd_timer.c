@@ -64,7 +64,8 @@ void rd_heap_remove(struct braid_rd *rd, struct rd_flow *f)
 	f->heap_idx = SIZE_MAX;
 }
 
-void rd_flow_schedule(struct braid_rd *rd, struct rd_flow *f)
+/* rd_flow_schedule()'s look at each side's timers (every one UINT64_MAX: out of the heap). */
+void rd_flow_schedule_at(struct braid_rd *rd, struct rd_flow *f)
 {
 	uint64_t d = rd_out_deadline(rd, f), c = rd_in_deadline(rd, f);
 	size_t i;
