@@ -625,7 +625,10 @@ static uint8_t *shm_rec_place(struct shm_ring *r, uint32_t rb, uint64_t *tail, s
 	if (pos + shm_rec_bytes(len) > rb) {
 		struct shm_rec w = { .len = SHM_WRAP };
 
-		memcpy(d + pos, &w, sizeof(w));
+		/* (a tail out of step with 16, the peer's word: no room for the
+		 * mark before the end, and the receiver drops what it finds there) */
+		if (pos <= rb - sizeof(w))
+			memcpy(d + pos, &w, sizeof(w));
 		*tail += rb - pos;
 		pos = 0;
 	}
@@ -782,17 +785,29 @@ struct shm_dgram {
 	size_t copied;		/* their count */
 	size_t len;		/* the datagram's */
 	struct shm_lent lent;	/* SHM_REC_LENT: the rest, in the sender's memory */
+	uint32_t path;		/* the socket of ours its dst_port names */
 };
+
+/* the path (socket) of ours whose port is @dst_port (network order); -1: none of ours */
+static int shm_path_of(const struct braid_udp_shm *s, uint16_t dst_port)
+{
+	for (int i = 0; i < s->nports; i++)
+		if (dst_port == htons(s->ports[i]))
+			return i;
+	return -1;
+}
 
 /*
  * The next datagram of our ring @k into *@g (false: none). Wrap marks are
- * passed; bytes that make no sense empty the ring.
+ * passed; bytes that make no sense empty the ring: among them a datagram
+ * to a port that is none of ours (no socket of ours would have had it).
  */
 static bool shm_next(struct braid_udp_shm *s, uint32_t k, struct shm_dgram *g)
 {
 	struct shm_ring *r = shm_ring_at(s->self.hdr, k, s->ring_bytes);
 	uint32_t rb = s->ring_bytes;
 	uint8_t *d = shm_ring_data(r);
+	int path;
 
 	for (;;) {
 		uint64_t head = s->head[k];
@@ -802,18 +817,25 @@ static bool shm_next(struct braid_udp_shm *s, uint32_t k, struct shm_dgram *g)
 
 		if (!avail)
 			return false;
-		if (avail > rb || (avail & (SHM_ALIGN - 1)))
+		/* (a head another process's tail left out of step with 16 may sit
+		 * closer to the end than a record's header: none is read there) */
+		if (avail > rb || (avail & (SHM_ALIGN - 1)) || pos > rb - SHM_REC_HDR)
 			goto bad;
 		memcpy(&g->h, d + pos, sizeof(g->h));
 		if (g->h.len == SHM_WRAP) {
 			if (!pos || avail < rb - pos)
 				goto bad;
 			s->head[k] = head + (rb - pos);
+			atomic_store_explicit(&r->head, s->head[k], memory_order_release);
 			continue;
 		}
 		if (g->h.len > UINT16_MAX || shm_rec_bytes(g->h.len) > avail ||
 		    pos + shm_rec_bytes(g->h.len) > rb)
 			goto bad;
+		path = shm_path_of(s, g->h.dst_port);
+		if (path < 0)
+			goto bad;
+		g->path = (uint32_t)path;
 		g->bytes = d + pos + SHM_REC_HDR;
 		g->copied = g->len = g->h.len;
 		if (g->h.flags & SHM_REC_LENT) {
@@ -857,12 +879,7 @@ static void shm_from(struct braid_udp_shm *s, const struct shm_dgram *g, struct 
 	pkt->addr.sin_family = AF_INET;
 	pkt->addr.sin_addr.s_addr = h->src_ip;
 	pkt->addr.sin_port = h->src_port;
-	pkt->path = h->dst_port == htons(s->self.port) ? 0 : 1;
-	for (int i = 1; i < s->nports; i++)
-		if (h->dst_port == htons(s->ports[i])) {
-			pkt->path = (uint32_t)i;
-			break;
-		}
+	pkt->path = g->path;
 	pkt->flags = 0;
 	/* a lent payload: when it was written (one host, one clock), so that the
 	 * engine can tell one that waited too long (protocol.md §4.2) */
@@ -1060,7 +1077,8 @@ int udp_shm_take(struct braid_udp_shm *s, struct braid_pkt *pkt)
 
 		if (from_peek > l)
 			from_peek = l;
-		memcpy(pkt->iov[i].iov_base, s->peek_bytes + done, from_peek);
+		if (from_peek)
+			memcpy(pkt->iov[i].iov_base, s->peek_bytes + done, from_peek);
 		if (l > from_peek)
 			rest[nr++] = (struct iovec){ (uint8_t *)pkt->iov[i].iov_base + from_peek,
 						     l - from_peek };
@@ -1071,7 +1089,8 @@ int udp_shm_take(struct braid_udp_shm *s, struct braid_pkt *pkt)
 	if (got < 0)
 		return 0;
 	pkt->len = g.len;
-	if (skip + (size_t)got < g.len)
+	/* (buffers shorter than the peek hold less than it saw) */
+	if ((done < skip ? done : skip) + (size_t)got < g.len)
 		pkt->flags |= BRAID_PKT_TRUNC;
 	s->st->rx++;
 	return 1;
