@@ -904,6 +904,7 @@ static ssize_t shm_copy(struct braid_udp_shm *s, const struct shm_dgram *g, size
 	struct iovec local[64], remote;
 	size_t done = 0, want;
 	int i, nl = 0;
+	ssize_t got;
 
 	for (i = 0; i < iovcnt && off + done < g->len; i++) {
 		size_t l = iov[i].iov_len, at = off + done, inring;
@@ -929,9 +930,10 @@ static ssize_t shm_copy(struct braid_udp_shm *s, const struct shm_dgram *g, size
 		want += local[i].iov_len;
 	remote.iov_base = (void *)(uintptr_t)(g->lent.addr + (off + done - want - g->copied));
 	remote.iov_len = want;
-	if (process_vm_readv((pid_t)g->lent.pid, local, (unsigned long)nl, &remote, 1, 0) !=
-	    (ssize_t)want) {
-		if (errno == EPERM && !s->nocma) {
+	got = process_vm_readv((pid_t)g->lent.pid, local, (unsigned long)nl, &remote, 1, 0);
+	if (got != (ssize_t)want) {
+		/* (a short read, part of it unmapped, leaves errno as it was) */
+		if (got < 0 && errno == EPERM && !s->nocma) {
 			s->nocma = true;
 			atomic_store(&s->self.hdr->nocma, 1);
 		}
@@ -1019,6 +1021,7 @@ size_t udp_shm_peek(struct braid_udp_shm *s, void *buf, size_t cap, struct socka
 	struct braid_pkt pkt;
 	struct shm_dgram g;
 	struct iovec iov;
+	size_t shown;
 	int k;
 
 	s->peeked = -1;
@@ -1026,22 +1029,21 @@ size_t udp_shm_peek(struct braid_udp_shm *s, void *buf, size_t cap, struct socka
 		k = shm_first(s, &g);
 		if (k < 0)
 			return 0;
-		if (cap > g.len)
-			cap = g.len;
-		if (cap > SHM_PEEK_MAX)
-			cap = SHM_PEEK_MAX;
-		iov = (struct iovec){ s->peek_bytes, cap };
+		/* (each datagram's own: one lost before it shows as many bytes) */
+		shown = cap < g.len ? cap : g.len;
+		iov = (struct iovec){ buf, shown };
 		if (shm_copy(s, &g, 0, &iov, 1) >= 0)
 			break;
 		shm_advance(s, (uint32_t)k, &g);	/* lost: the next */
 	}
-	memcpy(buf, s->peek_bytes, cap);
+	/* the bytes shown, as many as a peek keeps, are the ones rx_home takes */
+	s->peek_cap = shown < SHM_PEEK_MAX ? shown : SHM_PEEK_MAX;
+	memcpy(s->peek_bytes, buf, s->peek_cap);
 	shm_from(s, &g, &pkt);
 	*from = pkt.addr;
 	*rx_ns = pkt.rx_ns;
 	s->peeked = k;
 	s->peek_len = g.len;
-	s->peek_cap = cap;
 	return g.len;
 }
 

@@ -9,6 +9,7 @@
  * process's: untrusted) are dropped, never followed.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -475,6 +476,98 @@ Test(udp_local, a_peek_taken_into_buffers_shorter_than_it_is_truncated)
 	cr_assert(pkt.flags & BRAID_PKT_TRUNC);
 	cr_assert_eq(memcmp(big, dgram, sizeof(big)), 0);
 	cr_assert_eq(memcmp(small, dgram + sizeof(big), sizeof(small)), 0);
+	ops->close(a);
+	ops->close(b);
+}
+
+/*
+ * A lent record by hand in ring 0 of b's @seg at its head: the datagram's
+ * first 4 bytes "lent", then @len bytes at @addr of process @pid; the tail
+ * after it.
+ */
+static void put_lent(struct braid_wire *b, uint8_t *seg, uint64_t addr, uint32_t len, uint32_t pid)
+{
+	uint64_t *tail = (uint64_t *)(seg + SEG_HDR), head = *(uint64_t *)(seg + SEG_HDR + 64);
+	uint8_t *rec = seg + SEG_HDR + RING_CTL + head % 4096;
+	uint32_t rec_len = 32 + 4, lent_head = 4;
+	uint16_t flags = 1, port = htons(home(b));
+
+	cr_assert_eq(*tail, head, "the ring read to empty");
+	cr_assert_leq(head % 4096, 4096 - 64);
+	memset(rec, 0, 64);
+	memcpy(rec, &rec_len, 4);
+	memcpy(rec + 12, &port, 2);
+	memcpy(rec + 14, &flags, 2);
+	memcpy(rec + 16, &addr, 8);
+	memcpy(rec + 16 + 16, &len, 4);
+	memcpy(rec + 16 + 20, &pid, 4);
+	memcpy(rec + 16 + 24, &lent_head, 4);
+	memcpy(rec + 16 + 32, "lent", 4);
+	__atomic_store_n(tail, head + 64, __ATOMIC_RELEASE);
+}
+
+Test(udp_local, a_peek_shows_all_the_bytes_it_says_after_a_lost_datagram_and_past_what_it_keeps)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	static uint8_t dgram[400], shown[400], got[400];
+	struct iovec iov = { got, sizeof(got) };
+	struct sockaddr_in from;
+	struct braid_pkt pkt;
+	uint64_t rx_ns;
+	uint8_t *seg;
+	size_t bytes;
+
+	for (size_t i = 0; i < sizeof(dgram); i++)
+		dgram[i] = (uint8_t)(i * 5 + 1);
+	goes_through(a, b, "y");
+	seg = segment_of(b, &bytes);
+	/* a lent record of 12 bytes from no process (lost when read), then a's */
+	put_lent(b, seg, 0x10000, 8, 0x7ffffff0);
+	cr_assert_eq(tx(a, home(b), 0, dgram, sizeof(dgram), 0), 1);
+	memset(shown, 0, sizeof(shown));
+	cr_assert_eq(ops->rx_peek(b, shown, 64, &from, &rx_ns), sizeof(dgram));
+	cr_assert_eq(b->local.dropped, 1, "the lent one lost");
+	cr_assert_eq(memcmp(shown, dgram, 64), 0, "64 bytes shown, not the lost one's 12");
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.iov = &iov;
+	pkt.iovcnt = 1;
+	cr_assert_eq(ops->rx_home(b, &pkt, 1), 1);
+	cr_assert_eq(memcmp(got, dgram, sizeof(dgram)), 0);
+	/* more than a peek keeps to compare (256 bytes): all shown */
+	cr_assert_eq(tx(a, home(b), 0, dgram, sizeof(dgram), 0), 1);
+	memset(shown, 0, sizeof(shown));
+	cr_assert_eq(ops->rx_peek(b, shown, sizeof(shown), &from, &rx_ns), sizeof(dgram));
+	cr_assert_eq(memcmp(shown, dgram, sizeof(dgram)), 0);
+	memset(got, 0, sizeof(got));
+	cr_assert_eq(ops->rx_home(b, &pkt, 1), 1);
+	cr_assert_eq(memcmp(got, dgram, sizeof(dgram)), 0);
+	munmap(seg, bytes);
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_short_read_of_a_lent_payload_loses_it_and_leaves_lending_on)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes;
+	struct braid_pkt pkts[8];
+	uint8_t *mem, *seg;
+
+	goes_through(a, b, "y");
+	seg = segment_of(b, &bytes);
+	/* 100 bytes before a hole: a read of 200 there stops short */
+	mem = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(mem, MAP_FAILED);
+	cr_assert_eq(munmap(mem + page, page), 0);
+	put_lent(b, seg, (uintptr_t)(mem + page - 100), 200, (uint32_t)getpid());
+	/* (what errno held before: a short read sets none) */
+	errno = EPERM;
+	cr_assert_eq(rx(b, pkts), 0);
+	cr_assert_eq(b->local.dropped, 1, "lost");
+	cr_assert_eq(seg[44], 0, "not the kernel's refusal: lending stays on (nocma 0)");
+	goes_through(a, b, "z");
+	munmap(mem, page);
+	munmap(seg, bytes);
 	ops->close(a);
 	ops->close(b);
 }
