@@ -38,6 +38,7 @@ static size_t seg_bytes;
 static uint32_t ring_bytes;
 static uint16_t ports[FSHM_PATHS];	/* the wire's paths' ports: its home, path 1's */
 static uint8_t lend_buf[2 * FSHM_LEND_SPAN];	/* lent payloads' place (FSHM_CTL_LEND_OWN) */
+static bool lent_anywhere;	/* this input lent from this process at the input's address */
 
 static inline _Atomic uint64_t *ring_word(int k, size_t off)
 {
@@ -175,13 +176,13 @@ static inline uint64_t rec_bytes(uint64_t len)
 }
 
 /*
- * The records among the @n bytes written from @at: a dst_port of 0 or 1
- * made the port of the wire's path 0 (home) or 1 (its route's); lent ones'
- * process and
- * address made ones the harness may be read at (FSHM_CTL_LEND_OWN: this
- * process, inside lend_buf), or else a process that is not there or none,
- * or this one at the input's address (a read that may fail): never another
- * process's memory.
+ * The records in the @n bytes of ring @k from @at (those just written, and
+ * older ones up to the tail: all the receiver may read): a dst_port of 0
+ * or 1 made the port of the wire's path 0 (home) or 1 (its route's); lent
+ * ones' process and address made ones the harness may be read at
+ * (FSHM_CTL_LEND_OWN: this process, inside lend_buf), or else a process
+ * that is not there or none, or this one at the input's address (a read
+ * that may fail): never another process's memory.
  */
 static void rec_fix(int k, uint64_t at, uint64_t n, bool own)
 {
@@ -216,6 +217,7 @@ static void rec_fix(int k, uint64_t at, uint64_t n, bool own)
 				pid = (uint32_t)getpid();
 			} else {
 				pid = (pid & 3) == 0 ? 0 : (pid & 3) == 1 ? (uint32_t)getpid() : FSHM_NO_PID;
+				lent_anywhere |= pid != 0 && pid != FSHM_NO_PID;
 			}
 			ring_write(k, pos + FSHM_REC_HDR + FSHM_LENT_ADDR, (uint8_t *)&addr, 8);
 			ring_write(k, pos + FSHM_REC_HDR + FSHM_LENT_PID, (uint8_t *)&pid, 4);
@@ -275,9 +277,10 @@ static int do_burst(uint8_t npk, uint8_t sel)
 	return got;
 }
 
-/* rx_peek of @cap bytes; @rewrite (its @rn bytes at @at of ring @k) before rx_home */
+/* rx_peek of @cap bytes; @rewrite (its @rn bytes at @at of ring @k, the records in @span
+ * fixed) before rx_home */
 static int do_peek_home(uint16_t cap, uint8_t sel, int k, uint64_t at, const uint8_t *rewrite,
-			size_t rn, bool own)
+			size_t rn, size_t span, bool own)
 {
 	struct fuzz_bufs bs = { .n = 0 };
 	uint8_t *peek = fuzz_buf(&bs, cap);
@@ -297,7 +300,7 @@ static int do_peek_home(uint16_t cap, uint8_t sel, int k, uint64_t at, const uin
 	FUZZ_CHECK(from.sin_family == AF_INET);
 	if (rn) {
 		ring_write(k, at, rewrite, rn);
-		rec_fix(k, at, rn, own);
+		rec_fix(k, at, span > rn ? span : rn, own);
 	}
 	for (int j = 0; j < cnt; j++) {
 		size_t l = buf_len((uint8_t)(sel >> 2 * j));
@@ -313,6 +316,20 @@ static int do_peek_home(uint16_t cap, uint8_t sel, int k, uint64_t at, const uin
 	if (got) {
 		check_pkt(&pkt, total);
 		FUZZ_CHECK(pkt.len == len);
+		/* the bytes the peek showed (all it said it had) are the ones taken
+		 * (unless rewritten since, or read again from memory that may have
+		 * changed) */
+		if (!rn && !lent_anywhere)
+			for (size_t at = 0, j = 0; j < (size_t)cnt && at < cap && at < len; j++) {
+				size_t l = iov[j].iov_len;
+
+				if (l > cap - at)
+					l = cap - at;
+				if (l > len - at)
+					l = len - at;
+				FUZZ_CHECK(!memcmp(iov[j].iov_base, peek + at, l));
+				at += l;
+			}
 	}
 	fuzz_bufs_free(&bs);
 	return got;
@@ -328,7 +345,7 @@ static void step(void *state, uint8_t ctl, uint8_t *rec, size_t n)
 	bool other_empty = atomic_load(ring_word(!k, 0)) == atomic_load(ring_word(!k, FSHM_RING_HEAD));
 	uint16_t delta, cap;
 	uint8_t npk, sel;
-	size_t wn, rn = 0;
+	size_t wn, rn = 0, span;
 	const uint8_t *bytes;
 
 	(void)state;
@@ -346,7 +363,6 @@ static void step(void *state, uint8_t ctl, uint8_t *rec, size_t n)
 	}
 	head = atomic_load(headw);
 	ring_write(k, head, bytes, wn);
-	rec_fix(k, head, wn, own);
 	switch (tmode) {
 	case 0:
 		tail = head + rec_bytes(wn) - FSHM_REC_HDR;	/* wn rounded up to 16 */
@@ -361,17 +377,20 @@ static void step(void *state, uint8_t ctl, uint8_t *rec, size_t n)
 		tail = head - delta;
 		break;
 	}
-	atomic_store(tailw, tail);
 	avail = tail - head;
+	/* every record the receiver may read: those written, and older bytes up to the tail */
+	span = avail <= ring_bytes && avail > wn ? avail : wn;
+	rec_fix(k, head, span, own);
+	atomic_store(tailw, tail);
 	switch (call) {
 	case FSHM_CALL_BURST:
 		do_burst(npk, sel);
 		break;
 	case FSHM_CALL_PEEK:
-		do_peek_home(cap, sel, k, 0, NULL, 0, own);
+		do_peek_home(cap, sel, k, 0, NULL, 0, 0, own);
 		break;
 	case FSHM_CALL_REWRITE:
-		do_peek_home(cap, sel, k, head, bytes + wn, rn, own);
+		do_peek_home(cap, sel, k, head, bytes + wn, rn, span, own);
 		break;
 	default:
 		return;
@@ -444,6 +463,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	rings_rewind();
+	lent_anywhere = false;
 	fuzz_records(data, size, step, NULL);
 	return 0;
 }
