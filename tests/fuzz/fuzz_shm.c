@@ -95,6 +95,12 @@ static uint16_t path_port(uint32_t path)
 	return 0;
 }
 
+/* at exit: the wire closed, its segment unlinked (nothing left in /dev/shm) */
+static void wire_close(void)
+{
+	ops->close(wire);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct braid_wire_params p = { .paths = FSHM_PATHS, .local = true, .local_rings = FSHM_RINGS };
@@ -112,6 +118,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	p.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	FUZZ_CHECK(ops->open(&p, &wire) == 0);
 	FUZZ_CHECK(wire->local.on);
+	atexit(wire_close);
 	ports[0] = ntohs(wire->name.sin_port);
 	ports[1] = path_port(1);
 	FUZZ_CHECK(stat("/proc/self/ns/net", &ns) == 0);
