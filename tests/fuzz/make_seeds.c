@@ -5,7 +5,8 @@
  * exchanges, so the fuzzer starts deep: RD messages, ACKs, bundles, RMA and
  * placement; RoCEv2 SEND, WRITE, READ and ACK with good ICRCs; the CM
  * handshake on both sides; one packet of each type for the decoders; keyed
- * datagrams (job-tag and mac modes) and plain ones to key.
+ * datagrams (job-tag and mac modes) and plain ones to key; a local
+ * sender's ring records (datagrams, a wrap mark, lent ones, nonsense).
  * Usage: make_seeds DIR (writes DIR/<target>/<name>; tests/fuzz/corpus is the one kept).
  */
 #include <arpa/inet.h>
