@@ -8,7 +8,7 @@
 # features, and ok, or FAILED with the input that crashed (build-fuzz/artifacts/); the log is
 # build-fuzz/fuzz-TARGET.log. Exit 77 without clang or its fuzzer runtime, 1 when a target failed.
 set -euo pipefail
-all=(fuzz_rd_input fuzz_rc fuzz_cm fuzz_dgram fuzz_auth)
+all=(fuzz_rd_input fuzz_rc fuzz_cm fuzz_dgram fuzz_auth fuzz_shm)
 CLI_NAME=fuzz.sh
 usage() {
 	cat <<USAGE
@@ -47,7 +47,7 @@ cd "$(dirname "$0")/.."
 max_len() {
 	case $1 in
 	fuzz_rd_input) echo 8192 ;;
-	fuzz_rc) echo 4096 ;;
+	fuzz_rc | fuzz_shm) echo 4096 ;;
 	fuzz_cm) echo 2048 ;;
 	fuzz_dgram | fuzz_auth) echo 1600 ;;
 	esac

@@ -628,7 +628,10 @@ static uint8_t *shm_rec_place(struct shm_ring *r, uint32_t rb, uint64_t *tail, s
 	if (pos + shm_rec_bytes(len) > rb) {
 		struct shm_rec w = { .len = SHM_WRAP };
 
-		memcpy(d + pos, &w, sizeof(w));
+		/* (a tail out of step with 16, the peer's word: no room for the
+		 * mark before the end, and the receiver drops what it finds there) */
+		if (pos <= rb - sizeof(w))
+			memcpy(d + pos, &w, sizeof(w));
 		*tail += rb - pos;
 		pos = 0;
 	}
@@ -800,17 +803,29 @@ struct shm_dgram {
 	size_t copied;		/* their count */
 	size_t len;		/* the datagram's */
 	struct shm_lent lent;	/* SHM_REC_LENT: the rest, in the sender's memory */
+	uint32_t path;		/* the socket of ours its dst_port names */
 };
+
+/* the path (socket) of ours whose port is @dst_port (network order); -1: none of ours */
+static int shm_path_of(const struct braid_udp_shm *s, uint16_t dst_port)
+{
+	for (int i = 0; i < s->nports; i++)
+		if (dst_port == htons(s->ports[i]))
+			return i;
+	return -1;
+}
 
 /*
  * The next datagram of our ring @k into *@g (false: none). Wrap marks are
- * passed; bytes that make no sense empty the ring.
+ * passed; bytes that make no sense empty the ring: among them a datagram
+ * to a port that is none of ours (no socket of ours would have had it).
  */
 static bool shm_next(struct braid_udp_shm *s, uint32_t k, struct shm_dgram *g)
 {
 	struct shm_ring *r = shm_ring_at(s->self.hdr, k, s->ring_bytes);
 	uint32_t rb = s->ring_bytes;
 	uint8_t *d = shm_ring_data(r);
+	int path;
 
 	for (;;) {
 		uint64_t head = s->head[k];
@@ -820,18 +835,25 @@ static bool shm_next(struct braid_udp_shm *s, uint32_t k, struct shm_dgram *g)
 
 		if (!avail)
 			return false;
-		if (avail > rb || (avail & (SHM_ALIGN - 1)))
+		/* (a head another process's tail left out of step with 16 may sit
+		 * closer to the end than a record's header: none is read there) */
+		if (avail > rb || (avail & (SHM_ALIGN - 1)) || pos > rb - SHM_REC_HDR)
 			goto bad;
 		memcpy(&g->h, d + pos, sizeof(g->h));
 		if (g->h.len == SHM_WRAP) {
 			if (!pos || avail < rb - pos)
 				goto bad;
 			s->head[k] = head + (rb - pos);
+			atomic_store_explicit(&r->head, s->head[k], memory_order_release);
 			continue;
 		}
 		if (g->h.len > UINT16_MAX || shm_rec_bytes(g->h.len) > avail ||
 		    pos + shm_rec_bytes(g->h.len) > rb)
 			goto bad;
+		path = shm_path_of(s, g->h.dst_port);
+		if (path < 0)
+			goto bad;
+		g->path = (uint32_t)path;
 		g->bytes = d + pos + SHM_REC_HDR;
 		g->copied = g->len = g->h.len;
 		if (g->h.flags & SHM_REC_LENT) {
@@ -875,16 +897,7 @@ static void shm_from(struct braid_udp_shm *s, const struct shm_dgram *g, struct 
 	pkt->addr.sin_family = AF_INET;
 	pkt->addr.sin_addr.s_addr = h->src_ip;
 	pkt->addr.sin_port = h->src_port;
-	pkt->path = 0;
-	if (h->dst_port != htons(s->self.port)) {
-		/* a reply to one of our routes: the socket it would have come to */
-		pkt->path = 1;
-		for (int i = 1; i < s->nports; i++)
-			if (h->dst_port == htons(s->ports[i])) {
-				pkt->path = (uint32_t)i;
-				break;
-			}
-	}
+	pkt->path = g->path;
 	pkt->flags = 0;
 	/* a lent payload: when it was written (one host, one clock), so that the
 	 * engine can tell one that waited too long (protocol.md §4.2) */
@@ -909,6 +922,7 @@ static ssize_t shm_copy(struct braid_udp_shm *s, const struct shm_dgram *g, size
 	struct iovec local[64], remote;
 	size_t done = 0, want;
 	int i, nl = 0;
+	ssize_t got;
 
 	for (i = 0; i < iovcnt && off + done < g->len; i++) {
 		size_t l = iov[i].iov_len, at = off + done, inring;
@@ -934,9 +948,10 @@ static ssize_t shm_copy(struct braid_udp_shm *s, const struct shm_dgram *g, size
 		want += local[i].iov_len;
 	remote.iov_base = (void *)(uintptr_t)(g->lent.addr + (off + done - want - g->copied));
 	remote.iov_len = want;
-	if (process_vm_readv((pid_t)g->lent.pid, local, (unsigned long)nl, &remote, 1, 0) !=
-	    (ssize_t)want) {
-		if (errno == EPERM && !s->nocma) {
+	got = process_vm_readv((pid_t)g->lent.pid, local, (unsigned long)nl, &remote, 1, 0);
+	if (got != (ssize_t)want) {
+		/* (a short read, part of it unmapped, leaves errno as it was) */
+		if (got < 0 && errno == EPERM && !s->nocma) {
 			s->nocma = true;
 			atomic_store(&s->self.hdr->nocma, 1);
 		}
@@ -1024,6 +1039,7 @@ size_t udp_shm_peek(struct braid_udp_shm *s, void *buf, size_t cap, struct socka
 	struct braid_pkt pkt;
 	struct shm_dgram g;
 	struct iovec iov;
+	size_t shown;
 	int k;
 
 	s->peeked = -1;
@@ -1031,22 +1047,21 @@ size_t udp_shm_peek(struct braid_udp_shm *s, void *buf, size_t cap, struct socka
 		k = shm_first(s, &g);
 		if (k < 0)
 			return 0;
-		if (cap > g.len)
-			cap = g.len;
-		if (cap > SHM_PEEK_MAX)
-			cap = SHM_PEEK_MAX;
-		iov = (struct iovec){ s->peek_bytes, cap };
+		/* (each datagram's own: one lost before it shows as many bytes) */
+		shown = cap < g.len ? cap : g.len;
+		iov = (struct iovec){ buf, shown };
 		if (shm_copy(s, &g, 0, &iov, 1) >= 0)
 			break;
 		shm_advance(s, (uint32_t)k, &g);	/* lost: the next */
 	}
-	memcpy(buf, s->peek_bytes, cap);
+	/* the bytes shown, as many as a peek keeps, are the ones rx_home takes */
+	s->peek_cap = shown < SHM_PEEK_MAX ? shown : SHM_PEEK_MAX;
+	memcpy(s->peek_bytes, buf, s->peek_cap);
 	shm_from(s, &g, &pkt);
 	*from = pkt.addr;
 	*rx_ns = pkt.rx_ns;
 	s->peeked = k;
 	s->peek_len = g.len;
-	s->peek_cap = cap;
 	return g.len;
 }
 
@@ -1082,7 +1097,8 @@ int udp_shm_take(struct braid_udp_shm *s, struct braid_pkt *pkt)
 
 		if (from_peek > l)
 			from_peek = l;
-		memcpy(pkt->iov[i].iov_base, s->peek_bytes + done, from_peek);
+		if (from_peek)
+			memcpy(pkt->iov[i].iov_base, s->peek_bytes + done, from_peek);
 		if (l > from_peek)
 			rest[nr++] = (struct iovec){ (uint8_t *)pkt->iov[i].iov_base + from_peek,
 						     l - from_peek };
@@ -1093,7 +1109,8 @@ int udp_shm_take(struct braid_udp_shm *s, struct braid_pkt *pkt)
 	if (got < 0)
 		return 0;
 	pkt->len = g.len;
-	if (skip + (size_t)got < g.len)
+	/* (buffers shorter than the peek hold less than it saw) */
+	if ((done < skip ? done : skip) + (size_t)got < g.len)
 		pkt->flags |= BRAID_PKT_TRUNC;
 	s->st->rx++;
 	return 1;

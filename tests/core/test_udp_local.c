@@ -9,6 +9,7 @@
  * process's: untrusted) are dropped, never followed.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -96,6 +97,19 @@ static int rx(struct braid_wire *w, struct braid_pkt *pkts)
 		pkts[i].iovcnt = 1;
 	}
 	return ops->rx_burst(w, pkts, 8);
+}
+
+/* @msg from a to b's home port comes through b's ring as it was sent */
+static void goes_through(struct braid_wire *a, struct braid_wire *b, const char *msg)
+{
+	struct braid_pkt pkts[8];
+	size_t len = strlen(msg);
+
+	cr_assert_eq(tx(a, home(b), 0, msg, len, 0), 1);
+	cr_assert_eq(rx(b, pkts), 1);
+	cr_assert_eq(pkts[0].len, len);
+	cr_assert_eq(pkts[0].path, 0);
+	cr_assert_eq(memcmp(rbuf[0], msg, len), 0);
 }
 
 Test(udp_local, a_datagram_goes_through_the_ring_with_the_kernels_addresses)
@@ -214,6 +228,17 @@ static uint8_t *segment_of(struct braid_wire *b, size_t *bytes)
 	return seg;
 }
 
+/* b's next receive finds nonsense in ring 0 of @seg: nothing, the ring
+ * emptied (its head at its tail), the @bad'th counted */
+static void emptied(struct braid_wire *b, const uint8_t *seg, uint64_t bad)
+{
+	struct braid_pkt pkts[8];
+
+	cr_assert_eq(rx(b, pkts), 0);
+	cr_assert_eq(b->local.bad, bad);
+	cr_assert_eq(*(const uint64_t *)(seg + SEG_HDR + 64), *(const uint64_t *)(seg + SEG_HDR));
+}
+
 Test(udp_local, nonsense_in_a_ring_is_dropped_and_the_ring_goes_on)
 {
 	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
@@ -221,7 +246,7 @@ Test(udp_local, nonsense_in_a_ring_is_dropped_and_the_ring_goes_on)
 	size_t bytes;
 	uint8_t *seg;
 	uint64_t *tail, head;
-	uint32_t *len;
+	uint32_t len;
 
 	cr_assert_eq(tx(a, home(b), 0, "one", 3, 0), 1);
 	cr_assert_eq(rx(b, pkts), 1);
@@ -230,33 +255,27 @@ Test(udp_local, nonsense_in_a_ring_is_dropped_and_the_ring_goes_on)
 	head = *(uint64_t *)(seg + SEG_HDR + 64);
 	cr_assert_eq(*tail, head, "read to empty");
 	/* a record whose length runs past what was written */
-	len = (uint32_t *)(seg + SEG_HDR + RING_CTL + (head % 4096));
-	*len = 60000;
+	len = 60000;
+	memcpy(seg + SEG_HDR + RING_CTL + (head % 4096), &len, sizeof(len));
 	__atomic_store_n(tail, head + 32, __ATOMIC_RELEASE);
-	cr_assert_eq(rx(b, pkts), 0);
-	cr_assert_eq(b->local.bad, 1);
+	emptied(b, seg, 1);
 	/* a tail far past the head (more than the ring holds) */
 	head = *(uint64_t *)(seg + SEG_HDR + 64);
 	__atomic_store_n(tail, head + (1ULL << 40), __ATOMIC_RELEASE);
-	cr_assert_eq(rx(b, pkts), 0);
-	cr_assert_eq(b->local.bad, 2);
+	emptied(b, seg, 2);
 	/* a tail that cuts a record */
 	head = *(uint64_t *)(seg + SEG_HDR + 64);
 	__atomic_store_n(tail, head + 7, __ATOMIC_RELEASE);
-	cr_assert_eq(rx(b, pkts), 0);
-	cr_assert_eq(b->local.bad, 3);
+	emptied(b, seg, 3);
 	/* a length beyond any datagram */
 	head = *(uint64_t *)(seg + SEG_HDR + 64);
-	len = (uint32_t *)(seg + SEG_HDR + RING_CTL + (head % 4096));
-	*len = 70000;
+	/* (the head is out of step with 16 now: the length written byte by byte) */
+	len = 70000;
+	memcpy(seg + SEG_HDR + RING_CTL + (head % 4096), &len, sizeof(len));
 	__atomic_store_n(tail, head + 70016 + 16, __ATOMIC_RELEASE);
-	cr_assert_eq(rx(b, pkts), 0);
-	cr_assert_eq(b->local.bad, 4);
+	emptied(b, seg, 4);
 	/* and the sender's next datagram still comes */
-	cr_assert_eq(tx(a, home(b), 0, "two", 3, 0), 1);
-	cr_assert_eq(rx(b, pkts), 1);
-	cr_assert_eq(pkts[0].len, 3);
-	cr_assert_eq(memcmp(rbuf[0], "two", 3), 0);
+	goes_through(a, b, "two");
 	munmap(seg, bytes);
 	ops->close(a);
 	ops->close(b);
@@ -376,6 +395,190 @@ Test(udp_local, a_lent_payload_is_read_from_the_senders_memory_into_its_place)
 	out[1].iov_len = 100;
 	cr_assert_eq(ops->tx_burst(a, &p, 1), 1);
 	cr_assert_eq(a->tx_lent, 1);
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_tail_out_of_step_near_the_rings_end_is_read_and_written_within_the_ring)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	struct braid_pkt pkts[8];
+	size_t bytes;
+	uint8_t *seg;
+	uint64_t *tail, *next_tail, head;
+	uint32_t rb;
+
+	cr_assert_eq(tx(a, home(b), 0, "one", 3, 0), 1);
+	cr_assert_eq(rx(b, pkts), 1);
+	seg = segment_of(b, &bytes);
+	memcpy(&rb, seg + 20, sizeof(rb));
+	tail = (uint64_t *)(seg + SEG_HDR);
+	next_tail = (uint64_t *)(seg + SEG_HDR + RING_CTL + rb);	/* ring 1's, no one's */
+	head = *(uint64_t *)(seg + SEG_HDR + 64);
+	*next_tail = 0x5a5a5a5a5a5a5a5aULL;	/* (b reads no ring no one claimed) */
+	/* a tail behind the head, 5 bytes before the ring's end: emptied to it */
+	__atomic_store_n(tail, head - head % rb - 5, __ATOMIC_RELEASE);
+	emptied(b, seg, 1);
+	/* the sender goes on from there: no wrap mark fits before the end, none
+	 * is written past it; the receiver reads no header there */
+	cr_assert_eq(tx(a, home(b), 0, "two", 3, 0), 1);
+	cr_assert_eq(*next_tail, 0x5a5a5a5a5a5a5a5aULL, "nothing written past the ring's end");
+	emptied(b, seg, 2);	/* the datagram out of step */
+	/* and the next is in step again */
+	goes_through(a, b, "three");
+	cr_assert_eq(*next_tail, 0x5a5a5a5a5a5a5a5aULL);
+	munmap(seg, bytes);
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_record_to_a_port_not_the_receivers_is_dropped)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	size_t bytes;
+	uint8_t *seg, *rec;
+	uint64_t head;
+	uint16_t port = htons(1);	/* privileged: none of b's sockets */
+
+	cr_assert_eq(tx(a, home(b), 0, "one", 3, 0), 1);
+	seg = segment_of(b, &bytes);
+	head = *(uint64_t *)(seg + SEG_HDR + 64);
+	/* a's record as a's (its addresses, its length), but to another port */
+	rec = seg + SEG_HDR + RING_CTL + head % 4096;
+	memcpy(rec + 12, &port, sizeof(port));
+	emptied(b, seg, 1);	/* no socket of b's would have had it */
+	goes_through(a, b, "two");
+	munmap(seg, bytes);
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_peek_taken_into_buffers_shorter_than_it_is_truncated)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	static uint8_t dgram[400], big[300];
+	uint8_t head[16], small[8];
+	struct iovec one = { small, sizeof(small) };
+	struct iovec two[2] = { { big, sizeof(big) }, { small, sizeof(small) } };
+	struct sockaddr_in from;
+	struct braid_pkt pkt;
+	uint64_t rx_ns;
+
+	for (size_t i = 0; i < sizeof(dgram); i++)
+		dgram[i] = (uint8_t)(i * 3);
+	/* all of it peeked, taken into 8 bytes */
+	cr_assert_eq(tx(a, home(b), 0, dgram, 16, 0), 1);
+	cr_assert_eq(ops->rx_peek(b, head, sizeof(head), &from, &rx_ns), 16);
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.iov = &one;
+	pkt.iovcnt = 1;
+	cr_assert_eq(ops->rx_home(b, &pkt, 1), 1);
+	cr_assert_eq(pkt.len, 16);
+	cr_assert(pkt.flags & BRAID_PKT_TRUNC, "8 of its 16 bytes");
+	cr_assert_eq(memcmp(small, dgram, sizeof(small)), 0);
+	/* 4 bytes peeked, the rest taken after a buffer longer than a peek keeps */
+	cr_assert_eq(tx(a, home(b), 0, dgram, sizeof(dgram), 0), 1);
+	cr_assert_eq(ops->rx_peek(b, head, 4, &from, &rx_ns), sizeof(dgram));
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.iov = two;
+	pkt.iovcnt = 2;
+	cr_assert_eq(ops->rx_home(b, &pkt, 1), 1);
+	cr_assert_eq(pkt.len, sizeof(dgram));
+	cr_assert(pkt.flags & BRAID_PKT_TRUNC);
+	cr_assert_eq(memcmp(big, dgram, sizeof(big)), 0);
+	cr_assert_eq(memcmp(small, dgram + sizeof(big), sizeof(small)), 0);
+	ops->close(a);
+	ops->close(b);
+}
+
+/*
+ * A lent record by hand in ring 0 of b's @seg at its head: the datagram's
+ * first 4 bytes "lent", then @len bytes at @addr of process @pid; the tail
+ * after it.
+ */
+static void put_lent(struct braid_wire *b, uint8_t *seg, uint64_t addr, uint32_t len, uint32_t pid)
+{
+	uint64_t *tail = (uint64_t *)(seg + SEG_HDR), head = *(uint64_t *)(seg + SEG_HDR + 64);
+	uint8_t *rec = seg + SEG_HDR + RING_CTL + head % 4096;
+	uint32_t rec_len = 32 + 4, lent_head = 4;
+	uint16_t flags = 1, port = htons(home(b));
+
+	cr_assert_eq(*tail, head, "the ring read to empty");
+	cr_assert_leq(head % 4096, 4096 - 64);
+	memset(rec, 0, 64);
+	memcpy(rec, &rec_len, 4);
+	memcpy(rec + 12, &port, 2);
+	memcpy(rec + 14, &flags, 2);
+	memcpy(rec + 16, &addr, 8);
+	memcpy(rec + 16 + 16, &len, 4);
+	memcpy(rec + 16 + 20, &pid, 4);
+	memcpy(rec + 16 + 24, &lent_head, 4);
+	memcpy(rec + 16 + 32, "lent", 4);
+	__atomic_store_n(tail, head + 64, __ATOMIC_RELEASE);
+}
+
+Test(udp_local, a_peek_shows_all_the_bytes_it_says_after_a_lost_datagram_and_past_what_it_keeps)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	static uint8_t dgram[400], shown[400], got[400];
+	struct iovec iov = { got, sizeof(got) };
+	struct sockaddr_in from;
+	struct braid_pkt pkt;
+	uint64_t rx_ns;
+	uint8_t *seg;
+	size_t bytes;
+
+	for (size_t i = 0; i < sizeof(dgram); i++)
+		dgram[i] = (uint8_t)(i * 5 + 1);
+	goes_through(a, b, "y");
+	seg = segment_of(b, &bytes);
+	/* a lent record of 12 bytes from no process (lost when read), then a's */
+	put_lent(b, seg, 0x10000, 8, 0x7ffffff0);
+	cr_assert_eq(tx(a, home(b), 0, dgram, sizeof(dgram), 0), 1);
+	memset(shown, 0, sizeof(shown));
+	cr_assert_eq(ops->rx_peek(b, shown, 64, &from, &rx_ns), sizeof(dgram));
+	cr_assert_eq(b->local.dropped, 1, "the lent one lost");
+	cr_assert_eq(memcmp(shown, dgram, 64), 0, "64 bytes shown, not the lost one's 12");
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.iov = &iov;
+	pkt.iovcnt = 1;
+	cr_assert_eq(ops->rx_home(b, &pkt, 1), 1);
+	cr_assert_eq(memcmp(got, dgram, sizeof(dgram)), 0);
+	/* more than a peek keeps to compare (256 bytes): all shown */
+	cr_assert_eq(tx(a, home(b), 0, dgram, sizeof(dgram), 0), 1);
+	memset(shown, 0, sizeof(shown));
+	cr_assert_eq(ops->rx_peek(b, shown, sizeof(shown), &from, &rx_ns), sizeof(dgram));
+	cr_assert_eq(memcmp(shown, dgram, sizeof(dgram)), 0);
+	memset(got, 0, sizeof(got));
+	cr_assert_eq(ops->rx_home(b, &pkt, 1), 1);
+	cr_assert_eq(memcmp(got, dgram, sizeof(dgram)), 0);
+	munmap(seg, bytes);
+	ops->close(a);
+	ops->close(b);
+}
+
+Test(udp_local, a_short_read_of_a_lent_payload_loses_it_and_leaves_lending_on)
+{
+	struct braid_wire *a = local_wire(1, 0), *b = local_wire(1, 0);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes;
+	struct braid_pkt pkts[8];
+	uint8_t *mem, *seg;
+
+	goes_through(a, b, "y");
+	seg = segment_of(b, &bytes);
+	/* 100 bytes before a hole: a read of 200 there stops short */
+	mem = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(mem, MAP_FAILED);
+	cr_assert_eq(munmap(mem + page, page), 0);
+	put_lent(b, seg, (uintptr_t)(mem + page - 100), 200, (uint32_t)getpid());
+	/* (what errno held before: a short read sets none) */
+	errno = EPERM;
+	cr_assert_eq(rx(b, pkts), 0);
+	cr_assert_eq(b->local.dropped, 1, "lost");
+	cr_assert_eq(seg[44], 0, "not the kernel's refusal: lending stays on (nocma 0)");
+	goes_through(a, b, "z");
+	munmap(mem, page);
+	munmap(seg, bytes);
 	ops->close(a);
 	ops->close(b);
 }

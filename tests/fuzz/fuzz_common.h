@@ -161,6 +161,43 @@ enum fcm_act { FCM_NONE, FCM_ACCEPT, FCM_REJECT, FCM_SHUTDOWN, FCM_ESTABLISHED, 
 #define FAUTH_KEY		"fuzz-job-key"
 #define FAUTH_CFG_MAC		0x01
 
+/*
+ * fuzz_shm: the receive side of a UDP wire endpoint's local peers' rings
+ * (protocol.md §7). The config byte is not used; each record is a step:
+ * ctl picks the ring, the receive call, how the tail moves and how lent
+ * records are made safe to read; its bytes are
+ *
+ *   [u16 delta] [u8 packets] [u8 buffer sizes] [u16 peek cap] [ring bytes]
+ *
+ * (little-endian), the ring bytes written at the ring's head (wrapping;
+ * FSHM_CALL_REWRITE: their first half, the second written over it after the
+ * peek). Then the tail: the bytes written (rounded up to 16), or the head
+ * plus delta, plus delta << 16, or minus delta.
+ */
+#define FSHM_RINGS		2
+#define FSHM_PATHS		2	/* a record's dst_port 0 or 1: the port of that path */
+#define FSHM_SEG_HDR		4096	/* the segment's header page */
+#define FSHM_RING_CTL		128	/* a ring's control lines: tail at +0, head at FSHM_RING_HEAD */
+#define FSHM_RING_HEAD		64
+#define FSHM_OFF_RING_BYTES	20	/* header fields (protocol.md §7.1) */
+#define FSHM_OFF_NOCMA		44
+#define FSHM_OFF_ACTIVE		128
+#define FSHM_OFF_OWNER		192
+#define FSHM_REC_HDR		16	/* a record: u32 len, u32 src_ip, u16 src_port, src_home, dst_port, flags */
+#define FSHM_REC_LENT		0x0001	/* its flags: a lent record */
+#define FSHM_LENT_BYTES		32	/* a lent record's u64 addr, ns; u32 len, pid, head, pad */
+#define FSHM_LENT_ADDR		0
+#define FSHM_LENT_PID		20
+#define FSHM_LEND_SPAN		65536	/* FSHM_CTL_LEND_OWN: addresses in the harness's buffer */
+#define FSHM_NO_PID		0x7ffffff0u	/* above any pid_max: no such process */
+#define FSHM_STEP_HDR		6
+#define FSHM_CTL_RING		0x01
+#define FSHM_CTL_CALL		0x06	/* >> 1: enum fshm_call */
+#define FSHM_CTL_TAIL		0x18	/* >> 3: written, + delta, + delta << 16, - delta */
+#define FSHM_CTL_LEND_OWN	0x20	/* lent records read this process's buffer; else pid by
+					   its low bits: 0 none, 1 this one (address as is), else none there */
+enum fshm_call { FSHM_CALL_BURST, FSHM_CALL_PEEK, FSHM_CALL_REWRITE, FSHM_CALL_NONE };
+
 /* ---- the application's buffers, each its own allocation (ASan redzones between them) ---- */
 
 #define FUZZ_BUFS_MAX	32

@@ -5,9 +5,11 @@
  * exchanges, so the fuzzer starts deep: RD messages, ACKs, bundles, RMA and
  * placement; RoCEv2 SEND, WRITE, READ and ACK with good ICRCs; the CM
  * handshake on both sides; one packet of each type for the decoders; keyed
- * datagrams (job-tag and mac modes) and plain ones to key.
+ * datagrams (job-tag and mac modes) and plain ones to key; a local
+ * sender's ring records (datagrams, a wrap mark, lent ones, nonsense).
  * Usage: make_seeds DIR (writes DIR/<target>/<name>; tests/fuzz/corpus is the one kept).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <rdma/fi_errno.h>
@@ -561,6 +563,124 @@ static void auth_seeds(void)
 	auth_seed("dgram_mac", BRAID_AUTH_MAC, pkt, sizeof(struct braid_dgram_hdr) + 12, true);
 }
 
+/* ---- local peers' rings: steps of a sender writing records, the receiver's calls ---- */
+
+/* a step: its ctl, the header fields, then @n ring bytes */
+static void shm_step(FILE *f, uint8_t ctl, uint16_t delta, uint8_t npk, uint8_t sel, uint16_t cap,
+		     const uint8_t *bytes, size_t n)
+{
+	uint8_t rec[FSHM_STEP_HDR + 4096];
+	uint8_t h[FSHM_STEP_HDR] = { (uint8_t)delta, (uint8_t)(delta >> 8), npk, sel, (uint8_t)cap,
+				     (uint8_t)(cap >> 8) };
+
+	memcpy(rec, h, sizeof(h));
+	memcpy(rec + sizeof(h), bytes, n);
+	fuzz_put_rec(f, ctl, rec, sizeof(h) + n);
+}
+
+/* a record of @len bytes at @at (its header as a sender writes it), @payload's @plen after it */
+static size_t shm_rec(uint8_t *at, uint32_t len, uint16_t flags, const void *payload, size_t plen)
+{
+	uint32_t ip = htonl(0x7f000001u);
+	uint16_t sport = htons(40000), home = htons(40001), dport = 0;
+
+	memcpy(at, &len, 4);
+	memcpy(at + 4, &ip, 4);
+	memcpy(at + 8, &sport, 2);
+	memcpy(at + 10, &home, 2);
+	memcpy(at + 12, &dport, 2);
+	memcpy(at + 14, &flags, 2);
+	memcpy(at + FSHM_REC_HDR, payload, plen);
+	return (FSHM_REC_HDR + plen + 15) & ~(size_t)15;
+}
+
+/* a lent record's head: the datagram's first @head bytes here, @len more at @addr of @pid */
+static size_t shm_lent(uint8_t *at, uint64_t addr, uint32_t len, uint32_t pid, const char *head)
+{
+	uint8_t l[FSHM_LENT_BYTES + 64] = { 0 };
+	uint32_t hl = (uint32_t)strlen(head);
+
+	memcpy(l + FSHM_LENT_ADDR, &addr, 8);
+	memcpy(l + 16, &len, 4);
+	memcpy(l + FSHM_LENT_PID, &pid, 4);
+	memcpy(l + 24, &hl, 4);
+	memcpy(l + FSHM_LENT_BYTES, head, hl);
+	return shm_rec(at, FSHM_LENT_BYTES + hl, FSHM_REC_LENT, l, FSHM_LENT_BYTES + hl);
+}
+
+static void shm_seeds(void)
+{
+	const char *t = "fuzz_shm";
+	const uint8_t burst = FSHM_CALL_BURST << 1, peek = FSHM_CALL_PEEK << 1,
+		      rewrite = FSHM_CALL_REWRITE << 1, plus = 1 << 3;
+	uint8_t b[512];
+	size_t n, m;
+	uint32_t wrap = UINT32_MAX;
+	FILE *f;
+
+	/* two datagrams, received into small buffers (the second truncated) */
+	f = seed(t, "good", 0, true);
+	memset(b, 0, sizeof(b));
+	n = shm_rec(b, 5, 0, "hello", 5);
+	n += shm_rec(b + n, 100, 0, pkt, 100);
+	shm_step(f, burst, 0, 1, 0x04, 0, b, n);
+	done(f);
+
+	/* the ring filled to 32 bytes before its end (two big datagrams), a wrap mark there, a datagram */
+	f = seed(t, "wrap", 0, true);
+	memset(b, 0, sizeof(b));
+	shm_rec(b, 65520, 0, "", 0);
+	shm_step(f, burst | 2 << 3, 1, 0, 0x03, 0, b, FSHM_REC_HDR);
+	shm_rec(b, 65488, 0, "", 0);
+	shm_step(f, burst | plus, 65504, 0, 0x03, 0, b, FSHM_REC_HDR);
+	memset(b, 0, sizeof(b));
+	memcpy(b, &wrap, 4);
+	n = 32 + shm_rec(b + 32, 3, 0, "abc", 3);
+	shm_step(f, burst, 0, 0, 0x03, 0, b, n);
+	done(f);
+
+	/* a lent payload of 100 bytes read from the harness's buffer, and one from no process */
+	f = seed(t, "lent", 0, true);
+	memset(b, 0, sizeof(b));
+	n = shm_lent(b, 256, 100, 1, "head");
+	shm_step(f, burst | FSHM_CTL_LEND_OWN, 0, 0, 0x02, 0, b, n);
+	n = shm_lent(b, 256, 100, 2, "head");
+	shm_step(f, burst, 0, 0, 0x02, 0, b, n);
+	done(f);
+
+	/* a length past the bytes written */
+	f = seed(t, "bad_len", 0, true);
+	memset(b, 0, sizeof(b));
+	shm_rec(b, 60000, 0, "", 0);
+	shm_step(f, burst | plus, 32, 0, 0x03, 0, b, 32);
+	done(f);
+
+	/* peeked, then taken into three buffers; then peeked and changed before it is taken */
+	f = seed(t, "peek", 0, true);
+	memset(b, 0, sizeof(b));
+	n = shm_rec(b, 100, 0, pkt, 100);
+	shm_step(f, peek, 0, 0, 0x16, 8, b, n);
+	memcpy(b + n, b, n);
+	b[n + FSHM_REC_HDR] ^= 0xff;
+	shm_step(f, rewrite, 0, 0, 0x16, 8, b, 2 * n);
+	done(f);
+
+	/* a lent payload peeked, then taken; on ring 1 */
+	f = seed(t, "lent_peek", 0, true);
+	memset(b, 0, sizeof(b));
+	n = shm_lent(b, 4096, 3000, 1, "0123456789abcdef");
+	shm_step(f, peek | FSHM_CTL_LEND_OWN | FSHM_CTL_RING, 0, 0, 0x1e, 10, b, n);
+	done(f);
+
+	/* a tail behind the head, then a good datagram */
+	f = seed(t, "tail_behind", 0, true);
+	memset(b, 0, sizeof(b));
+	m = shm_rec(b, 8, 0, "12345678", 8);
+	shm_step(f, burst | 3 << 3, 5, 0, 0x01, 0, b, m);
+	shm_step(f, burst, 0, 0, 0x01, 0, b, m);
+	done(f);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -577,5 +697,6 @@ int main(int argc, char **argv)
 	cm_seeds();
 	dgram_seeds();
 	auth_seeds();
+	shm_seeds();
 	return 0;
 }
