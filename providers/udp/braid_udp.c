@@ -271,6 +271,7 @@ static void udp_local_setup(struct braid_udp *udp, const struct braid_wire_param
 		return;
 	}
 	udp->wire.local.on = true;
+	udp->shm_ago = UINT32_MAX;	/* the rings have brought nothing yet */
 }
 
 static int udp_open(const struct braid_wire_params *params, struct braid_wire **wire)
