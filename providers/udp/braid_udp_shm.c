@@ -24,7 +24,9 @@
  * and sends its home socket an empty datagram (the doorbell), which the
  * wire drops. Busy pollers pay nothing.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdalign.h>
@@ -252,6 +254,55 @@ static inline bool shm_ip_local(const struct braid_udp_shm *s, uint32_t ip)
 
 /* ---- our own segment ---- */
 
+/*
+ * Segments left by endpoints whose process is gone without closing them
+ * (killed, or an exit without fi_close): each holds the pages its senders
+ * touched until its name is unlinked. Once a process, at its first
+ * endpoint, the segments of this user and namespace whose owner no longer
+ * exists are unlinked (a sender still mapping one keeps its pages until
+ * it lets go).
+ */
+static void shm_sweep(const struct braid_udp_shm *s)
+{
+	char prefix[64], path[sizeof("/dev/shm/") + NAME_MAX];
+	size_t plen;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(prefix, sizeof(prefix), "braid.%u.%llx.", (unsigned)getuid(),
+		 (unsigned long long)s->netns);
+	plen = strlen(prefix);
+	d = opendir("/dev/shm");
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct shm_hdr h;
+		ssize_t r;
+		int fd;
+
+		if (strncmp(e->d_name, prefix, plen))
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		r = pread(fd, &h, offsetof(struct shm_hdr, closed), 0);
+		close(fd);
+		if (r == (ssize_t)offsetof(struct shm_hdr, closed) && h.magic == SHM_MAGIC &&
+		    shm_pid_gone(h.pid))
+			(void)unlink(path);
+	}
+	closedir(d);
+}
+
+static void shm_sweep_once(const struct braid_udp_shm *s)
+{
+	static atomic_flag swept = ATOMIC_FLAG_INIT;
+
+	if (!atomic_flag_test_and_set(&swept))
+		shm_sweep(s);
+}
+
 static int shm_self_create(struct braid_udp_shm *s, uint32_t ip, uint16_t port)
 {
 	size_t bytes = shm_seg_bytes(s->rings, s->ring_bytes);
@@ -355,6 +406,7 @@ int udp_shm_open(struct braid_udp_shm **shm, const struct sockaddr_in *name, con
 	s->pid = (uint32_t)getpid();
 	s->tag = ((uint64_t)(uint32_t)getpid() << 32) | (atomic_fetch_add(&shm_serial, 1) + 1);
 	shm_local_ips(s);
+	shm_sweep_once(s);
 	ret = shm_self_create(s, ntohl(name->sin_addr.s_addr), ports[0]);
 	if (ret) {
 		free(s);

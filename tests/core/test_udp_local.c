@@ -630,3 +630,49 @@ Test(udp_local, a_peer_whose_process_is_gone_is_let_go)
 	ops->close(a);
 	ops->close(b);
 }
+
+/* a segment file as an endpoint of process @pid left it, at port @port */
+static void fake_segment(uint16_t port, uint32_t pid, char *path, size_t cap)
+{
+	uint8_t hdr[4096] = { 0 };
+	uint64_t magic = 0x6873642d64696172ULL;	/* protocol.md §7.1 */
+	uint32_t version = 1;
+	struct stat ns;
+	int fd;
+
+	cr_assert_eq(stat("/proc/self/ns/net", &ns), 0);
+	snprintf(path, cap, "/dev/shm/braid.%u.%llx.%08x.%u", (unsigned)getuid(),
+		 (unsigned long long)ns.st_ino, INADDR_LOOPBACK, port);
+	memcpy(hdr, &magic, 8);
+	memcpy(hdr + 8, &version, 4);
+	memcpy(hdr + 24, &pid, 4);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0, "%s", path);
+	cr_assert_eq(write(fd, hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
+	close(fd);
+}
+
+/*
+ * Segments whose owner is gone without closing (killed) are unlinked by the
+ * next process that opens an endpoint, so their pages go back; a live
+ * owner's stay.
+ */
+Test(udp_local, a_dead_owners_segment_is_swept_at_the_next_process_first_endpoint)
+{
+	char dead_path[128], live_path[128];
+	pid_t dead = fork();
+	struct braid_wire *w;
+	int status;
+
+	cr_assert_geq(dead, 0);
+	if (dead == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(dead, &status, 0), dead);
+	fake_segment(1, (uint32_t)dead, dead_path, sizeof(dead_path));
+	fake_segment(2, (uint32_t)getpid(), live_path, sizeof(live_path));
+	w = local_wire(1, 0);	/* this process's first endpoint */
+	cr_assert_neq(access(dead_path, F_OK), 0, "the dead owner's segment is gone");
+	cr_assert_eq(access(live_path, F_OK), 0, "the live owner's stays");
+	unlink(live_path);
+	ops->close(w);
+}
