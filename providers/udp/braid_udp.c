@@ -19,6 +19,7 @@
 #include <rdma/fi_errno.h>
 
 #include "braid/braid_wire.h"
+#include "braid_iov.h"
 #include "braid_udp_shm.h"
 
 #define UDP_BURST_MAX	64
@@ -670,28 +671,13 @@ static uint64_t udp_rx_ns(const struct cmsghdr *cm, int64_t off, uint64_t mono)
 /* the first @len bytes of @src's buffers into @dst's (as many as they hold) */
 static void udp_iov_move(struct braid_pkt *dst, const struct braid_pkt *src, size_t len)
 {
-	int si = 0, di = 0;
-	size_t so = 0, dof = 0;
+	size_t off = 0;
 
-	while (len && si < src->iovcnt && di < dst->iovcnt) {
-		size_t l = src->iov[si].iov_len - so;
+	for (int i = 0; i < src->iovcnt && off < len; i++) {
+		size_t l = src->iov[i].iov_len < len - off ? src->iov[i].iov_len : len - off;
 
-		if (l > dst->iov[di].iov_len - dof)
-			l = dst->iov[di].iov_len - dof;
-		if (l > len)
-			l = len;
-		memcpy((uint8_t *)dst->iov[di].iov_base + dof, (uint8_t *)src->iov[si].iov_base + so, l);
-		len -= l;
-		so += l;
-		dof += l;
-		if (so == src->iov[si].iov_len) {
-			si++;
-			so = 0;
-		}
-		if (dof == dst->iov[di].iov_len) {
-			di++;
-			dof = 0;
-		}
+		braid_iov_scatter(dst->iov, (size_t)dst->iovcnt, off, src->iov[i].iov_base, l);
+		off += l;
 	}
 }
 

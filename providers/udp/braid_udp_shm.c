@@ -119,8 +119,6 @@ struct shm_lent {
 };
 _Static_assert(sizeof(struct shm_lent) == 32, "lent record");
 
-#define SHM_LENT_WAIT_NS	100000000ULL	/* protocol.md §4.2 LENT_WAIT */
-
 /* a mapped segment: our own, or a local peer's */
 struct shm_seg {
 	struct shm_hdr *hdr;
@@ -132,7 +130,7 @@ struct shm_seg {
 	uint64_t full_since;	/* a peer's: when its ring was first found full (0: not) */
 	uint64_t checked_ns;	/* a peer's: when its process was last seen alive */
 	uint32_t gen;		/* bumped when the slot is let go: cache entries name it */
-	bool used, woken;
+	bool used;
 };
 
 struct shm_cache_ent {
