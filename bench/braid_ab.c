@@ -117,6 +117,24 @@ static void xread(int fd, void *p, size_t n)
  * (the data phase decided the result); an error entry is reported, not
  * fatal. Returns false when the channel closed first.
  */
+/*
+ * cq_next() - up to @n completions of @c's CQ: what fi_cq_read() has, and with
+ * -b, when it has nothing, what arrives within a millisecond of waiting in
+ * fi_cq_sread() (whose progress runs while it waits), so that many
+ * processes on a few cores (a fabric of many hosts on one machine) sleep
+ * instead of spinning.
+ */
+static bool cq_block;
+
+static ssize_t cq_next(struct conn *c, struct fi_cq_tagged_entry *e, size_t n)
+{
+	ssize_t r = fi_cq_read(c->cq, e, n);
+
+	if (r == -FI_EAGAIN && cq_block)
+		r = fi_cq_sread(c->cq, e, n, NULL, 1);
+	return r;
+}
+
 static bool ctl_read(struct conn *c, int fd, void *p, size_t n)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -124,7 +142,7 @@ static bool ctl_read(struct conn *c, int fd, void *p, size_t n)
 
 	while (n) {
 		struct fi_cq_tagged_entry e[16];
-		ssize_t r = fi_cq_read(c->cq, e, 16);
+		ssize_t r = cq_next(c, e, 16);
 
 		if (r == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = { 0 };
@@ -270,7 +288,7 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 	/* until every client said how many it sent, and all of it arrived */
 	while (done < k || rp.msgs + rp.errors < expected) {
 		struct fi_cq_tagged_entry e[64];
-		ssize_t n = fi_cq_read(c->cq, e, 64);
+		ssize_t n = cq_next(c, e, 64);
 
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = { 0 };
@@ -522,7 +540,7 @@ static int client_stream(struct conn *c, const struct request *rq, const char *p
 	}
 	while (outstanding) {
 		struct fi_cq_tagged_entry e[64];
-		ssize_t n = fi_cq_read(c->cq, e, 64), i;
+		ssize_t n = cq_next(c, e, 64), i;
 
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = { 0 };
@@ -626,6 +644,7 @@ static void usage(FILE *out)
 		"       braid_ab -p PROV -a LOCAL_IP -c SERVER_IP -C CTRL_PORT -m lat|bw|rate|write\n"
 		"                [-s SIZE] [-n ITERS] [-t SECONDS] [-w WINDOW] [-i INTERVAL_MS]\n"
 		"                [-o SAMPLES_FILE] [-v] [-I CLIENT_ID] [-T TIMEOUT_S]   (client)\n"
+		"       either side: [-b]\n"
 		"One side of an A/B measurement over a libfabric RDM provider, with a TCP control\n"
 		"channel; the client chooses the measurement. Both print a line \"result key=value ...\".\n"
 		"  -p PROV         the provider (\"tcp\" means tcp;ofi_rxm)\n"
@@ -642,6 +661,8 @@ static void usage(FILE *out)
 		"  -i INTERVAL_MS  bw/rate: the server's receive timeline in ticks of this many ms\n"
 		"  -o FILE         lat: every round trip's time, one a line\n"
 		"  -v              check every payload byte\n"
+		"  -b              wait for completions in fi_cq_sread (1 ms at a time) rather than\n"
+		"                  spinning on fi_cq_read: for many processes on few cores\n"
 		"  -I CLIENT_ID    this client's number, which tells its messages apart (default 0)\n"
 		"  -T TIMEOUT_S    give up after this long without a completion (default 20)\n"
 		"  -h, --help      this text\n"
@@ -677,7 +698,7 @@ int main(int argc, char **argv)
 	double timeout = 20;
 	long v;
 
-	while ((opt = getopt_long(argc, argv, "p:a:c:C:k:m:s:n:t:w:i:o:vI:T:h", longopts,
+	while ((opt = getopt_long(argc, argv, "p:a:c:C:k:m:s:n:t:w:i:o:vbI:T:h", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
@@ -726,6 +747,10 @@ int main(int argc, char **argv)
 			break;
 		case 'o': samples = optarg; break;
 		case 'v': rq.verify = 1; break;
+		case 'b':
+			cq_block = true;
+			bench_cq_wait = FI_WAIT_UNSPEC;
+			break;
 		case 'I':
 			if (!braid_cli_long(optarg, 0, UINT32_MAX, &v))
 				return bad('I', optarg, "a client number, 0 or more");
