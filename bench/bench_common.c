@@ -9,6 +9,22 @@
 
 size_t bench_av_count;
 enum fi_wait_obj bench_cq_wait = FI_WAIT_NONE;
+static bool cq_block;
+
+void bench_block(void)
+{
+	cq_block = true;
+	bench_cq_wait = FI_WAIT_UNSPEC;
+}
+
+ssize_t bench_cq_next(struct conn *c, struct fi_cq_tagged_entry *e, size_t n)
+{
+	ssize_t r = fi_cq_read(c->cq, e, n);
+
+	if (r == -FI_EAGAIN && cq_block)
+		r = fi_cq_sread(c->cq, e, n, NULL, 1);
+	return r;
+}
 
 double now_s(void)
 {
@@ -152,7 +168,7 @@ void wait_comps(struct conn *c, int n, struct fi_cq_tagged_entry *out)
 	ssize_t r;
 
 	while (n > 0) {
-		r = fi_cq_read(c->cq, out ? out : e, n < 64 ? n : 64);
+		r = bench_cq_next(c, out ? out : e, n < 64 ? n : 64);
 		if (r > 0) {
 			n -= (int)r;
 			if (out)

@@ -60,6 +60,17 @@ extern size_t bench_av_count;
 /* bench_cq_wait: the wait object of the CQs conn_open() opens (FI_WAIT_NONE unless set) */
 extern enum fi_wait_obj bench_cq_wait;
 
+/*
+ * bench_block() - from now on conn_open()'s CQs have a wait object and
+ * bench_cq_next() (so wait_comps()) waits in fi_cq_sread(), a millisecond
+ * at a time, when nothing is there, instead of spinning on fi_cq_read():
+ * for many processes on few cores (a fabric of many hosts on one machine).
+ */
+void bench_block(void);
+
+/* bench_cq_next() - up to @n completions of @c's CQ (see bench_block()) */
+ssize_t bench_cq_next(struct conn *c, struct fi_cq_tagged_entry *e, size_t n);
+
 double now_s(void);
 
 /* proc_status_kb() - a field of /proc/self/status in KiB ("VmRSS:", "VmSize:", "VmHWM:"), or -1. */

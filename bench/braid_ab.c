@@ -117,24 +117,6 @@ static void xread(int fd, void *p, size_t n)
  * (the data phase decided the result); an error entry is reported, not
  * fatal. Returns false when the channel closed first.
  */
-/*
- * cq_next() - up to @n completions of @c's CQ: what fi_cq_read() has, and with
- * -b, when it has nothing, what arrives within a millisecond of waiting in
- * fi_cq_sread() (whose progress runs while it waits), so that many
- * processes on a few cores (a fabric of many hosts on one machine) sleep
- * instead of spinning.
- */
-static bool cq_block;
-
-static ssize_t cq_next(struct conn *c, struct fi_cq_tagged_entry *e, size_t n)
-{
-	ssize_t r = fi_cq_read(c->cq, e, n);
-
-	if (r == -FI_EAGAIN && cq_block)
-		r = fi_cq_sread(c->cq, e, n, NULL, 1);
-	return r;
-}
-
 static bool ctl_read(struct conn *c, int fd, void *p, size_t n)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -142,7 +124,7 @@ static bool ctl_read(struct conn *c, int fd, void *p, size_t n)
 
 	while (n) {
 		struct fi_cq_tagged_entry e[16];
-		ssize_t r = cq_next(c, e, 16);
+		ssize_t r = bench_cq_next(c, e, 16);
 
 		if (r == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = { 0 };
@@ -288,7 +270,7 @@ static void server_stream(struct conn *c, const struct request *rq, int *socks, 
 	/* until every client said how many it sent, and all of it arrived */
 	while (done < k || rp.msgs + rp.errors < expected) {
 		struct fi_cq_tagged_entry e[64];
-		ssize_t n = cq_next(c, e, 64);
+		ssize_t n = bench_cq_next(c, e, 64);
 
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = { 0 };
@@ -540,7 +522,7 @@ static int client_stream(struct conn *c, const struct request *rq, const char *p
 	}
 	while (outstanding) {
 		struct fi_cq_tagged_entry e[64];
-		ssize_t n = cq_next(c, e, 64), i;
+		ssize_t n = bench_cq_next(c, e, 64), i;
 
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = { 0 };
@@ -747,10 +729,7 @@ int main(int argc, char **argv)
 			break;
 		case 'o': samples = optarg; break;
 		case 'v': rq.verify = 1; break;
-		case 'b':
-			cq_block = true;
-			bench_cq_wait = FI_WAIT_UNSPEC;
-			break;
+		case 'b': bench_block(); break;
 		case 'I':
 			if (!braid_cli_long(optarg, 0, UINT32_MAX, &v))
 				return bad('I', optarg, "a client number, 0 or more");
