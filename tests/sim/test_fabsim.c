@@ -10,6 +10,8 @@
 
 #define US	1000ULL
 #define MS	1000000ULL
+/* a run's transports with the engines' defaults and seed @s */
+#define SEED(s)	(&(struct fabsim_opts){ .seed = (s) })
 
 /* 4 ToRs x 4 hosts, 2 spines; 10/20 Gbit/s, 1 us a link; 64 KiB queues marking above 16 KiB */
 static struct braid_fabsim_cfg small_cfg(void)
@@ -262,7 +264,7 @@ static void run_permutation(const struct fabsim_transport *tp, const struct brai
 	size_t n;
 	struct fabsim_flow *f = permutation(16, 4, 3, 100000, &n);
 
-	cr_assert_eq(fabsim_run_open(&run, fs, tp, f, n, 11), 0);
+	cr_assert_eq(fabsim_run_open(&run, fs, tp, f, n, SEED(11)), 0);
 	cr_assert_eq(fabsim_run_go(&run, 100 * MS), 0);
 	check_all_intact(&run);
 	fabsim_run_close(&run);
@@ -288,7 +290,7 @@ Test(fabsim, a_second_run_of_the_same_flows_starts_from_their_schedule)
 		struct braid_fabsim *fs = open_small(&c);
 		struct fabsim_run run;
 
-		cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, 11), 0);
+		cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, SEED(11)), 0);
 		cr_assert_eq(fabsim_run_go(&run, 100 * MS), 0);
 		check_all_intact(&run);
 		for (i = 0; i < n; i++) {
@@ -342,7 +344,7 @@ Test(fabsim, rd_rc__lossy_fabric_completes_intact)
 		size_t n;
 		struct fabsim_flow *f = permutation(16, 4, 2, 60000, &n);
 
-		cr_assert_eq(fabsim_run_open(&run, fs, tp ? &fabsim_rc : &fabsim_rd, f, n, 3), 0);
+		cr_assert_eq(fabsim_run_open(&run, fs, tp ? &fabsim_rc : &fabsim_rd, f, n, SEED(3)), 0);
 		cr_assert_eq(fabsim_run_go(&run, 2000 * MS), 0, "%s", tp ? "rc" : "rd");
 		check_all_intact(&run);
 		fabsim_run_close(&run);
@@ -372,7 +374,7 @@ Test(fabsim, rd__failed_link_moves_traffic)
 
 	cr_assert_eq(braid_fabsim_schedule(fs, 200 * US, up, false), 0);
 	cr_assert_eq(braid_fabsim_schedule(fs, 200 * US, down, false), 0);
-	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rd, f, n, 5), 0);
+	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rd, f, n, SEED(5)), 0);
 	cr_assert_eq(fabsim_run_go(&run, 200 * US), -FI_ETIMEDOUT);
 	before_up = braid_fabsim_link_stats(fs, up)->pkts;
 	before_up1 = braid_fabsim_link_stats(fs, up1)->pkts;
@@ -401,7 +403,7 @@ Test(fabsim, rc__failed_link_strands_its_connections)
 
 	braid_fabsim_schedule(fs, 200 * US, braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, 0, 0), false);
 	braid_fabsim_schedule(fs, 200 * US, braid_fabsim_link(fs, BRAID_FABSIM_SPINE_DOWN, 0, 0), false);
-	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, 5), 0);
+	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, SEED(5)), 0);
 	fabsim_run_go(&run, 5000 * MS);
 	cr_assert_eq(run.finished, n);
 	for (i = 0; i < n; i++) {
