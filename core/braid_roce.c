@@ -79,6 +79,17 @@ size_t braid_roce_hdr_len(uint8_t opcode)
 	return hdrs ? hdrs_len(hdrs) : 0;
 }
 
+uint32_t braid_roce_path_mtu(size_t udp_payload)
+{
+	static const uint32_t ib[] = { 4096, 2048, 1024, 512, 256 };
+	size_t i;
+
+	for (i = 0; i < sizeof(ib) / sizeof(ib[0]); i++)
+		if (ib[i] + BRAID_ROCE_MAX_HDR + BRAID_ROCE_MAX_TRAILER <= udp_payload)
+			return ib[i];
+	return 256;
+}
+
 /* big-endian field access; the 24-bit ones take the low 24 bits of a word */
 static inline void put16(uint8_t *p, uint16_t x)
 {

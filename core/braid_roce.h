@@ -122,6 +122,13 @@ const char *braid_roce_opcode_name(uint8_t opcode);
 size_t braid_roce_hdr_len(uint8_t opcode);
 
 /**
+ * braid_roce_path_mtu() - the largest IB MTU (4096, 2048, 1024, 512 or 256
+ * payload bytes) whose every packet (BTH + RETH + ImmDt, payload, pad +
+ * ICRC) fits in a UDP payload of @udp_payload bytes; 256 when none does.
+ */
+uint32_t braid_roce_path_mtu(size_t udp_payload);
+
+/**
  * braid_roce_write() - write BTH and the opcode's extension headers into
  * @buf (at least BRAID_ROCE_MAX_HDR bytes). PadCnt comes from
  * @v->payload_len. TVer is 0.

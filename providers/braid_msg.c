@@ -8,18 +8,6 @@
 
 #include "braid_msg_int.h"
 
-/* the IB MTU an RC packet of this wire can carry (BTH + RETH + ImmDt + pad + ICRC on top) */
-static uint32_t msg_rc_mtu(size_t wire_mtu)
-{
-	static const uint32_t ib[] = { 4096, 2048, 1024, 512, 256 };
-	size_t i;
-
-	for (i = 0; i < sizeof(ib) / sizeof(ib[0]); i++)
-		if (ib[i] + BRAID_ROCE_MAX_HDR + BRAID_ROCE_MAX_TRAILER <= wire_mtu)
-			return ib[i];
-	return 256;
-}
-
 /*
  * The context of the work fi_inject, fi_injectdata, fi_inject_write and
  * fi_inject_writedata post: they have none to report. Their success writes
@@ -48,7 +36,8 @@ int braid_msg_open(struct braid_ep *ep)
 	m->cm.progress = braid_msg_cm_progress;
 	m->cm.fd = ep->wire->ops->wait_fd(ep->wire);
 	braid_dlist_init(&m->cm.node);
-	m->mtu = msg_rc_mtu(ep->wire->mtu);
+	/* the IB MTU whose packets (BTH + RETH + ImmDt + pad + ICRC on top) this wire carries */
+	m->mtu = braid_roce_path_mtu(ep->wire->mtu);
 	if (braid_msg_rx_construct(&m->rx, ep, ep->info->rx_attr && ep->info->rx_attr->size ?
 				   ep->info->rx_attr->size : braid_cfg.rx_size)) {
 		free(m);

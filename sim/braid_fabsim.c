@@ -87,7 +87,8 @@ int braid_fabsim_open(const struct braid_fabsim_cfg *cfg, struct braid_fabsim **
 
 	if (!cfg || !out || cfg->tors < 1 || cfg->hosts_per_tor < 1 || cfg->spines < 1 ||
 	    cfg->spines > BRAID_FABSIM_MAX_SPINES || !link_cfg_ok(&cfg->host) ||
-	    !link_cfg_ok(&cfg->fabric) || (int64_t)cfg->tors * cfg->hosts_per_tor > (1 << 24))
+	    !link_cfg_ok(&cfg->fabric) || (int64_t)cfg->tors * cfg->hosts_per_tor > (1 << 24) ||
+	    (cfg->mtu && (cfg->mtu < 576 || cfg->mtu > 65535)))
 		return -FI_EINVAL;
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
@@ -134,6 +135,15 @@ void braid_fabsim_close(struct braid_fabsim *fs)
 int braid_fabsim_hosts(const struct braid_fabsim *fs)
 {
 	return fs->hosts;
+}
+
+size_t braid_fabsim_max_dgram(const struct braid_fabsim *fs)
+{
+	size_t ip_udp = 20 + 8;
+
+	if (!fs->cfg.mtu || fs->cfg.mtu - ip_udp > BRAID_FABSIM_MAX_PKT)
+		return BRAID_FABSIM_MAX_PKT;
+	return fs->cfg.mtu - ip_udp;
 }
 
 int braid_fabsim_tor_of(const struct braid_fabsim *fs, int host)
@@ -280,6 +290,7 @@ static int link_enqueue(struct braid_fabsim *fs, struct fs_pkt *p, int link, uin
 	ser = (wire * 8000000000ULL + l->cfg.rate_bps - 1) / l->cfg.rate_bps;
 	start = l->tx_free_at > now ? l->tx_free_at : now;
 	l->tx_free_at = start + ser;
+	l->st.busy_ns += ser;
 	p->link = link;
 	p->gen = l->gen;
 	ret = braid_evq_push(&fs->evq, l->tx_free_at + l->cfg.delay_ns, (uint64_t)(uintptr_t)p);
@@ -299,9 +310,11 @@ int braid_fabsim_send(struct braid_fabsim *fs, uint64_t now, int src, int dst, u
 {
 	struct fs_pkt *p;
 
-	if (src < 0 || src >= fs->hosts || dst < 0 || dst >= fs->hosts || !len ||
-	    len > BRAID_FABSIM_MAX_PKT || !data || now < fs->now)
+	if (src < 0 || src >= fs->hosts || dst < 0 || dst >= fs->hosts || !len || !data ||
+	    now < fs->now)
 		return -FI_EINVAL;
+	if (len > braid_fabsim_max_dgram(fs))
+		return -FI_EMSGSIZE;
 	p = malloc(sizeof(*p) + len);
 	if (!p)
 		return -FI_ENOMEM;

@@ -33,6 +33,11 @@
  * finds exceeds the marking threshold. A packet in flight on a link (queued
  * or on the wire) when the link goes down is lost.
  *
+ * Every link carries IP packets of up to @mtu bytes: a datagram (the UDP
+ * payload) of at most @mtu - 28 bytes (braid_fabsim_max_dgram()); @mtu 0:
+ * up to BRAID_FABSIM_MAX_PKT. The transports on the fabric size their
+ * packets from it, as braid's UDP wire does from its interface's MTU.
+ *
  * Routing: a link that went down stays in the ECMP tables (packets hashed
  * to it are black-holed) until @reroute_ns after it failed; then routes
  * avoid it until it comes back up (at once). @reroute_ns 0: routing never
@@ -69,6 +74,8 @@ struct braid_fabsim_cfg {
 	uint64_t reroute_ns;
 	/** @seed: for the random loss. */
 	uint64_t seed;
+	/** @mtu: the IP MTU of every link (0, or 576..65535; 0: datagrams up to BRAID_FABSIM_MAX_PKT). */
+	uint32_t mtu;
 };
 
 #define BRAID_FABSIM_MAX_SPINES	256
@@ -105,6 +112,8 @@ struct braid_fabsim_link_stats {
 	uint64_t ecn_marks;
 	/** @max_backlog: the largest backlog (bytes) a packet found. */
 	uint64_t max_backlog;
+	/** @busy_ns: time spent serialising the packets it took (framing included). */
+	uint64_t busy_ns;
 };
 
 /** directed links, named by braid_fabsim_link() */
@@ -130,6 +139,9 @@ void braid_fabsim_close(struct braid_fabsim *fs);
 /** braid_fabsim_hosts() - how many hosts (tors * hosts_per_tor). */
 int braid_fabsim_hosts(const struct braid_fabsim *fs);
 
+/** braid_fabsim_max_dgram() - the largest datagram a link carries (the UDP payload of an @mtu packet). */
+size_t braid_fabsim_max_dgram(const struct braid_fabsim *fs);
+
 /** braid_fabsim_tor_of() - the ToR of host @host. */
 int braid_fabsim_tor_of(const struct braid_fabsim *fs, int host);
 
@@ -154,7 +166,8 @@ int braid_fabsim_schedule(struct braid_fabsim *fs, uint64_t at_ns, int link, boo
  * with route selector @entropy at time @now (>= the fabric's current
  * time): the packet enters @src's NIC queue.
  * Return: 0 (it may still be lost on the way), -FI_EINVAL (bad hosts, len
- * 0 or over BRAID_FABSIM_MAX_PKT, @now in the past), -FI_ENOMEM.
+ * 0, @now in the past), -FI_EMSGSIZE (@len over braid_fabsim_max_dgram()),
+ * -FI_ENOMEM.
  */
 int braid_fabsim_send(struct braid_fabsim *fs, uint64_t now, int src, int dst, uint16_t entropy,
 		      const void *data, size_t len);

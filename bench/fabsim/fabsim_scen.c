@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* fabsim_scen.c: the simulator's scenarios: a permutation, an all-to-all, a 64-to-1 incast, a ToR-spine link failing mid-run, one lossy link. */
+/* fabsim_scen.c: the simulator's profiles and scenarios: on 1,024 (or 64) hosts a permutation, an all-to-all, a 64-to-1 incast, a ToR-spine link failing mid-run, one lossy link; on the namespace fabric's 8-host leaf-spine (wire-8) streams in a permutation, a 7-to-1 incast, a black-holed spine link, a lossy one. */
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_errno.h>
@@ -13,10 +13,25 @@ const char *const fabsim_scenario_names[] = {
 	"permutation", "alltoall", "incast", "failure", "lossy", NULL,
 };
 
+const char *const fabsim_wire_scenario_names[] = {
+	"permutation", "incast", "blackhole", "lossy", NULL,
+};
+
+const char *const fabsim_profile_names[] = { "dc", "dc-small", "wire-8", NULL };
+
+/*
+ * dc: 100 Gbit/s hosts, ToR-spine links of 200 Gbit/s (non-blocking when
+ * spines = hosts_per_tor / 2), 1 us a link, 512 KiB a port, ECN above
+ * 100 KiB, 66 bytes of framing (Ethernet 14 + FCS 4 + IPv4 20 + UDP 8 +
+ * preamble and gap 20), no MTU (4 KiB packets).
+ */
 void fabsim_shape_default(struct fabsim_shape *s, bool small)
 {
 	*s = (struct fabsim_shape){
+		.profile = small ? "dc-small" : "dc", .scenarios = fabsim_scenario_names,
 		.tors = 32, .hosts_per_tor = 32, .spines = 16,
+		.host_bps = 100000000000ULL, .fabric_bps = 200000000000ULL, .link_delay_ns = 1000,
+		.queue_bytes = 512 << 10, .ecn_bytes = 100 << 10, .overhead = 66,
 		.perm_flows = 4, .perm_size = 1 << 20,
 		.a2a_hosts = 64, .a2a_size = 64 << 10,
 		.incast_senders = 64, .incast_size = 256 << 10,
@@ -32,22 +47,77 @@ void fabsim_shape_default(struct fabsim_shape *s, bool small)
 	}
 }
 
-/* 100 Gbit/s hosts, ToR-spine links of 200 Gbit/s (non-blocking when spines = hosts_per_tor / 2),
- * 1 us a link, 512 KiB a port, ECN above 100 KiB */
+/*
+ * wire-8: tools/fabric's leaf-spine of namespaces: host hX on leaf
+ * ((X-1) mod 2)+1 (here hosts 0-3 under ToR 0 are h1, h3, h5, h7 and hosts
+ * 4-7 under ToR 1 are h2, h4, h6, h8), each leaf joined to 4 spines, every
+ * link at 200 Mbit/s (4 x 200 up per leaf against 4 hosts x 200: non-
+ * blocking) behind a tbf of 20 ms of queue at its rate, no ECN, MTU 1500;
+ * tbf on a veth counts the Ethernet header, IPv4 and UDP (42 bytes) per
+ * packet. 50 us a link stands in for the namespaces' forwarding. Routing
+ * never reacts to a failure. RD as the provider sets it up: RTO floor
+ * 1 ms, tail-loss probe floor 300 us. Streams of 64 KiB messages, 64
+ * outstanding, as tools/ab's 64 KiB streams.
+ */
+static void shape_wire8(struct fabsim_shape *s)
+{
+	*s = (struct fabsim_shape){
+		.profile = "wire-8", .scenarios = fabsim_wire_scenario_names,
+		.tors = 2, .hosts_per_tor = 4, .spines = 4,
+		.host_bps = 200000000ULL, .fabric_bps = 200000000ULL,
+		.link_delay_ns = 50 * US, .queue_ns = 20 * MS, .overhead = 42, .mtu = 1500,
+		.opts = { .rd_rto_min_ns = 1 * MS, .rd_tlp_min_ns = 300 * US },
+		.incast_senders = 7, .incast_size = 4 << 20,
+		.stream_bytes = 16 << 20, .stream_msg = 64 << 10, .stream_window = 64,
+		.tick_ns = 10 * MS,
+		.fail_at_ns = 200 * MS, .reroute_ns = 0,
+		.loss = 0.01,
+		.limit_ns = 30000 * MS,
+	};
+}
+
+int fabsim_shape_profile(struct fabsim_shape *s, const char *name)
+{
+	if (!strcmp(name, "dc") || !strcmp(name, "dc-small"))
+		fabsim_shape_default(s, !strcmp(name, "dc-small"));
+	else if (!strcmp(name, "wire-8"))
+		shape_wire8(s);
+	else
+		return -FI_ENOENT;
+	return 0;
+}
+
+bool fabsim_scenario_known(const struct fabsim_shape *shape, const char *name)
+{
+	for (int i = 0; shape->scenarios[i]; i++)
+		if (!strcmp(name, shape->scenarios[i]))
+			return true;
+	return false;
+}
+
+/* a port's queue limit on a link of @rate_bps */
+static uint64_t port_queue(const struct fabsim_shape *s, uint64_t rate_bps)
+{
+	if (s->no_drop)
+		return 0;
+	if (s->queue_ns)
+		return (uint64_t)((unsigned __int128)rate_bps * s->queue_ns / 8000000000ULL);
+	return s->queue_bytes;
+}
+
 static void net_cfg(const struct fabsim_shape *s, uint64_t seed, struct braid_fabsim_cfg *c)
 {
 	*c = (struct braid_fabsim_cfg){
 		.tors = s->tors, .hosts_per_tor = s->hosts_per_tor, .spines = s->spines,
-		.host = { .rate_bps = 100000000000ULL, .delay_ns = 1000, .queue_bytes = 512 << 10,
-			  .ecn_bytes = 100 << 10 },
-		.fabric = { .rate_bps = 200000000000ULL, .delay_ns = 1000, .queue_bytes = 512 << 10,
-			    .ecn_bytes = 100 << 10 },
-		.overhead = 66,	/* Ethernet 14 + FCS 4 + IPv4 20 + UDP 8 + preamble and gap 20 */
+		.host = { .rate_bps = s->host_bps, .delay_ns = s->link_delay_ns,
+			  .queue_bytes = port_queue(s, s->host_bps), .ecn_bytes = s->ecn_bytes },
+		.fabric = { .rate_bps = s->fabric_bps, .delay_ns = s->link_delay_ns,
+			    .queue_bytes = port_queue(s, s->fabric_bps), .ecn_bytes = s->ecn_bytes },
+		.overhead = s->overhead,
 		.reroute_ns = s->reroute_ns,
 		.seed = seed,
+		.mtu = s->mtu,
 	};
-	if (s->no_drop)
-		c->host.queue_bytes = c->fabric.queue_bytes = 0;
 }
 
 static uint64_t rnd(uint64_t *x)
@@ -173,6 +243,78 @@ static int build_incast(struct fabsim_scenario *sc, const struct fabsim_shape *s
 	return 0;
 }
 
+/*
+ * a stream of @bytes from @src to @dst: messages of stream_msg (the last
+ * one shorter), stream_window of them at the start, each of the rest
+ * started when the one stream_window before it is delivered
+ */
+static void stream_add(struct fabsim_scenario *sc, const struct fabsim_shape *s, int src, int dst,
+		       uint64_t bytes)
+{
+	uint64_t n = (bytes + s->stream_msg - 1) / s->stream_msg, k;
+	size_t base = sc->nflows;
+
+	for (k = 0; k < n; k++) {
+		uint64_t size = k + 1 < n ? s->stream_msg : bytes - k * s->stream_msg;
+		struct fabsim_flow *f = flow_add(sc, src, dst, size,
+						 k < (uint64_t)s->stream_window ? 0 : UINT64_MAX);
+
+		if (k + (uint64_t)s->stream_window < n)
+			f->next = (int64_t)(base + k + (uint64_t)s->stream_window);
+	}
+}
+
+static size_t stream_msgs(const struct fabsim_shape *s, uint64_t bytes)
+{
+	return (size_t)((bytes + s->stream_msg - 1) / s->stream_msg);
+}
+
+/* every host streams stream_bytes to a random partner under another ToR, all at once */
+static int build_wire_permutation(struct fabsim_scenario *sc, const struct fabsim_shape *s,
+				  uint64_t seed)
+{
+	int n = s->tors * s->hosts_per_tor, h;
+	int *p = cross_permutation(s, seed);
+
+	if (!p || !flows_alloc(sc, (size_t)n * stream_msgs(s, s->stream_bytes))) {
+		free(p);
+		return -FI_ENOMEM;
+	}
+	for (h = 0; h < n; h++)
+		stream_add(sc, s, h, p[h], s->stream_bytes);
+	free(p);
+	/* every stream crosses a spine: the hosts' rate, or the ToRs' uplinks if less */
+	sc->capacity_bps = (uint64_t)n * s->host_bps;
+	if ((uint64_t)s->tors * (uint64_t)s->spines * s->fabric_bps < sc->capacity_bps)
+		sc->capacity_bps = (uint64_t)s->tors * (uint64_t)s->spines * s->fabric_bps;
+	snprintf(sc->what, sizeof(sc->what),
+		 "each of %d hosts streams %llu MiB (%llu KiB messages, %d outstanding) to a random "
+		 "partner under another ToR, all at once", n,
+		 (unsigned long long)(s->stream_bytes >> 20), (unsigned long long)(s->stream_msg >> 10),
+		 s->stream_window);
+	return 0;
+}
+
+/* incast_senders hosts (every other host at most) stream incast_size each into host 0 */
+static int build_wire_incast(struct fabsim_scenario *sc, const struct fabsim_shape *s)
+{
+	int m = s->incast_senders, i;
+
+	if (m > s->tors * s->hosts_per_tor - 1)
+		m = s->tors * s->hosts_per_tor - 1;
+	if (!flows_alloc(sc, (size_t)m * stream_msgs(s, s->incast_size)))
+		return -FI_ENOMEM;
+	for (i = 1; i <= m; i++)
+		stream_add(sc, s, i, 0, s->incast_size);
+	sc->rx_host = 0;
+	sc->capacity_bps = s->host_bps;
+	snprintf(sc->what, sizeof(sc->what),
+		 "%d hosts stream %llu MiB each (%llu KiB messages, %d outstanding) into host 0 at once",
+		 m, (unsigned long long)(s->incast_size >> 20), (unsigned long long)(s->stream_msg >> 10),
+		 s->stream_window);
+	return 0;
+}
+
 /* mark the flows that may cross the bad link: those from or to its ToR */
 static void mark_bad_tor(struct fabsim_scenario *sc, const struct fabsim_shape *s)
 {
@@ -193,29 +335,42 @@ int fabsim_scenario_build(const char *name, const struct fabsim_shape *s, uint64
 	int ret;
 
 	memset(sc, 0, sizeof(*sc));
+	if (!fabsim_scenario_known(s, name))
+		return -FI_ENOENT;
 	net_cfg(s, seed, &sc->net);
 	sc->bad_tor = sc->bad_spine = -1;
+	sc->rx_host = -1;
 	sc->limit_ns = s->limit_ns;
-	if (!strcmp(name, "permutation") || !strcmp(name, "failure") || !strcmp(name, "lossy"))
+	sc->opts = s->opts;
+	sc->opts.seed = seed;
+	if (s->scenarios == fabsim_wire_scenario_names) {
+		sc->streams = true;
+		sc->tick_ns = s->tick_ns;
+		sc->ref_ns = s->fail_at_ns;
+		if (!strcmp(name, "incast"))
+			ret = build_wire_incast(sc, s);
+		else
+			ret = build_wire_permutation(sc, s, seed);
+	} else if (!strcmp(name, "permutation") || !strcmp(name, "failure") || !strcmp(name, "lossy")) {
 		ret = build_permutation(sc, s, seed);
-	else if (!strcmp(name, "alltoall"))
+	} else if (!strcmp(name, "alltoall")) {
 		ret = build_alltoall(sc, s);
-	else if (!strcmp(name, "incast"))
+	} else {
 		ret = build_incast(sc, s);
-	else
-		return -FI_ENOENT;
+	}
 	if (ret)
 		return ret;
-	for (int i = 0; fabsim_scenario_names[i]; i++)
-		if (!strcmp(name, fabsim_scenario_names[i]))
-			sc->name = fabsim_scenario_names[i];
+	for (int i = 0; s->scenarios[i]; i++)
+		if (!strcmp(name, s->scenarios[i]))
+			sc->name = s->scenarios[i];
 	len = strlen(sc->what);
-	if (!strcmp(name, "failure")) {
+	if (!strcmp(name, "failure") || !strcmp(name, "blackhole")) {
 		sc->bad_tor = sc->bad_spine = 0;
 		sc->fail_at_ns = s->fail_at_ns;
 		snprintf(sc->what + len, sizeof(sc->what) - len,
-			 "; ToR 0 - spine 0 fails at %llu us%s",
-			 (unsigned long long)(s->fail_at_ns / US),
+			 "; ToR 0 - spine 0 fails at %llu %s%s",
+			 (unsigned long long)(s->fail_at_ns % MS ? s->fail_at_ns / US : s->fail_at_ns / MS),
+			 s->fail_at_ns % MS ? "us" : "ms",
 			 s->reroute_ns ? ", routed around after" : ", never routed around");
 		len = strlen(sc->what);
 		if (s->reroute_ns)

@@ -68,6 +68,17 @@ struct fabsim_counters {
 	uint64_t ctrl_pkts;
 };
 
+/** struct fabsim_opts - how a run sets up its transports. */
+struct fabsim_opts {
+	/** @seed: for the transports' own choices (epochs, source ports, PSNs). */
+	uint64_t seed;
+	/**
+	 * @rd_rto_min_ns, @rd_tlp_min_ns: the RD engines' floors of the
+	 * retransmission and tail-loss-probe timers (0: the engine's defaults).
+	 */
+	uint64_t rd_rto_min_ns, rd_tlp_min_ns;
+};
+
 struct fabsim_run;
 
 /** struct fabsim_transport - what the driver asks of a transport (fabsim_rd, fabsim_rc). */
@@ -101,6 +112,8 @@ struct fabsim_run {
 	void *tp_state;
 	/** @seed: for the transports' own choices (epochs, source ports, PSNs). */
 	uint64_t seed;
+	/** @opts: how the transports are set up (a copy of fabsim_run_open()'s). */
+	struct fabsim_opts opts;
 	/** @flows, @nflows: this run's copy of the flows (owned: a run changes them). */
 	struct fabsim_flow *flows;
 	size_t nflows;
@@ -115,20 +128,21 @@ struct fabsim_run {
 	size_t pattern_len;
 	/** @finished, @failed, @corrupt: flows finished, of them failed, of them with wrong data. */
 	size_t finished, failed, corrupt;
-	/** @rd_paths: RD engines' paths (0: the engine default). */
-	uint32_t rd_paths;
 };
 
 /**
  * fabsim_run_open() - a run of @tp over @net for @flows (copied: a run sets
  * chained flows' start times and cuts their chains as it goes, and the next
  * run of the same scenario must start from the scenario's schedule; each
- * flow's id must be its index). Return: 0 or -FI_E*.
+ * flow's id must be its index), its transports set up as @opts says. The
+ * transports size their packets from the fabric's MTU (braid_fabsim_max_dgram()):
+ * RD takes the whole datagram, RC the largest IB MTU that fits; a fabric
+ * without an MTU gets 4 KiB payloads from both. Return: 0 or -FI_E*.
  * The caller must eventually call fabsim_run_close().
  */
 int fabsim_run_open(struct fabsim_run *run, struct braid_fabsim *net,
 		    const struct fabsim_transport *tp, const struct fabsim_flow *flows,
-		    size_t nflows, uint64_t seed);
+		    size_t nflows, const struct fabsim_opts *opts);
 
 /** fabsim_run_close() - free the transport's state and the run's. */
 void fabsim_run_close(struct fabsim_run *run);

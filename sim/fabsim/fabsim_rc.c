@@ -103,6 +103,7 @@ static int rc_conn(struct fabsim_run *run, int a, int b, uint32_t *qa)
 	int lo = a < b ? a : b, hi = a < b ? b : a, side, ret;
 	uint64_t key = ((uint64_t)lo << 32) | (uint64_t)hi;
 	uintptr_t v = (uintptr_t)braid_map_get(&st->conns, key);
+	size_t dgram = braid_fabsim_max_dgram(run->net);
 	uint32_t q0, psn[2];
 
 	if (v) {
@@ -133,6 +134,8 @@ static int rc_conn(struct fabsim_run *run, int a, int b, uint32_t *qa)
 		struct braid_rc_config c;
 
 		braid_rc_config_default(&c);
+		if (dgram < BRAID_FABSIM_MAX_PKT)	/* else RoCE's 4096, the default */
+			c.mtu = braid_roce_path_mtu(dgram);
 		c.addr = (struct braid_roce_addr){ fabsim_ip(q->host), fabsim_ip(q->peer), q->sport,
 						   BRAID_ROCE_UDP_PORT };
 		c.rx_addr = (struct braid_roce_addr){ fabsim_ip(q->peer), fabsim_ip(q->host), p->sport,

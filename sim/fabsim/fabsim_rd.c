@@ -29,19 +29,24 @@ struct rd_state {
 
 /*
  * The engine as a NIC would run it over this fabric: braid's defaults but
- * for a 4 KiB packet (RC's MTU), and pools for the many peers of an
- * all-to-all or an incast.
+ * for the packet size, the fabric's whole datagram as braid's UDP wire
+ * takes its interface's (without an MTU: a 4 KiB payload, RC's), and the
+ * timer floors the run asks for.
  */
 static void rd_config(struct fabsim_run *run, int host, struct braid_rd_config *c)
 {
+	size_t dgram = braid_fabsim_max_dgram(run->net);
+
 	braid_rd_config_default(c);
 	c->local_ip = fabsim_ip(host);
 	c->local_port = RD_PORT;
 	c->epoch = 1000 + (uint32_t)host;
 	c->seed = run->seed * 31 + (uint64_t)host + 1;
-	c->mtu = 4096 + 64;	/* a 4 KiB payload and braid's headers */
-	if (run->rd_paths)
-		c->paths = run->rd_paths;
+	c->mtu = dgram < BRAID_FABSIM_MAX_PKT ? (uint32_t)dgram : 4096 + 64;	/* + braid's headers */
+	if (run->opts.rd_rto_min_ns)
+		c->rto_min_ns = run->opts.rd_rto_min_ns;
+	if (run->opts.rd_tlp_min_ns)
+		c->tlp_min_ns = run->opts.rd_tlp_min_ns;
 }
 
 static int rd_open(struct fabsim_run *run)

@@ -15,9 +15,9 @@ const uint8_t *fabsim_flow_data(const struct fabsim_run *run, const struct fabsi
 
 int fabsim_run_open(struct fabsim_run *run, struct braid_fabsim *net,
 		    const struct fabsim_transport *tp, const struct fabsim_flow *sched,
-		    size_t nflows, uint64_t seed)
+		    size_t nflows, const struct fabsim_opts *opts)
 {
-	uint64_t max = 0, x = seed;
+	uint64_t max = 0, x = opts->seed;
 	struct fabsim_flow *flows;
 	size_t i;
 	int ret;
@@ -26,7 +26,8 @@ int fabsim_run_open(struct fabsim_run *run, struct braid_fabsim *net,
 	run->net = net;
 	run->hosts = braid_fabsim_hosts(net);
 	run->tp = tp;
-	run->seed = seed;
+	run->seed = opts->seed;
+	run->opts = *opts;
 	braid_evq_construct(&run->wake);
 	flows = malloc((nflows ? nflows : 1) * sizeof(*flows));
 	if (!flows)

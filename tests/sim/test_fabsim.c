@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_fabsim.c: behaviour of the leaf-spine fabric simulator (providers/sim/braid_fabsim.c) and of real RD and RC engines driven on it (bench/fabsim). */
+/* test_fabsim.c: behaviour of the leaf-spine fabric simulator (sim/braid_fabsim.c), of real RD and RC engines driven on it (sim/fabsim), and of bench/fabsim's wire-8 scenarios and report. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
 #include <rdma/fi_errno.h>
 
-#include "fabsim.h"
+#include "fabsim_bench.h"
 
 #define US	1000ULL
 #define MS	1000000ULL
+/* a run's transports with the engines' defaults and seed @s */
+#define SEED(s)	(&(struct fabsim_opts){ .seed = (s) })
 
 /* 4 ToRs x 4 hosts, 2 spines; 10/20 Gbit/s, 1 us a link; 64 KiB queues marking above 16 KiB */
 static struct braid_fabsim_cfg small_cfg(void)
@@ -262,7 +264,7 @@ static void run_permutation(const struct fabsim_transport *tp, const struct brai
 	size_t n;
 	struct fabsim_flow *f = permutation(16, 4, 3, 100000, &n);
 
-	cr_assert_eq(fabsim_run_open(&run, fs, tp, f, n, 11), 0);
+	cr_assert_eq(fabsim_run_open(&run, fs, tp, f, n, SEED(11)), 0);
 	cr_assert_eq(fabsim_run_go(&run, 100 * MS), 0);
 	check_all_intact(&run);
 	fabsim_run_close(&run);
@@ -288,7 +290,7 @@ Test(fabsim, a_second_run_of_the_same_flows_starts_from_their_schedule)
 		struct braid_fabsim *fs = open_small(&c);
 		struct fabsim_run run;
 
-		cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, 11), 0);
+		cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, SEED(11)), 0);
 		cr_assert_eq(fabsim_run_go(&run, 100 * MS), 0);
 		check_all_intact(&run);
 		for (i = 0; i < n; i++) {
@@ -342,7 +344,7 @@ Test(fabsim, rd_rc__lossy_fabric_completes_intact)
 		size_t n;
 		struct fabsim_flow *f = permutation(16, 4, 2, 60000, &n);
 
-		cr_assert_eq(fabsim_run_open(&run, fs, tp ? &fabsim_rc : &fabsim_rd, f, n, 3), 0);
+		cr_assert_eq(fabsim_run_open(&run, fs, tp ? &fabsim_rc : &fabsim_rd, f, n, SEED(3)), 0);
 		cr_assert_eq(fabsim_run_go(&run, 2000 * MS), 0, "%s", tp ? "rc" : "rd");
 		check_all_intact(&run);
 		fabsim_run_close(&run);
@@ -372,7 +374,7 @@ Test(fabsim, rd__failed_link_moves_traffic)
 
 	cr_assert_eq(braid_fabsim_schedule(fs, 200 * US, up, false), 0);
 	cr_assert_eq(braid_fabsim_schedule(fs, 200 * US, down, false), 0);
-	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rd, f, n, 5), 0);
+	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rd, f, n, SEED(5)), 0);
 	cr_assert_eq(fabsim_run_go(&run, 200 * US), -FI_ETIMEDOUT);
 	before_up = braid_fabsim_link_stats(fs, up)->pkts;
 	before_up1 = braid_fabsim_link_stats(fs, up1)->pkts;
@@ -401,7 +403,7 @@ Test(fabsim, rc__failed_link_strands_its_connections)
 
 	braid_fabsim_schedule(fs, 200 * US, braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, 0, 0), false);
 	braid_fabsim_schedule(fs, 200 * US, braid_fabsim_link(fs, BRAID_FABSIM_SPINE_DOWN, 0, 0), false);
-	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, 5), 0);
+	cr_assert_eq(fabsim_run_open(&run, fs, &fabsim_rc, f, n, SEED(5)), 0);
 	fabsim_run_go(&run, 5000 * MS);
 	cr_assert_eq(run.finished, n);
 	for (i = 0; i < n; i++) {
@@ -418,4 +420,266 @@ Test(fabsim, rc__failed_link_strands_its_connections)
 	fabsim_run_close(&run);
 	braid_fabsim_close(fs);
 	free(f);
+}
+
+/* ---- the fabric's MTU and busy time ---- */
+
+Test(fabsim, mtu__limits_datagrams)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs;
+	static uint8_t buf[2000];
+
+	c.mtu = 100;
+	cr_assert_eq(braid_fabsim_open(&c, &fs), -FI_EINVAL, "an MTU under IPv4's 576");
+	c = small_cfg();
+	fs = open_small(&c);
+	cr_assert_eq(braid_fabsim_max_dgram(fs), BRAID_FABSIM_MAX_PKT, "no MTU: up to 64 KiB");
+	braid_fabsim_close(fs);
+	c.mtu = 1500;
+	fs = open_small(&c);
+	cr_assert_eq(braid_fabsim_max_dgram(fs), 1472, "1500 less IPv4 and UDP");
+	cr_assert_eq(braid_fabsim_send(fs, 0, 0, 4, 1, buf, 1473), -FI_EMSGSIZE);
+	cr_assert_eq(braid_fabsim_send(fs, 0, 0, 4, 1, buf, 1472), 0);
+	cr_assert_eq(drain(fs, NULL, NULL), 1);
+	braid_fabsim_close(fs);
+}
+
+/* a link is busy for the serialisation of what it takes, not for what it drops */
+Test(fabsim, link__busy_time_is_serialisation)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs = open_small(&c);
+	int nic = braid_fabsim_link(fs, BRAID_FABSIM_HOST_UP, 0, 0);
+	int port = braid_fabsim_link(fs, BRAID_FABSIM_HOST_DOWN, 1, 0);
+	uint8_t buf[1186] = { 0 };	/* + 64 overhead = 1250 B = 1 us at 10 Gbit/s */
+	int i;
+
+	cr_assert_eq(braid_fabsim_set_loss(fs, port, 1.0), 0);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(braid_fabsim_send(fs, 0, 0, 1, 0, buf, sizeof(buf)), 0);
+	cr_assert_eq(drain(fs, NULL, NULL), 0);
+	cr_assert_eq(braid_fabsim_link_stats(fs, nic)->busy_ns, 3 * US);
+	cr_assert_eq(braid_fabsim_link_stats(fs, port)->busy_ns, 0);
+	braid_fabsim_close(fs);
+}
+
+/* ---- the wire-8 profile (bench/fabsim's scenarios) ---- */
+
+/* wire-8 with shorter streams and an earlier failure, for quick runs */
+static struct fabsim_shape wire8(void)
+{
+	struct fabsim_shape s;
+
+	cr_assert_eq(fabsim_shape_profile(&s, "wire-8"), 0);
+	s.stream_bytes = 2 << 20;
+	s.incast_size = 1 << 20;
+	s.fail_at_ns = 40 * MS;
+	return s;
+}
+
+Test(fabsim, wire8__profile_is_the_namespace_fabric)
+{
+	struct fabsim_shape s;
+	struct fabsim_scenario sc;
+	uint64_t sent[8] = { 0 }, got[8] = { 0 };
+	size_t i;
+
+	cr_assert_eq(fabsim_shape_profile(&s, "nope"), -FI_ENOENT);
+	cr_assert_eq(fabsim_shape_profile(&s, "wire-8"), 0);
+	cr_assert(fabsim_scenario_known(&s, "blackhole"));
+	cr_assert(!fabsim_scenario_known(&s, "alltoall"), "the 8-host profile has no all-to-all");
+	cr_assert_eq(fabsim_scenario_build("failure", &s, 1, &sc), -FI_ENOENT);
+	cr_assert_eq(fabsim_scenario_build("permutation", &s, 1, &sc), 0);
+	cr_assert_eq(sc.net.tors, 2);
+	cr_assert_eq(sc.net.hosts_per_tor, 4);
+	cr_assert_eq(sc.net.spines, 4);
+	cr_assert_eq(sc.net.host.rate_bps, 200000000ULL);
+	cr_assert_eq(sc.net.fabric.rate_bps, 200000000ULL);
+	cr_assert_eq(sc.net.fabric.queue_bytes, 500000, "20 ms at 200 Mbit/s");
+	cr_assert_eq(sc.net.host.queue_bytes, 500000);
+	cr_assert_eq(sc.net.fabric.ecn_bytes, 0, "tbf marks nothing");
+	cr_assert_eq(sc.net.mtu, 1500);
+	cr_assert_eq(sc.net.reroute_ns, 0, "routing never reacts");
+	cr_assert_eq(sc.capacity_bps, 1600000000ULL, "8 hosts, 2 x 4 uplinks of 200 Mbit/s");
+	for (i = 0; i < sc.nflows; i++) {
+		cr_assert_neq(sc.flows[i].src / 4, sc.flows[i].dst / 4, "every stream crosses a spine");
+		sent[sc.flows[i].src] += sc.flows[i].size;
+		got[sc.flows[i].dst] += sc.flows[i].size;
+	}
+	for (i = 0; i < 8; i++) {
+		cr_assert_eq(sent[i], s.stream_bytes, "host %zu sends one stream", i);
+		cr_assert_eq(got[i], s.stream_bytes, "host %zu receives one stream", i);
+	}
+	fabsim_scenario_free(&sc);
+}
+
+/* scenario @name of @s run by @tp to its end on a fresh fabric; the caller closes both */
+static void wire8_run(const struct fabsim_shape *s, const char *name,
+		      const struct fabsim_transport *tp, struct fabsim_scenario *sc,
+		      struct braid_fabsim **fs, struct fabsim_run *run)
+{
+	cr_assert_eq(fabsim_scenario_build(name, s, 1, sc), 0);
+	cr_assert_eq(braid_fabsim_open(&sc->net, fs), 0);
+	cr_assert_eq(fabsim_scenario_apply(sc, *fs), 0);
+	cr_assert_eq(fabsim_run_open(run, *fs, tp, sc->flows, sc->nflows, &sc->opts), 0);
+	fabsim_run_go(run, sc->limit_ns);
+}
+
+static void wire8_close(struct fabsim_scenario *sc, struct braid_fabsim *fs, struct fabsim_run *run)
+{
+	fabsim_run_close(run);
+	braid_fabsim_close(fs);
+	fabsim_scenario_free(sc);
+}
+
+/*
+ * RD's packets fill the 1500-byte MTU, RC's carry its 1024-byte IB MTU (the
+ * fabric refuses anything larger, so every byte arriving proves they fit),
+ * and RD sprays every stream of the permutation over all 4 spines.
+ */
+Test(fabsim, wire8__permutation_fits_the_mtu_and_rd_uses_every_spine)
+{
+	struct fabsim_shape s = wire8();
+	struct fabsim_scenario sc;
+	struct braid_fabsim *fs;
+	struct fabsim_run run;
+	struct fabsim_counters cnt;
+	int t, sp;
+
+	for (t = 0; t < 2; t++) {
+		const struct fabsim_transport *tp = t ? &fabsim_rc : &fabsim_rd;
+
+		wire8_run(&s, "permutation", tp, &sc, &fs, &run);
+		check_all_intact(&run);
+		/* first sends: 8 streams of 2 MiB in 64 KiB messages, each message in packets of
+		 * 1416 bytes (RD: 1472 less its 56-byte header) or 1024 (RC's IB MTU) */
+		run.tp->counters(&run, &cnt);
+		cr_assert_eq(cnt.data_pkts - cnt.retx_pkts, 8 * 32 * (tp == &fabsim_rd ? 47 : 64),
+			     "%s: %llu packets sent first", tp->name,
+			     (unsigned long long)(cnt.data_pkts - cnt.retx_pkts));
+		if (tp == &fabsim_rd) {
+			for (int tor = 0; tor < 2; tor++) {
+				uint64_t n[4], all = 0;
+
+				for (sp = 0; sp < 4; sp++) {
+					n[sp] = braid_fabsim_link_stats(fs, braid_fabsim_link(
+						fs, BRAID_FABSIM_TOR_UP, tor, sp))->pkts;
+					all += n[sp];
+				}
+				for (sp = 0; sp < 4; sp++)
+					cr_assert_gt(n[sp] * 10, all, "ToR %d: spine %d took %llu of %llu",
+						     tor, sp, (unsigned long long)n[sp],
+						     (unsigned long long)all);
+			}
+		}
+		wire8_close(&sc, fs, &run);
+	}
+}
+
+/* 7 streams into host 0: every message arrives whole with either transport, and the report sees its link */
+Test(fabsim, wire8__incast_delivers_every_byte)
+{
+	struct fabsim_shape s = wire8();
+	struct fabsim_scenario sc;
+	struct braid_fabsim *fs;
+	struct fabsim_run run;
+	struct fabsim_result r;
+
+	for (int t = 0; t < 2; t++) {
+		uint64_t got = 0;
+		size_t i;
+
+		wire8_run(&s, "incast", t ? &fabsim_rc : &fabsim_rd, &sc, &fs, &run);
+		check_all_intact(&run);
+		for (i = 0; i < run.nflows; i++) {
+			cr_assert_eq(run.flows[i].dst, 0);
+			got += run.flows[i].size;
+		}
+		cr_assert_eq(got, 7 * s.incast_size);
+		cr_assert_eq(fabsim_result_collect(&r, &sc, &run, NULL, NULL, NULL), 0);
+		cr_assert(r.streams);
+		cr_assert_eq(r.nstreams, 7);
+		cr_assert_eq(r.recovered, 7);
+		cr_assert(r.rx_busy > 0 && r.rx_busy <= 1.0, "busy %f", r.rx_busy);
+		cr_assert_gt(r.goodput_bps, 0);
+		cr_assert_leq(r.goodput_bps, (double)s.host_bps, "no more than the receiver's link");
+		wire8_close(&sc, fs, &run);
+	}
+}
+
+/*
+ * A spine link black-holed mid-run, routing never reacting: the dead link
+ * keeps swallowing what is hashed onto it, and RD still delivers every
+ * stream whole by moving its paths.
+ */
+Test(fabsim, wire8__blackhole_without_reroute_rd_completes)
+{
+	struct fabsim_shape s = wire8();
+	struct fabsim_scenario sc;
+	struct braid_fabsim *fs;
+	struct fabsim_run run;
+	struct fabsim_result r;
+	int up, e, hashed = 0;
+
+	/* long enough a stream for 5 ticks before the failure and some after */
+	s.stream_bytes = 4 << 20;
+	s.fail_at_ns = 120 * MS;
+	wire8_run(&s, "blackhole", &fabsim_rd, &sc, &fs, &run);
+	check_all_intact(&run);
+	up = braid_fabsim_link(fs, BRAID_FABSIM_TOR_UP, 0, 0);
+	cr_assert_gt(braid_fabsim_link_stats(fs, up)->drops_down, 0, "the black hole swallowed packets");
+	for (e = 0; e < 64; e++)
+		hashed += braid_fabsim_route(fs, 0, 4, (uint16_t)e) == 0;
+	cr_assert_gt(hashed, 0, "routing still hashes onto the dead spine");
+	cr_assert_eq(fabsim_result_collect(&r, &sc, &run, NULL, NULL, NULL), 0);
+	cr_assert_eq(r.recovered, 8);
+	cr_assert_geq(r.stall_ns, 0);
+	cr_assert_gt(r.before_bps, 0);
+	cr_assert_gt(r.after_bps, 0);
+	wire8_close(&sc, fs, &run);
+}
+
+/* ---- the report's stall, from a timeline made by hand ---- */
+
+static void no_counters(struct fabsim_run *run, struct fabsim_counters *c)
+{
+	(void)run;
+	*c = (struct fabsim_counters){ 0 };
+}
+
+static const struct fabsim_transport fake_tp = { .name = "fake", .counters = no_counters };
+
+/*
+ * One stream delivering 1 KiB every millisecond for a second, but nothing
+ * from 300 to 420 ms: measured around 300 ms with 10 ms ticks, the stall
+ * is the 12 empty ticks, and the goodput before and after (the stall left
+ * out) are both 8.192 Mbit/s.
+ */
+Test(fabsim, report__stall_and_goodput_around_a_gap)
+{
+	struct braid_fabsim_cfg c = small_cfg();
+	struct braid_fabsim *fs = open_small(&c);
+	struct fabsim_scenario sc = { .name = "gap", .streams = true, .tick_ns = 10 * MS,
+				      .ref_ns = 300 * MS, .rx_host = -1, .capacity_bps = 10000000 };
+	struct fabsim_flow flows[1000];
+	struct fabsim_run run = { .net = fs, .tp = &fake_tp, .flows = flows, .now = 1000 * MS };
+	struct fabsim_result r;
+	size_t n = 0;
+
+	for (uint64_t t = 1; t <= 1000; t++) {
+		if (t > 300 && t <= 420)
+			continue;
+		flows[n] = (struct fabsim_flow){ .src = 0, .dst = 4, .id = (uint32_t)n, .size = 1024,
+						 .start_ns = 0, .recv_ns = t * MS - 1, .intact = true };
+		n++;
+	}
+	run.nflows = n;
+	cr_assert_eq(fabsim_result_collect(&r, &sc, &run, NULL, NULL, NULL), 0);
+	cr_assert_eq(r.nstreams, 1);
+	cr_assert_eq(r.stall_ns, 120 * (int64_t)MS, "stall %lld ns", (long long)r.stall_ns);
+	cr_assert_float_eq(r.before_bps, 8192000.0, 1.0, "before %f", r.before_bps);
+	cr_assert_float_eq(r.after_bps, 8192000.0, 1.0, "after %f", r.after_bps);
+	cr_assert_float_eq(r.goodput_bps, n * 1024 * 8e9 / (1000 * MS - 1), 1.0);
+	braid_fabsim_close(fs);
 }
