@@ -50,14 +50,10 @@ static void grant_expire(struct braid_rd *rd, uint64_t now)
 	}
 }
 
-bool rd_grant_note(struct braid_rd *rd, struct rd_flow *f, const struct braid_rd_data_view *v,
-		   uint64_t now)
+/* rd_grant_note()'s work, for a sender active or timed, or one with more to send. */
+bool rd_grant_arrive(struct braid_rd *rd, struct rd_flow *f, const struct braid_rd_data_view *v,
+		     uint64_t now)
 {
-	bool more = (uint64_t)v->offset + v->payload_len < v->msg_len &&
-		    !(v->flags & BRAID_RD_F_RDV);
-
-	if (!rd->grant_pkts)
-		return false;
 	/* the first packet beyond the sender's unscheduled window after its grant
 	 * left: the time since is a round trip (its RTT, as far as we can see it) */
 	if (f->grant_at && braid_seq_gt(v->psn, f->grant_psn) && !(v->flags & BRAID_RD_F_RETX)) {
@@ -72,7 +68,7 @@ bool rd_grant_note(struct braid_rd *rd, struct rd_flow *f, const struct braid_rd
 		braid_dlist_insert_tail(&f->grant_node, &rd->granted);
 		return false;
 	}
-	if (!more)
+	if (!rd_grant_more(v))
 		return false;
 	f->grant_on = true;
 	f->grant_seen = now;

@@ -415,10 +415,26 @@ uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
 bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
 
 /* braid_rd_grant.c (receiver grants, §4.10) */
-/* A data packet from the sender of @f: it may join the active senders (true: it
- * joined now, and waits for its grant: acknowledge at once). */
-bool rd_grant_note(struct braid_rd *rd, struct rd_flow *f, const struct braid_rd_data_view *v,
-		   uint64_t now);
+/* A data packet that is not the last of its message (and not a rendezvous message's first):
+ * its sender has more to send now. */
+static inline bool rd_grant_more(const struct braid_rd_data_view *v)
+{
+	return (uint64_t)v->offset + v->payload_len < v->msg_len && !(v->flags & BRAID_RD_F_RDV);
+}
+bool rd_grant_arrive(struct braid_rd *rd, struct rd_flow *f, const struct braid_rd_data_view *v,
+		     uint64_t now);
+/*
+ * A data packet from the sender of @f: it may join the active senders (true:
+ * it joined now, and waits for its grant: acknowledge at once). Inline: a
+ * sender of one-packet messages (a ping-pong) has nothing to note.
+ */
+static inline bool rd_grant_note(struct braid_rd *rd, struct rd_flow *f,
+				 const struct braid_rd_data_view *v, uint64_t now)
+{
+	if (!rd->grant_pkts || (!f->grant_on && !f->grant_at && !rd_grant_more(v)))
+		return false;
+	return rd_grant_arrive(rd, f, v, now);
+}
 /* The grant of the sender of @f now, in packets (cfg.window: no limit). */
 uint32_t rd_grant_peek(const struct braid_rd *rd, const struct rd_flow *f);
 /* The rwnd of an ACK to @f leaving now, of the receive window @room: the grant, if smaller. */
