@@ -126,7 +126,7 @@ struct braid_ctr_peer_rec {
 	X(forget_refused, COUNTER, "packets", "such asks refused: traffic under way, or another incarnation") \
 	X(peers_forgotten, COUNTER, "events", "idle peers forgotten: by agreement, or after two asks unanswered") \
 	X(flows_active,	GAUGE,   "flows",   "peers with traffic state now") \
-	X(grant_senders, GAUGE,  "peers",   "senders sharing this receiver's grant budget now (4.10)") \
+	X(grant_senders, GAUGE,  "peers",   "senders sharing this receiver's grant budget, as of its latest ACK (4.10)") \
 	X(peers,	GAUGE,   "peers",   "peers with state now") \
 	X(peers_verified, GAUGE, "peers",   "of them, proven at their address") \
 	X(peers_idle,	GAUGE,   "peers",   "of those, idle: remembered in 32 bytes, their conn and shared entry given back")
