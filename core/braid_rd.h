@@ -170,6 +170,18 @@ struct braid_rd_config {
 	 * round trip; slow start doubles it per RTT from there.
 	 */
 	uint32_t init_cwnd;
+	/**
+	 * @unsched_pkts: packets a flow sends before the receiver's first ACK
+	 * (its unscheduled window: a first contact, or after an RTO's idleness;
+	 * §4.10), whatever its congestion window. 0: no such limit.
+	 */
+	uint32_t unsched_pkts;
+	/**
+	 * @grant_bytes: the bytes this endpoint lets its active senders have in
+	 * flight to it together (§4.10), shared among them in the receive window
+	 * of its ACKs; a sender alone is not limited. 0: no grants.
+	 */
+	uint64_t grant_bytes;
 	/** @seed: for path entropy and path choice. */
 	uint64_t seed;
 	/**

@@ -54,6 +54,12 @@ struct rd_flow {
 	bool refused, wupdate;
 	/** @refused_small: the refused data fits small staging (RD_STAGE_SMALL). */
 	bool refused_small;
+	/**
+	 * @granted: an ACK from the peer came since this flow began sending, or
+	 * last went idle (§4.10): until then it sends at most cfg.unsched_pkts;
+	 * @unsched_held: data waited for that ACK (counted once per wait).
+	 */
+	bool granted, unsched_held;
 	/** @probe_due: a rendezvous keepalive probe waits to go (§4.6); @probe_at: the last one sent. */
 	bool probe_due;
 	uint64_t probe_at;
@@ -96,6 +102,20 @@ struct rd_flow {
 	uint8_t pingpong;
 	bool ack_held;
 	uint64_t done_at;
+	/**
+	 * @grant_node, @grant_on, @grant_seen: the peer counts among the senders
+	 * sharing our grant budget (§4.10, rd->granted), its latest data packet
+	 * came at @grant_seen. @grant_join: it joined, and the ACK that carries
+	 * its grant has not left yet; @grant_at: when it left (0: no round trip
+	 * being timed); @grant_psn: the last PSN the peer sends before that ACK
+	 * reaches it; @grant_rtt: the smoothed time from such an ACK to the data
+	 * it released; @grant_given: the grant our latest ACK to it carried,
+	 * while counted (in rd->grant_total).
+	 */
+	struct braid_dlist grant_node;
+	bool grant_on, grant_join;
+	uint32_t grant_psn, grant_given;
+	uint64_t grant_seen, grant_at, grant_rtt;
 	/** @cts_ids, @cts_sent, @cts_n: rendezvous messages with a buffer, waiting for their data. */
 	uint32_t cts_ids[RD_CTS_MAX];
 	uint64_t cts_sent[RD_CTS_MAX];

@@ -32,6 +32,8 @@ void braid_rd_config_default(struct braid_rd_config *cfg)
 	cfg->cc = &braid_cc_swift;
 	cfg->cc_target_ns = 25 * 1000ULL;
 	cfg->init_cwnd = 8;
+	cfg->unsched_pkts = 1;
+	cfg->grant_bytes = 256 << 10;
 	cfg->seed = 1;
 }
 
@@ -148,7 +150,8 @@ static bool config_valid(const struct braid_rd_config *cfg)
 	return cfg->epoch && cfg->mtu >= 128 && cfg->mtu <= 65535 && cfg->paths &&
 	       cfg->paths <= BRAID_RD_MAX_PATHS && cfg->window &&
 	       cfg->window <= BRAID_RD_MAX_WINDOW && cfg->init_cwnd &&
-	       cfg->init_cwnd <= cfg->window && cfg->max_flows && cfg->max_sends &&
+	       cfg->init_cwnd <= cfg->window && cfg->unsched_pkts <= cfg->window &&
+	       cfg->max_flows && cfg->max_sends &&
 	       cfg->max_recvs && cfg->max_msgs && cfg->stage_pkts &&
 	       cfg->max_msg_size <= 0xffffffffULL && cfg->inject_size <= cfg->max_msg_size &&
 	       cfg->rto_min_ns && cfg->rto_min_ns <= cfg->rto_max_ns;
@@ -180,6 +183,12 @@ static void rd_construct(struct braid_rd *rd, const struct braid_rd_config *cfg,
 	braid_dlist_init(&rd->unproven);
 	braid_dlist_init(&rd->resting);
 	braid_dlist_init(&rd->strangers);
+	braid_dlist_init(&rd->granted);
+	if (cfg->grant_bytes) {
+		uint64_t g = cfg->grant_bytes / (cfg->mtu - sizeof(struct braid_rd_data_hdr));
+
+		rd->grant_pkts = g < 1 ? 1 : g > UINT32_MAX ? UINT32_MAX : (uint32_t)g;
+	}
 	rd->sweep_at = UINT64_MAX;
 	rd->forget_at = UINT64_MAX;
 	rd->forget_pos = SIZE_MAX;

@@ -65,6 +65,7 @@ void rd_in_forget(struct braid_rd *rd, struct rd_flow *f)
 		rd->refused_n--;
 	f->refused = false;
 	f->wupdate = false;
+	rd_grant_forget(rd, f);
 }
 
 /* Staging for @len bytes: a small buffer when it fits one, else a packet's. */
@@ -468,7 +469,8 @@ void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now)
 	match_in_order(rd, f, now);
 }
 
-uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
+/* The receive window's room (§4.3), before any grant. */
+static uint32_t in_room(const struct braid_rd *rd)
 {
 	/* the packets we can surely take now: as many as packet staging has room
 	 * for (small payloads have buffers of their own besides; data for a posted
@@ -479,6 +481,13 @@ uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
 	if (rd->cfg.rx_queue_pkts && room > rd->cfg.rx_queue_pkts)
 		room = rd->cfg.rx_queue_pkts;
 	return room < rd->cfg.window ? (uint32_t)room : rd->cfg.window;
+}
+
+uint32_t rd_in_rwnd(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint32_t room = in_room(rd), g = rd_grant_peek(rd, f);
+
+	return g < room ? g : room;
 }
 
 static inline void ack_soon(struct braid_rd *rd, struct rd_flow *f, bool now_, uint64_t now)
@@ -685,7 +694,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 {
 	struct rd_flow *f = rd_flow_attach(rd, conn, true, now);
 	enum braid_drop_reason drop;
-	bool created, gap, done, hold;
+	bool created, gap, done, hold, joined;
 	struct rd_msg *m;
 
 	if (!f) {
@@ -709,6 +718,8 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	 * taken (nor acknowledged: the sender, if alive, sends it again) */
 	if (lent_stale(rd, v, now))
 		return rd_drop_at(rd, f, BRAID_DROP_STALE_LENT);
+	/* §4.10: a sender with more to send joins the active senders */
+	joined = rd_grant_note(rd, f, v, now);
 	/* §4.2 rules 4-5: the PSN window */
 	if (psn_taken(rd, conn, f, v->psn))
 		return in_duplicate(rd, f, v, ecn, now);
@@ -752,7 +763,9 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	hold = done && f->pingpong && rd->cfg.bundle && !gap && conn->rcv_nxt - v->psn == 1;
 	if (hold)
 		f->ack_held = true;
-	ack_soon(rd, f, gap || conn->rcv_nxt - v->psn > 1 || (done && !hold), now);
+	/* a sender that joined the active senders waits for its grant (§4.10) */
+	ack_soon(rd, f, gap || conn->rcv_nxt - v->psn > 1 || (done && !hold) || (joined && !done),
+		 now);
 	return 0;
 }
 
@@ -791,7 +804,7 @@ void rd_in_write_ack(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out
 		.cum_psn = conn->rcv_nxt,
 		.echo_psn = f->echo_psn,
 		.echo_time = f->echo_time,
-		.rwnd = f->refused ? 0 : rd_in_rwnd(rd, f),
+		.rwnd = f->refused ? 0 : rd_grant_sent(rd, f, in_room(rd), now),
 		.dups = f->rx_dups,
 		.hold_us = ack_hold_us(f, now),
 	};

@@ -154,6 +154,16 @@ struct braid_rd {
 	size_t forget_pos, forget_cap;
 	bool forgot;
 	unsigned char forget_key[16];
+	/**
+	 * @granted: the senders counted active (§4.10), by the time of their
+	 * latest packet, oldest first (rd_flow.grant_node; counted in
+	 * stats.grant_senders); @grant_pkts: the grant budget in packets of our
+	 * MTU (cfg.grant_bytes; 0: no grants); @grant_total: the latest grants
+	 * of those senders, summed (rd_flow.grant_given).
+	 */
+	struct braid_dlist granted;
+	uint32_t grant_pkts;
+	uint64_t grant_total;
 	/** @ctl: challenges and responses to send (a ring). */
 	struct rd_ctl ctl[RD_CTL_MAX];
 	uint32_t ctl_head, ctl_n;
@@ -403,6 +413,34 @@ void rd_in_forget(struct braid_rd *rd, struct rd_flow *flow);
 void rd_in_verified(struct braid_rd *rd, struct rd_conn *conn, uint64_t now);
 uint64_t rd_in_deadline(const struct braid_rd *rd, const struct rd_flow *flow);
 bool rd_in_timer(struct braid_rd *rd, struct rd_flow *flow, uint64_t now);
+
+/* braid_rd_grant.c (receiver grants, §4.10) */
+/* A data packet that is not the last of its message (and not a rendezvous message's first):
+ * its sender has more to send now. */
+static inline bool rd_grant_more(const struct braid_rd_data_view *v)
+{
+	return (uint64_t)v->offset + v->payload_len < v->msg_len && !(v->flags & BRAID_RD_F_RDV);
+}
+bool rd_grant_arrive(struct braid_rd *rd, struct rd_flow *f, const struct braid_rd_data_view *v,
+		     uint64_t now);
+/*
+ * A data packet from the sender of @f: it may join the active senders (true:
+ * it joined now, and waits for its grant: acknowledge at once). Inline: a
+ * sender of one-packet messages (a ping-pong) has nothing to note.
+ */
+static inline bool rd_grant_note(struct braid_rd *rd, struct rd_flow *f,
+				 const struct braid_rd_data_view *v, uint64_t now)
+{
+	if (!rd->grant_pkts || (!f->grant_on && !f->grant_at && !rd_grant_more(v)))
+		return false;
+	return rd_grant_arrive(rd, f, v, now);
+}
+/* The grant of the sender of @f now, in packets (cfg.window: no limit). */
+uint32_t rd_grant_peek(const struct braid_rd *rd, const struct rd_flow *f);
+/* The rwnd of an ACK to @f leaving now, of the receive window @room: the grant, if smaller. */
+uint32_t rd_grant_sent(struct braid_rd *rd, struct rd_flow *f, uint32_t room, uint64_t now);
+/* The sender of @f leaves the active set (its flow's receiving state goes). */
+void rd_grant_forget(struct braid_rd *rd, struct rd_flow *f);
 
 /* braid_rd_rma.c (RMA and atomics, §4.7) */
 int rd_rma_in_where(struct braid_rd *rd, const struct rd_msg *m, const struct braid_rd_data_view *v,

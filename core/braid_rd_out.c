@@ -171,6 +171,8 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 	return out_start(rd, peer, flags, context, iov, cnt, len, now, opp);
 }
 
+static bool grant_lapsed(const struct braid_rd *rd, const struct rd_flow *f, uint64_t now);
+
 /* Number @op and queue it behind the conn's other sends (the conn has its flow).
  * (inline for braid_rd_send(); rd_out_queue() for the RMA side) */
 static inline void out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now)
@@ -182,8 +184,14 @@ static inline void out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t n
 	op->rdv = !op->rma.op && rd->cfg.rdv_threshold && op->len > rd->cfg.rdv_threshold;
 	if (op->rdv)
 		RD_COUNT(rd, f, rdv_msgs, 1);
-	if (rd_out_idle(f, conn))
+	if (rd_out_idle(f, conn)) {
+		/* §4.10: idle for an RTO, the flow's grant lapses (the receiver has
+		 * counted it out; its share went to others): the unscheduled window
+		 * again until the receiver's next ACK (as TCP restarts after idle) */
+		if (f->granted && grant_lapsed(rd, f, now))
+			f->granted = false;
 		f->last_progress = now;	/* the peer timeout counts from the first packet */
+	}
 	/* the application answers the peer's messages at once: a ping-pong (§4.3) */
 	if (!(op->flags & BRAID_RD_INTERNAL) && f->done_at &&
 	    now - f->done_at <= 2 * rd->cfg.ack_delay_ns && f->pingpong < 8)
@@ -260,6 +268,18 @@ static uint64_t flow_rto_of(const struct braid_rd *rd, const struct rd_flow *f, 
 static uint64_t flow_rto(const struct braid_rd *rd, const struct rd_flow *f)
 {
 	return flow_rto_of(rd, f, rd_flow_worst_rto(f, true), rd_peer_timeout(rd, f));
+}
+
+/*
+ * §4.10: the flow, idle, has neither sent nor heard an ACK for an RTO: its
+ * grant lapsed. (Cheap first: a ping-pong's idle gaps are far below the RTO
+ * floor.)
+ */
+static bool grant_lapsed(const struct braid_rd *rd, const struct rd_flow *f, uint64_t now)
+{
+	uint64_t last = f->last_tx > f->last_progress ? f->last_tx : f->last_progress;
+
+	return now - last >= rd->cfg.rto_min_ns && now - last >= flow_rto(rd, f);
 }
 
 /* When the RTO (@rto) fires: a whole RTO with no acknowledgement of anything new, and the
@@ -956,7 +976,10 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 
 	if (ecn)
 		RD_COUNT(rd, f, ecn_echoes, 1);
-	f->peer_rwnd = a->rwnd;
+	/* the receiver's window, its grant included (§4.10; no more than ours) */
+	f->peer_rwnd = a->rwnd < rd->cfg.window ? a->rwnd : rd->cfg.window;
+	f->granted = true;
+	f->unsched_held = false;
 	ack_reorder(rd, f, a->dups, now);
 	rtt = ack_rtt_sample(rd, f, conn, a, ecn, now, &base);
 	if (rtt)
@@ -1142,6 +1165,9 @@ static uint32_t send_allowance(struct braid_rd *rd, struct rd_flow *f, uint64_t 
 		return !f->inflight && f->zwp_due ? 1 : 0;
 	if (cwnd > rwnd)
 		cwnd = rwnd;
+	/* §4.10: before the receiver's first word, the unscheduled window only */
+	if (!f->granted && rd->cfg.unsched_pkts && cwnd > rd->cfg.unsched_pkts)
+		cwnd = rd->cfg.unsched_pkts;
 	return f->inflight < cwnd ? cwnd - f->inflight : 0;
 }
 
@@ -1388,6 +1414,12 @@ int rd_out_flow(struct braid_rd *rd, struct rd_flow *f, uint64_t now, struct bra
 	n = out_retransmits(rd, f, &b, out, n, max, &allow, now);
 	n = out_new_data(rd, f, &b, out, n, max, allow, now);
 	bundle_close(rd, f, out, &b);
+	/* §4.10: data left waiting for the receiver's first ACK (counted once a wait) */
+	if (!f->granted && !f->unsched_held && rd->cfg.unsched_pkts &&
+	    f->inflight >= rd->cfg.unsched_pkts && !braid_dlist_empty(&conn->sendq)) {
+		f->unsched_held = true;
+		RD_COUNT(rd, f, unsched_waits, 1);
+	}
 	return n;
 }
 

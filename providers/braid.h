@@ -109,6 +109,14 @@ struct braid_config {
 	 * peer limit); each takes its memory (about 24 KiB) when used.
 	 */
 	int max_flows;
+	/**
+	 * @grant_kb: RDM: KiB this endpoint lets the senders with more to send
+	 * have in flight to it together, shared among them (FI_BRAID_GRANT_KB;
+	 * 0: no grants; protocol.md §4.10).
+	 */
+	int grant_kb;
+	/** @unsched_pkts: RDM: packets a flow sends before the receiver's first ACK (FI_BRAID_UNSCHED_PKTS; 0: no limit). */
+	int unsched_pkts;
 	/** @idle_ms: RDM: a peer's traffic state idle this long is freed (FI_BRAID_IDLE_MS; 0: kept). */
 	int idle_ms;
 	/** @forget_ms: RDM: an idle peer's record this old is forgotten by agreement (FI_BRAID_FORGET_MS; 0: kept). */

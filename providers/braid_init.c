@@ -27,6 +27,8 @@ struct braid_config braid_cfg = {
 	.peer_timeout_ms = 5000,
 	.max_peers = 65536,
 	.idle_ms = 10000,
+	.grant_kb = 256,
+	.unsched_pkts = 1,
 	.forget_ms = 60000,
 	.rc_timeout = BRAID_RC_DEFAULT_TIMEOUT,
 	.rc_retry = BRAID_RC_DEFAULT_RETRY,
@@ -245,6 +247,21 @@ static void braid_init_env(void)
 			"fi_connect and fi_accept wait for the other side before an "
 			"FI_ETIMEDOUT error event. (default: %d)",
 			braid_cfg.peer_timeout_ms);
+	fi_param_define(&braid_prov, "grant_kb", FI_PARAM_INT,
+			"RDM: KiB the peers sending to one endpoint may have in "
+			"flight to it together: while several have more to send, "
+			"each is granted an equal share in the endpoint's "
+			"acknowledgements (a peer sending alone is not limited), so "
+			"that many senders at once (an incast) do not overflow its "
+			"switch port. About a bandwidth-delay product and a small "
+			"queue. 0: no grants. (default: %d)", braid_cfg.grant_kb);
+	fi_param_define(&braid_prov, "unsched_pkts", FI_PARAM_INT,
+			"RDM: packets a peer's traffic sends before the peer's first "
+			"acknowledgement (a first contact, or after idling a "
+			"retransmission timeout): what many senders starting at "
+			"once put into one receiver's port before its grants reach "
+			"them. 0: no such limit (the initial congestion window, 8 "
+			"packets). (default: %d)", braid_cfg.unsched_pkts);
 	fi_param_define(&braid_prov, "max_flows", FI_PARAM_INT,
 			"RDM: peers with traffic in flight (sends, receives, "
 			"acknowledgements owed) at once per endpoint; each holds "
@@ -406,6 +423,8 @@ static void braid_init_env(void)
 		braid_cfg.rc_port = val;
 	braid_param_int("max_peers", 0, INT32_MAX, &braid_cfg.max_peers);
 	braid_param_int("max_flows", 0, INT32_MAX, &braid_cfg.max_flows);
+	braid_param_int("grant_kb", 0, 1 << 20, &braid_cfg.grant_kb);
+	braid_param_int("unsched_pkts", 0, 256, &braid_cfg.unsched_pkts);
 	braid_param_int("idle_ms", 0, INT32_MAX, &braid_cfg.idle_ms);
 	braid_param_int("forget_ms", 0, INT32_MAX, &braid_cfg.forget_ms);
 	braid_param_int("rc_timeout", 0, 31, &braid_cfg.rc_timeout);

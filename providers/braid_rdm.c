@@ -73,6 +73,10 @@ static int braid_rdm_enable(struct braid_ep *ep)
 	 * something else): ACKs leave in the call that received the data (§4.3) */
 	if (braid_cfg.progress_us <= 0)
 		cfg.ack_delay_ns = 0;
+	cfg.grant_bytes = (uint64_t)braid_cfg.grant_kb << 10;
+	cfg.unsched_pkts = (uint32_t)braid_cfg.unsched_pkts;
+	if (cfg.unsched_pkts > cfg.window)
+		cfg.unsched_pkts = cfg.window;
 	cfg.idle_ns = (uint64_t)braid_cfg.idle_ms * 1000000ULL;
 	cfg.forget_ns = (uint64_t)braid_cfg.forget_ms * 1000000ULL;
 	/* user-space progress on busy hosts: RTTs jump by scheduling delays, so the

@@ -94,7 +94,10 @@ struct braid_ctr_peer_rec {
 	X(rto_spurious,	COUNTER, "events",  "timeouts the next ACK proved spurious") \
 	X(rx_ce,	COUNTER, "packets", "data packets received marked ECN CE") \
 	X(ecn_echoes,	COUNTER, "packets", "ACKs received echoing a CE mark") \
-	X(fc_stalls,	COUNTER, "events",  "times data waited for the receiver's window (flow control)") \
+	X(fc_stalls,	COUNTER, "events",  "times data waited for the receiver's window (flow control, grants included)") \
+	X(unsched_waits, COUNTER, "events", "times data waited for the receiver's first ACK at the unscheduled window (4.10)") \
+	X(grant_joins,	COUNTER, "events",  "times the peer joined the senders sharing this receiver's grant budget (4.10)") \
+	X(grants_tx,	COUNTER, "packets", "ACKs sent whose receive window was the peer's grant, below the buffer's room (4.10)") \
 	X(msgs_sent,	COUNTER, "messages", "messages and RMA requests whose every byte was acknowledged") \
 	X(msgs_received, COUNTER, "messages", "messages received whole") \
 	X(unexp_msgs,	COUNTER, "messages", "messages that arrived with no receive posted for them") \
@@ -123,6 +126,7 @@ struct braid_ctr_peer_rec {
 	X(forget_refused, COUNTER, "packets", "such asks refused: traffic under way, or another incarnation") \
 	X(peers_forgotten, COUNTER, "events", "idle peers forgotten: by agreement, or after two asks unanswered") \
 	X(flows_active,	GAUGE,   "flows",   "peers with traffic state now") \
+	X(grant_senders, GAUGE,  "peers",   "senders sharing this receiver's grant budget, as of its latest ACK (4.10)") \
 	X(peers,	GAUGE,   "peers",   "peers with state now") \
 	X(peers_verified, GAUGE, "peers",   "of them, proven at their address") \
 	X(peers_idle,	GAUGE,   "peers",   "of those, idle: remembered in 32 bytes, their conn and shared entry given back")

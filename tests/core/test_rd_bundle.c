@@ -323,6 +323,7 @@ static void ack_rides_with_data(bool bundle)
 	c.local_ip = 0x7f000001u;
 	c.local_port = 4000;
 	c.bundle = bundle;
+	c.grant_bytes = 0;	/* no grants (§4.10): the ACK of the half message is held */
 	cr_assert_eq(braid_peer_table_open(&t, 16, NULL), 0);
 	cr_assert_eq(braid_rd_open(&c, t, &rd), 0);
 	cr_assert_eq(braid_rd_input_from(rd, pkt, mkdata(pkt, 0, 0, 0, 1800, part, 900), PEER_IP, 7,
@@ -413,6 +414,7 @@ Test(rd_bundle_out, retransmission_never_joins_its_lost_path)
 	c.epoch = 1;
 	c.local_ip = 0x7f000001u;
 	c.local_port = 4000;
+	c.unsched_pkts = 0;	/* never acknowledged, yet more than one packet (§4.10) */
 	cr_assert_eq(braid_peer_table_open(&t, 16, NULL), 0);
 	cr_assert_eq(braid_rd_open(&c, t, &rd), 0);
 	/* one message per output call until both paths carry some; none is delivered */

@@ -56,7 +56,8 @@ static void open_pair_bundling(struct direct *d, int nmsg, uint8_t (*bufs)[100],
 
 	braid_rd_config_default(&c);
 	c.bundle = bundle;
-	c.init_cwnd = 32;	/* all of the messages in the first burst (the CC is not tested here) */
+	c.init_cwnd = 32;	/* all of the messages in the first burst (the CC is not tested here, */
+	c.unsched_pkts = 0;	/* nor the unscheduled window, §4.10) */
 	c.mtu = 1000;
 	c.paths = 8;
 	c.ack_delay_ns = 5 * US;
@@ -346,21 +347,25 @@ Test(braid_rd_send, inject_copies_and_pools_bound_ops)
 }
 
 /*
- * A new flow starts with cfg.init_cwnd packets in flight (so that many senders
- * starting at once at one receiver fit its port in their first round trip),
- * whatever the application has queued; after those are acknowledged, slow
- * start lets out twice as many.
+ * A new flow sends its unscheduled window (cfg.unsched_pkts, §4.10) before
+ * the receiver's first ACK, whatever the application has queued, so that
+ * many senders starting at once at one receiver fit its port in their first
+ * round trip; the ACK that comes back lets out its congestion window
+ * (cfg.init_cwnd, grown by the packet it acknowledged in slow start): a
+ * sender alone is not limited by the receiver's grant.
  */
-Test(braid_rd_output, a_new_flow_starts_with_init_cwnd_packets)
+Test(braid_rd_output, a_new_flow_starts_with_its_unscheduled_window)
 {
 	static uint8_t src[64][100], dst[64][100];
 	struct braid_rd_config c;
-	struct braid_rd_out out[64];
+	struct braid_rd_out out[64], ack[64];
+	struct braid_rd_ack_view a;
 	struct direct d;
-	int i, n;
+	int i, n, k;
 
 	braid_rd_config_default(&c);
 	cr_assert_eq(c.init_cwnd, 8, "the default initial window");
+	cr_assert_eq(c.unsched_pkts, 1, "the default unscheduled window");
 	c.mtu = 1000;
 	c.bundle = false;
 	cr_assert_eq(direct_open(&d, &c), 0);
@@ -374,8 +379,26 @@ Test(braid_rd_output, a_new_flow_starts_with_init_cwnd_packets)
 		cr_assert_eq(braid_rd_send(d.rd[0], &s, d.now), 0);
 	}
 	n = braid_rd_output(d.rd[0], d.now, out, 64);
-	cr_assert_eq(n, 8, "the first burst of a new flow: %d packets", n);
+	cr_assert_eq(n, 1, "the first burst of a new flow: %d packets", n);
 	cr_assert_eq(braid_rd_output(d.rd[0], d.now, out, 64), 0, "nothing more before an ACK");
+	d.now += 10 * US;
+	k = 0;
+	braid_rd_input(d.rd[1], d.buf, rd_dgram_copy(out, 1, d.buf, &k), 0x7f020001u, false,
+		       d.now);
+	n = braid_rd_output(d.rd[1], d.now, ack, 64);
+	for (k = 0; k < n && braid_rd_ack_decode(ack[k].hdr, ack[k].hdr_len, &a); k++)
+		;
+	cr_assert_lt(k, n, "the message complete: an ACK at once");
+	cr_assert_eq(a.rwnd, c.window, "a sender alone: no grant below the window");
+	d.now += 10 * US;
+	braid_rd_input(d.rd[0], ack[k].hdr, ack[k].hdr_len, 0x7f020002u, false, d.now);
+	n = braid_rd_output(d.rd[0], d.now, out, 64);
+	for (i = k = 0; k < n; k++) {
+		struct braid_rd_data_view v;
+
+		i += !braid_rd_data_decode(out[k].hdr, out[k].hdr_len + out[k].payload_len, &v);
+	}
+	cr_assert_eq(i, 9, "then the congestion window: %d packets of data", i);
 	direct_close(&d);
 }
 
@@ -402,7 +425,8 @@ Test(braid_rd_output, gso_runs_of_full_packets)
 	c.mtu = 1000;
 	c.paths = 8;
 	c.gso_segs = 8;
-	c.init_cwnd = 32;	/* a first burst longer than a GSO run (the CC is not tested here) */
+	c.init_cwnd = 32;	/* a first burst longer than a GSO run (the CC is not tested here, */
+	c.unsched_pkts = 0;	/* nor the unscheduled window, §4.10) */
 	cr_assert_eq(direct_open(&d, &c), 0);
 	d.now = 1000 * US;
 	for (i = 0; i < (int)sizeof(src); i++)
