@@ -63,7 +63,8 @@ static void incast_run(struct incast *in, const struct braid_fabsim_cfg *c, int 
 		cr_assert_eq(braid_fabsim_set_loss(in->net,
 				braid_fabsim_link(in->net, BRAID_FABSIM_HOST_UP, 0, 0), loss), 0);
 	}
-	cr_assert_eq(fabsim_run_open(&in->run, in->net, &fabsim_rd, f, (size_t)senders, 5), 0);
+	cr_assert_eq(fabsim_run_open(&in->run, in->net, &fabsim_rd, f, (size_t)senders,
+				     &(struct fabsim_opts){ .seed = 5 }), 0);
 	free(f);
 	cr_assert_eq(fabsim_run_go(&in->run, 1000 * MS), 0, "every flow finished");
 	in->run.tp->counters(&in->run, &in->ctr);
