@@ -102,7 +102,7 @@ static void usage(FILE *out)
 		"fabric, in virtual time, and writes the flow completion times.\n"
 		"  --profile NAME     dc: 32 ToRs x 32 hosts, 16 spines, 100/200 Gbit/s (default);\n"
 		"                     dc-small: 8 x 8 hosts, 4 spines; wire-8: tools/fabric's\n"
-		"                     leaf-spine, 2 leaves x 4 hosts, 4 spines, 200 Mbit/s links with\n"
+		"                     leaf-spine, 2 leaves x 4 hosts, 4 spines, 50 Mbit/s links with\n"
 		"                     20 ms queues, MTU 1500, 50 us a link, streams of 64 KiB messages\n"
 		"  --small            the same as --profile dc-small\n"
 		"  --seed N           the random seed (default 1)\n"

@@ -51,7 +51,7 @@ void fabsim_shape_default(struct fabsim_shape *s, bool small)
  * wire-8: tools/fabric's leaf-spine of namespaces: host hX on leaf
  * ((X-1) mod 2)+1 (here hosts 0-3 under ToR 0 are h1, h3, h5, h7 and hosts
  * 4-7 under ToR 1 are h2, h4, h6, h8), each leaf joined to 4 spines, every
- * link at 200 Mbit/s (4 x 200 up per leaf against 4 hosts x 200: non-
+ * link at 50 Mbit/s (4 x 50 up per leaf against 4 hosts x 50: non-
  * blocking) behind a tbf of 20 ms of queue at its rate, no ECN, MTU 1500;
  * tbf on a veth counts the Ethernet header, IPv4 and UDP (42 bytes) per
  * packet. 50 us a link stands in for the namespaces' forwarding. Routing
@@ -64,7 +64,7 @@ static void shape_wire8(struct fabsim_shape *s)
 	*s = (struct fabsim_shape){
 		.profile = "wire-8", .scenarios = fabsim_wire_scenario_names,
 		.tors = 2, .hosts_per_tor = 4, .spines = 4,
-		.host_bps = 200000000ULL, .fabric_bps = 200000000ULL,
+		.host_bps = 50000000ULL, .fabric_bps = 50000000ULL,
 		.link_delay_ns = 50 * US, .queue_ns = 20 * MS, .overhead = 42, .mtu = 1500,
 		.opts = { .rd_rto_min_ns = 1 * MS, .rd_tlp_min_ns = 300 * US },
 		.incast_senders = 7, .incast_size = 4 << 20,

@@ -69,8 +69,8 @@ done
 echo "ok: up (2 leaves, 2 spines, 4 hosts), every host pings every other"
 links=$(awk -F, 'NR > 1 { printf "%s ", $21 }' <("$fabric" status --csv))
 [ "$links" = "l1-s1 l1-s2 l2-s1 l2-s2 h1 h2 h3 h4 " ] || fail "links are '$links'"
-rates=$(awk -F, 'NR > 1 && $6 != 100 { n++ } END { print n + 0 }' <("$fabric" status --csv))
-[ "$rates" = 0 ] || fail "$rates links do not start at 100 Mbit/s"
+rates=$(awk -F, 'NR > 1 && $6 != 50 { n++ } END { print n + 0 }' <("$fabric" status --csv))
+[ "$rates" = 0 ] || fail "$rates links do not start at 50 Mbit/s"
 "$fabric" status >"$tmp/status" || fail "status failed"
 grep -q "^l1-s2 " "$tmp/status" || fail "status does not name link l1-s2"
 
@@ -120,15 +120,15 @@ burst up 1 2 20000 20
 echo "ok: spine s2 down: l1-s2 dropped all $drop of its packets, h2 got the rest; up: 1280/1280"
 
 # --- a host link's rate alone; names that are no link ---
-"$fabric" set h4 rate=50 || fail "set h4 rate=50 failed"
+"$fabric" set h4 rate=20 || fail "set h4 rate=20 failed"
 rates=$(awk -F, 'NR > 1 { printf "%s=%s ", $21, $6 }' <("$fabric" status --csv))
-[[ $rates == *"h3=100 h4=50 "* ]] && [[ $rates == "l1-s1=100 "* ]] || fail "after set h4 rate=50: $rates"
+[[ $rates == *"h3=50 h4=20 "* ]] && [[ $rates == "l1-s1=50 "* ]] || fail "after set h4 rate=20: $rates"
 for bad in l3-s1 l1-s3 h5 s3 spines 16; do
 	"$fabric" set "$bad" loss=1 >/dev/null 2>&1
 	rc=$?
 	[ $rc = 2 ] || fail "set $bad loss=1 exited $rc, want 2 (no such link)"
 done
-echo "ok: set h4 rate=50 changed h4 alone; l3-s1, l1-s3, h5, s3, spines and 16 are usage errors"
+echo "ok: set h4 rate=20 changed h4 alone; l3-s1, l1-s3, h5, s3, spines and 16 are usage errors"
 
 # --- down leaves nothing ---
 "$fabric" down || fail "tools/fabric down failed"
