@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
-# test_leafspine_braid.sh: braid on a small leaf-spine (2 leaves, 2 spines, 4 hosts, tools/fabric)
+# test_leafspine_braid.sh: braid on a small leaf-spine (2 leaves, 4 spines, 4 hosts, tools/fabric)
 # through tools/leafspine: a permutation with spine link l1-s1 black-holed once every flow sends,
 # and a 3-to-1 incast into h1. Every flow's payload is checked byte by byte and its provider is
 # braid's own RDM endpoint (braid_ab takes only the provider named braid); each run must end
@@ -18,7 +18,7 @@ test_name=test_leafspine_braid
 . "$(dirname "$0")/fabric_lib.sh"
 
 "$here/../../tools/leafspine" --out "$tmp/out" --build "$build" --prefix "$BRAID_FABRIC_PREFIX" \
-	--leaves 2 --spines 2 --hosts 4 --scenarios spinedown,incast --contenders braid \
+	--leaves 2 --spines 4 --hosts 4 --scenarios spinedown,incast --contenders braid \
 	--reps 1 --seconds 6 >"$tmp/log" 2>&1
 rc=$?
 cat "$tmp/log"
