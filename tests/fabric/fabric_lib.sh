@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # fabric_lib.sh: what every fabric test starts with: skip (exit 77) where the fabric
-# cannot be made, a scratch directory, the fabric taken down on exit, and fail().
+# cannot be made, a scratch directory, the fabric taken down on exit, fail(), in_host() and csv().
 # Source it after setting BRAID_FABRIC_PREFIX, $fabric (tools/fabric) and $test_name.
 
 if [ "$(id -u)" != 0 ]; then
@@ -31,6 +31,12 @@ fail() {
 	"$fabric" status 2>&1 | sed 's/^/  /'
 	exit 1
 }
+
+# in_host hX CMD...: CMD in host hX of the fabric (bounded: 60 s)
+in_host() { local h=$1; shift; timeout 60 "$fabric" exec "$h" -- "$@"; }
+
+# csv NAME: the fabric's counters now into $tmp/NAME.csv
+csv() { "$fabric" status --csv >"$tmp/$1.csv" || fail "status --csv failed"; }
 
 # wait_file FILE: until a helper process says it is ready (bounded: 10 s)
 wait_file() {

@@ -136,10 +136,6 @@ a = p.parse_args()
 cmd_recv(a) if a.cmd == "recv" else cmd_send(a)
 EOF
 
-in_host() { local h=$1; shift; timeout 60 "$fabric" exec "$h" -- "$@"; }
-
-csv() { "$fabric" status --csv >"$tmp/$1.csv" || fail "status --csv failed"; }
-
 # marks BEFORE AFTER COLUMN: the growth of a status --csv column (by name), summed over the paths
 marks() {
 	awk -F, -v col="$3" 'FNR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; next }

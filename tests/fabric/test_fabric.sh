@@ -23,10 +23,6 @@ fi
 test_name=test_fabric
 . "$(dirname "$0")/fabric_lib.sh"
 
-in_host() { local h=$1; shift; timeout 60 "$fabric" exec "$h" -- "$@"; }
-
-csv() { "$fabric" status --csv >"$tmp/$1.csv" || fail "status --csv failed"; }
-
 # delta BEFORE AFTER: per path "P r1r2_fwd r1r2_drop r2r1_fwd r2r1_drop" of what changed
 delta() {
 	awk -F, 'FNR == 1 { next }

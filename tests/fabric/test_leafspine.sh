@@ -20,10 +20,6 @@ export BRAID_FABRIC_PREFIX=bfls
 test_name=test_leafspine
 . "$(dirname "$0")/fabric_lib.sh"
 
-in_host() { local h=$1; shift; timeout 60 "$fabric" exec "$h" -- "$@"; }
-
-csv() { "$fabric" status --csv >"$tmp/$1.csv" || fail "status --csv failed"; }
-
 # delta BEFORE AFTER: per link "NAME up_fwd up_drop down_fwd down_drop" of what changed
 delta() {
 	awk -F, 'FNR == 1 { next }
