@@ -31,6 +31,12 @@ struct harness {
 	struct h_node nodes[H_MAX_NODES];
 	int n;
 	int sim_paths;
+	/**
+	 * @reply_shift: a reply goes back on sim path (route + @reply_shift) mod
+	 * paths: 0 is a symmetric ECMP hash (the reply crosses its packet's path),
+	 * other values model routers that hash each direction on its own.
+	 */
+	int reply_shift;
 	uint64_t now;
 	uint64_t epoch_base;
 	/** @tap, @tap_arg: when set, shown each datagram h_pump sends (to count what goes on the wire). */
@@ -143,11 +149,13 @@ static inline void h_pump(struct harness *h)
 					if (h->tap)
 						h->tap(h, i, dst, buf, len, h->tap_arg);
 					/* a reply goes back on the path its packet came by
-					 * (a symmetric ECMP hash); the rest by entropy */
+					 * (a symmetric ECMP hash) or, with @reply_shift, a
+					 * path it determines; the rest by entropy */
 					if (dst >= 0)
 						braid_sim_send(h->sim, h->now, i, dst,
 							       o->reply_route >= 0 ?
-							       o->reply_route % h->sim_paths :
+							       (o->reply_route + h->reply_shift) %
+								       h->sim_paths :
 							       o->entropy % h->sim_paths, buf, len);
 				}
 			}
