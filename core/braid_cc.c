@@ -6,8 +6,9 @@
 
 /*
  * Swift-like (Kumar et al., SIGCOMM 2020), simplified to one window per
- * flow. The signal is queueing delay: an RTT sample less the base RTT of the
- * path it came on (so a slower path is not read as congestion), judged
+ * flow. The signal is queueing delay: an RTT sample less the base RTT the
+ * engine gives with it (the flow's lowest sample of a packet of its size
+ * class, so serialization on a slow link is not read as congestion), judged
  * against a target of max(target_ns, base RTT / 2) (the target scales with
  * the fabric's RTT, as Swift's hop scaling does). The time the hosts were
  * away from the wire during a sample (a receiver or sender descheduled or

@@ -30,7 +30,7 @@ struct braid_cc_ops {
 	 * @on_ack: @acked packets delivered; @rtt_ns a fresh sample (0 if none), of
 	 * which @away_ns (<= @rtt_ns) the hosts were away from the wire (a receiver
 	 * or sender descheduled, computing, delaying its ACK: protocol.md §4.5),
-	 * which is no queueing; @base_rtt_ns the sample's path's base RTT; @ecn a CE echo.
+	 * which is no queueing; @base_rtt_ns the base RTT it is judged against; @ecn a CE echo.
 	 */
 	void (*on_ack)(struct braid_cc_state *s, uint32_t acked, uint64_t rtt_ns,
 		       uint64_t away_ns, uint64_t base_rtt_ns, bool ecn, uint64_t now);

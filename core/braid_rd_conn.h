@@ -24,6 +24,14 @@ struct rd_flow {
 	struct braid_dlist txorder;
 	struct braid_dlist retxq;
 	uint64_t rack_xmit, rack_rtt, min_rtt, srtt, rttvar;
+	/**
+	 * @min_rtt_full: the lowest exact RTT sample of a full packet (at least
+	 * half the largest payload): the base such a packet's queueing delay is
+	 * taken against. On a slow link a full packet's serialization at every
+	 * hop is part of its RTT, not queueing (1500 bytes take 240 us a hop at
+	 * 50 Mbit/s); @min_rtt, often a small packet's, would count it as queue.
+	 */
+	uint64_t min_rtt_full;
 	/** @last_ack: the latest ACK that acknowledged something new (the RTO runs from it). */
 	uint64_t last_ack;
 	/** @tx_counter: transmissions so far; @rack_seq: tx_seq of the latest-sent packet acknowledged. */

@@ -831,6 +831,29 @@ static void ack_reorder(struct braid_rd *rd, struct rd_flow *f, uint32_t dups, u
 }
 
 /*
+ * The base RTT that exact sample @rtt of packet @p is judged against: a full
+ * packet's, the flow's lowest full-packet sample; a smaller one's, the
+ * flow's lowest of any (the slowest link's serialization of a full packet is
+ * no queue). Per flow, not per path: the paths of a sprayed flow differ in
+ * their queues, which is what is measured, far more than in their length;
+ * a path that is longer still loses nothing, since a round is judged on its
+ * smallest queueing delay, which the shorter paths give.
+ */
+static uint64_t sample_base(const struct braid_rd *rd, struct rd_flow *f,
+			    const struct rd_txpkt *p, uint64_t rtt)
+{
+	uint64_t base;
+
+	if (2 * p->len >= rd->cfg.mtu - RD_HDR_LEN(p->op)) {
+		if (!f->min_rtt_full || rtt < f->min_rtt_full)
+			f->min_rtt_full = rtt;
+		return f->min_rtt_full;
+	}
+	base = f->min_rtt;
+	return base && base < rtt ? base : rtt;
+}
+
+/*
  * The echo's RTT sample, 0 when there is none. The echo names the
  * transmission that triggered the ACK (its send timestamp), so a sample is
  * never ambiguous, retransmission or not (the role of TCP timestamps against
@@ -838,9 +861,8 @@ static void ack_reorder(struct braid_rd *rd, struct rd_flow *f, uint32_t dups, u
  * the path and the exact send time; if an earlier one, the path is unknown
  * and the microsecond echo still gives the flow a sample (so a flow whose
  * every packet was resent too early, on a path far slower than the first
- * guess, still learns its RTT). *@base: the base RTT of the sample's path
- * (congestion is queueing on the sample's own route: judged against that
- * path's base RTT, so a slower path is not congestion), 0 when unknown.
+ * guess, still learns its RTT). *@base: the base RTT the sample is judged
+ * against (sample_base()), 0 when unknown.
  */
 static uint64_t ack_rtt_sample(struct braid_rd *rd, struct rd_flow *f, const struct rd_conn *conn,
 			       const struct braid_rd_ack_view *a, bool ecn, uint64_t now,
@@ -860,7 +882,7 @@ static uint64_t ack_rtt_sample(struct braid_rd *rd, struct rd_flow *f, const str
 		uint64_t rtt = now - p->tx_time;
 
 		braid_path_rtt(&f->paths.p[p->path], rtt, now);
-		*base = f->paths.p[p->path].min_rtt_ns;
+		*base = sample_base(rd, f, p, rtt);
 		if (ecn)
 			braid_path_acked(&f->paths.p[p->path], true);
 		return rtt;
