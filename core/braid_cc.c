@@ -9,8 +9,14 @@
  * flow. The signal is queueing delay: an RTT sample less the base RTT the
  * engine gives with it (the flow's lowest sample of a packet of its size
  * class, so serialization on a slow link is not read as congestion), judged
- * against a target of max(target_ns, base RTT / 2) (the target scales with
- * the fabric's RTT, as Swift's hop scaling does). The time the hosts were
+ * against a target of max(target_ns, base RTT / 2, 2 RTT / cwnd): the target
+ * scales with the fabric's RTT, as Swift's hop scaling does, and is never
+ * less than two of the flow's packets at its own rate (RTT / cwnd each), so
+ * a flow keeps two packets queued where one packet's serialization outlasts
+ * the other terms (1500 bytes take 240 us at 50 Mbit/s: a 25 us target
+ * would hold the flow to one packet and its link part idle), and a flow
+ * with a small window gets a larger target, as Swift's flow scaling gives,
+ * so flows that misjudge their base RTT still share. The time the hosts were
  * away from the wire during a sample (a receiver or sender descheduled or
  * computing: the endpoint delay Swift takes from NIC timestamps) is no
  * queueing: it is left out of the delay, not out of the round's length.
@@ -56,6 +62,7 @@ _Static_assert(sizeof(struct swift) <= BRAID_CC_STATE_BYTES, "swift state fits")
 #define SWIFT_MAX_MDF	0.5
 #define SWIFT_MIN_CWND	1.0
 #define SWIFT_RTO_MIN_CWND	4.0
+#define SWIFT_OWN_PKTS	2.0
 
 static struct swift *sw(struct braid_cc_state *s) { return (struct swift *)s->u; }
 static const struct swift *csw(const struct braid_cc_state *s) { return (const struct swift *)s->u; }
@@ -106,6 +113,14 @@ static void swift_round_end(struct swift *w, uint64_t now)
 {
 	uint64_t q = w->round_minq, t = swift_target(w, w->round_base);
 
+	if (q != UINT64_MAX) {
+		/* at least SWIFT_OWN_PKTS of the flow's packets at its own rate (the
+		 * round's RTT over the window each) */
+		uint64_t own = (uint64_t)(SWIFT_OWN_PKTS * (double)(q + w->round_base) / w->cwnd);
+
+		if (own > t)
+			t = own;
+	}
 	w->over = q != UINT64_MAX && q > t;
 	if (w->over) {
 		double mdf = SWIFT_BETA * (double)(q - t) / (double)(q + w->round_base);

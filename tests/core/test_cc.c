@@ -138,8 +138,48 @@ Test(braid_cc_swift, hosts_absence_is_not_congestion)
 	}
 	cr_assert_geq(braid_cc_swift.cwnd(&away), 64, "absence left out: the window grew (%u)",
 		      braid_cc_swift.cwnd(&away));
-	cr_assert_leq(braid_cc_swift.cwnd(&whole), 1, "taken whole, the same samples cut it (%u)",
-		      braid_cc_swift.cwnd(&whole));
+	cr_assert_leq(braid_cc_swift.cwnd(&whole), 2,
+		      "taken whole, the same samples cut it to the two packets a flow may keep "
+		      "queued (%u)", braid_cc_swift.cwnd(&whole));
+}
+
+/*
+ * One flow alone on a slow link, closed loop: a 1500-byte packet takes
+ * 240 us (50 Mbit/s) and the base RTT is 60 us (a rate limiter with a burst
+ * lets a lone packet through at once), far under one packet's time. With W
+ * packets in flight the link is busy when W packets outlast a round trip
+ * with one packet on the link (W * 240 >= 240 + 60); then the RTT is W * 240
+ * us and the queueing delay W * 240 - 60. A 25 us target alone would hold
+ * the flow to one packet (the link 80% busy); the target of two of the
+ * flow's own packets keeps it busy, with no more than four packets out.
+ */
+Test(braid_cc_swift, a_slow_link_stays_busy)
+{
+	const uint64_t pkt = 240 * US, base = 60 * US;
+	struct braid_cc_state s;
+	uint64_t t = 0, busy = 0, rounds = 0;
+	uint32_t w, wmax = 0;
+
+	braid_cc_swift.init(&s, 8, 256, 25 * US);
+	for (int r = 0; r < 400; r++) {
+		uint64_t rtt;
+
+		w = braid_cc_swift.cwnd(&s);
+		rtt = w * pkt > pkt + base ? w * pkt : pkt + base;
+		/* a round: w ACKs spread over the RTT */
+		for (uint32_t i = 0; i < w; i++) {
+			t += rtt / w;
+			braid_cc_swift.on_ack(&s, 1, rtt, 0, base, false, t);
+		}
+		if (r >= 100) {
+			rounds++;
+			busy += w * pkt >= pkt + base;
+			wmax = w > wmax ? w : wmax;
+		}
+	}
+	cr_assert_geq(busy * 100, rounds * 95, "the link busy in %lu of %lu rounds",
+		      (unsigned long)busy, (unsigned long)rounds);
+	cr_assert_leq(wmax, 4, "the queue stays short: at most %u packets out", wmax);
 }
 
 Test(braid_cc_none, always_the_window)
