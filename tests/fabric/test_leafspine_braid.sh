@@ -39,7 +39,8 @@ for r in rows:
     if not r["gbps"] or float(r["gbps"]) <= 0:
         sys.exit("%s: no goodput" % r["scenario"])
     if r["scenario"] == "spinedown":
-        if r["stall_ms"] == "" or r["after_gbps"] == "" or r["flows_after"] != r["flows"]:
+        if r["stall_ms"] == "" or r["gap_before_ms"] == "" or r["after_gbps"] == "" or \
+                r["flows_after"] != r["flows"]:
             sys.exit("spinedown: not every flow delivered after the black hole: %s" % r)
     if r["scenario"] == "incast" and (r["busy"] == "" or r["resent"] == ""):
         sys.exit("incast: no busy or resent figure: %s" % r)
