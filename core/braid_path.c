@@ -49,14 +49,15 @@ static float mean_loss(const struct braid_pathset *ps)
 /*
  * Sick, relative to the other paths: losing far more than the mean (a loss
  * EWMA above 3x the mean and 10 points over it), three losses in a row,
- * mostly ECN-marked, or a smoothed RTT above twice the best path's (+20 us).
+ * mostly ECN-marked, a smoothed RTT above twice the best path's (+20 us), or
+ * a re-drawn route on trial with its one packet out (braid_path.h @trial).
  * When every path loses alike, none is sick: avoiding some would only
  * concentrate the load on the rest.
  */
 static bool path_sick(const struct braid_path *p, float mean, uint32_t best_srtt)
 {
 	if ((p->loss > 3 * mean && p->loss > mean + 0.10f) || p->consec_losses >= 3 ||
-	    p->ecn > 0.5f)
+	    p->ecn > 0.5f || (p->trial && p->sent))
 		return true;
 	return best_srtt && p->srtt_ns > 2 * best_srtt + 20000;
 }
@@ -230,6 +231,7 @@ void braid_path_redraw(struct braid_pathset *ps, uint32_t idx)
 		}
 	}
 	path_reset(&ps->p[idx], (uint16_t)e);
+	ps->p[idx].trial = true;
 	ps->redraws++;
 }
 

@@ -8,6 +8,15 @@
 
 #define BRAID_PATH_AVOID	8	/* abandoned entropies a flow keeps off */
 #define BRAID_PATH_BASE_WINDOW_NS	1000000000ULL	/* base RTT: min over 1-2 s */
+/*
+ * An ACK echoes one of the packets it acknowledges (the latest to arrive),
+ * so a path's packets go unechoed for about as many as an ACK acknowledges.
+ * A path none of whose packets was echoed in this many times that (packets
+ * acknowledged in a row by ACKs echoing other paths) is one way only: its
+ * data arrives, but the ACKs that answer it by the reverse of its route die
+ * (replies hashed on their own into a dead link). It is moved.
+ */
+#define BRAID_PATH_UNHEARD	32
 
 /**
  * struct braid_path - what a sender knows about one of its paths to a peer.
@@ -34,6 +43,17 @@ struct braid_path {
 	uint32_t min_rtt_ns;
 	/** @min_cur_ns, @min_start: the lowest sample of the current window and when it began. */
 	uint32_t min_cur_ns;
+	/**
+	 * @unheard: packets of the path acknowledged since an ACK last echoed
+	 * one of them (BRAID_PATH_UNHEARD).
+	 */
+	uint16_t unheard;
+	/**
+	 * @trial: the slot was re-drawn and nothing sent on its new route has
+	 * been acknowledged yet: it carries one packet until one is (a fresh
+	 * route may lead into the same dead link as the old).
+	 */
+	bool trial;
 	uint64_t min_start;
 	/** @loss: EWMA of the loss fraction (0..1). */
 	float loss;
@@ -92,6 +112,7 @@ void braid_path_rtt(struct braid_path *p, uint64_t rtt_ns, uint64_t now);
 static inline void braid_path_acked(struct braid_path *p, bool ecn)
 {
 	p->consec_losses = 0;
+	p->trial = false;
 	p->loss -= p->loss / 32.0f;
 	p->ecn += ((ecn ? 1.0f : 0.0f) - p->ecn) / 16.0f;
 }

@@ -319,6 +319,7 @@ struct rd_flow *rd_flow_new(struct braid_rd *rd, struct rd_conn *conn, bool inbo
 	f->last_rx = now;
 	f->echo_route = BRAID_RD_ROUTE_NONE;
 	f->data_route = BRAID_RD_ROUTE_NONE;
+	f->heard_path = -1;
 	rd->cfg.cc->init(&f->cc, rd->cfg.init_cwnd, w, rd->cfg.cc_target_ns);
 	f->heap_idx = SIZE_MAX;
 	braid_dlist_init(&f->ready_node);

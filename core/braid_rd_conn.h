@@ -32,6 +32,19 @@ struct rd_flow {
 	 * 50 Mbit/s); @min_rtt, often a small packet's, would count it as queue.
 	 */
 	uint64_t min_rtt_full;
+	/**
+	 * @heard_path, @heard_entropy: the path slot whose packet the latest
+	 * RTT sample echoed, and its route then (-1: none): the packet arrived
+	 * by that route and its ACK came back by the route's reverse, so it is
+	 * the one route known to work both ways. Probes after a tail loss or a
+	 * timeout go by it: where replies are hashed on their own (asymmetric
+	 * ECMP), data may arrive on routes whose ACKs die, and a probe sent
+	 * there would be answered into the hole.
+	 */
+	int32_t heard_path;
+	uint16_t heard_entropy;
+	/** @ack_batch: packets an ACK acknowledges, a moving average, x16. */
+	uint16_t ack_batch;
 	/** @last_ack: the latest ACK that acknowledged something new (the RTO runs from it). */
 	uint64_t last_ack;
 	/** @tx_counter: transmissions so far; @rack_seq: tx_seq of the latest-sent packet acknowledged. */

@@ -663,6 +663,8 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 			RD_COUNT(rd, f, rto_fires, 1);
 			if (!f->rto_at)
 				f->rto_at = now;
+			else
+				f->heard_path = -1;	/* its probe went unanswered too */
 			if (now - f->last_progress >= flow_rto(rd, f)) {
 				/* silence from the peer for a whole RTO: back off, halve */
 				/* before any RTT sample the RTO is a guess: search up
@@ -692,6 +694,29 @@ void rd_out_timer(struct braid_rd *rd, struct rd_flow *f, uint64_t now)
 
 /* ---- acknowledgements ---- */
 
+/* BRAID_PATH_UNHEARD times the packets an ACK acknowledges (at least one). */
+static inline uint32_t unheard_limit(const struct rd_flow *f)
+{
+	uint32_t b = f->ack_batch > 16 ? f->ack_batch : 16;
+	uint32_t l = BRAID_PATH_UNHEARD * b / 16;
+
+	return l < UINT16_MAX ? l : UINT16_MAX;
+}
+
+/*
+ * Path @i's packets arrive but no ACK echoes them (BRAID_PATH_UNHEARD): move
+ * it. Not a path already sick: a slow one is seldom the latest arrival an
+ * ACK echoes, and is skipped already.
+ */
+static void path_one_way(struct braid_rd *rd, struct rd_flow *f, uint32_t i)
+{
+	f->paths.p[i].unheard = 0;
+	if (!rd->cfg.path_health || f->paths.n < 2 || braid_path_is_sick(&f->paths, i))
+		return;
+	braid_path_redraw(&f->paths, i);
+	RD_COUNT_PATH(rd, f, i, path_redraws, 1);
+}
+
 /* A packet is delivered: free its slot, finish its op when it was the last. */
 static RD_HOT_INLINE void pkt_acked(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p,
 				    uint64_t now)
@@ -713,6 +738,8 @@ static RD_HOT_INLINE void pkt_acked(struct braid_rd *rd, struct rd_flow *f, stru
 	braid_dlist_remove(&p->plink);
 	braid_path_acked(&f->paths.p[p->path], false);
 	RD_COUNT_PATH(rd, f, p->path, acked_pkts, 1);
+	if (++f->paths.p[p->path].unheard >= unheard_limit(f))
+		path_one_way(rd, f, p->path);
 	/* RACK advances only on a packet sent once: the ACK of a retransmitted one may
 	 * be its original's, and would make every packet sent before the
 	 * retransmission look overtaken (RFC 8985 §6.2 step 2) */
@@ -883,6 +910,9 @@ static uint64_t ack_rtt_sample(struct braid_rd *rd, struct rd_flow *f, const str
 
 		braid_path_rtt(&f->paths.p[p->path], rtt, now);
 		*base = sample_base(rd, f, p, rtt);
+		f->heard_path = p->path;
+		f->heard_entropy = f->paths.p[p->path].entropy;
+		f->paths.p[p->path].unheard = 0;
 		if (ecn)
 			braid_path_acked(&f->paths.p[p->path], true);
 		return rtt;
@@ -1008,6 +1038,11 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		flow_rtt(f, rtt);
 	n = ack_cum(rd, f, a->cum_psn, now);
 	n += ack_sack(rd, f, conn, a, now);
+	if (n) {
+		uint32_t nb = n < 4000 ? n * 16 : 64000;
+
+		f->ack_batch = (uint16_t)((f->ack_batch * 7 + nb) / 8);
+	}
 	advance_una(rd, f);
 	if (!a->rwnd)
 		ack_zero_window(rd, f, conn, a->echo_psn, now);
@@ -1301,7 +1336,21 @@ static void out_ack(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
 	rd_out_control(rd, f, &out[n], sizeof(struct braid_rd_ack_hdr), f->echo_route);
 }
 
-/* Retransmissions into out[@n..@max), each on another path than it was lost on. */
+/*
+ * The path a resend must take: a probe (a tail loss probe, or a resend after
+ * a timeout) goes by the route last heard from both ways (rd_flow
+ * @heard_path) while its slot still holds that route; -1: any.
+ */
+static inline int probe_path(const struct rd_flow *f, const struct rd_txpkt *p)
+{
+	if ((p->why != RD_LOSS_TLP && p->why != RD_LOSS_RTO) || f->heard_path < 0 ||
+	    f->paths.p[f->heard_path].entropy != f->heard_entropy)
+		return -1;
+	return f->heard_path;
+}
+
+/* Retransmissions into out[@n..@max), each on another path than it was lost on
+ * (a probe on the path last heard from). */
 static int out_retransmits(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle *b,
 			   struct braid_rd_out *out, int n, int max, uint32_t *allow, uint64_t now)
 {
@@ -1315,7 +1364,9 @@ static int out_retransmits(struct braid_rd *rd, struct rd_flow *f, struct rd_bun
 			p->unsent = false;
 			p->path = bundle_place(rd, f, b, out, n, rec, p->path, -1);
 		} else {
-			p->path = bundle_place(rd, f, b, out, n, rec, -1, p->path);
+			int want = probe_path(f, p);
+
+			p->path = bundle_place(rd, f, b, out, n, rec, want, want < 0 ? p->path : -1);
 			p->retx++;
 		}
 		p->state = RD_PKT_INFLIGHT;

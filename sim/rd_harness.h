@@ -32,11 +32,19 @@ struct harness {
 	int n;
 	int sim_paths;
 	/**
-	 * @reply_shift: a reply goes back on sim path (route + @reply_shift) mod
-	 * paths: 0 is a symmetric ECMP hash (the reply crosses its packet's path),
-	 * other values model routers that hash each direction on its own.
+	 * @spines, @leaf_seed, @spine_down: with @spines > 0, every node sits
+	 * on a leaf of its own joined to the others by @spines spines: a packet
+	 * takes sim path (its route selector, for a reply the route of the
+	 * packet it answers) mod paths and crosses the spine its sender's leaf
+	 * hashes that path to with @leaf_seed[sender] (one seed for all: a reply
+	 * crosses its packet's spine, as a symmetric ECMP hash does; a seed per
+	 * leaf: it may cross another). A spine whose bit is set in @spine_down
+	 * is black-holed both ways (@spine_drops counts what it swallowed).
 	 */
-	int reply_shift;
+	int spines;
+	uint64_t leaf_seed[H_MAX_NODES];
+	uint32_t spine_down;
+	uint64_t spine_drops;
 	uint64_t now;
 	uint64_t epoch_base;
 	/** @tap, @tap_arg: when set, shown each datagram h_pump sends (to count what goes on the wire). */
@@ -117,6 +125,19 @@ static inline int h_restart(struct harness *h, int i, const struct braid_rd_conf
 	return h_start_node(h, i, base);
 }
 
+/* The spine node @src's leaf hashes sim path @path to is black-holed. */
+static inline bool h_spine_dead(const struct harness *h, int src, int path)
+{
+	uint64_t z = h->leaf_seed[src] + (uint64_t)path * 0x9e3779b97f4a7c15ULL;
+
+	if (!h->spines || !h->spine_down)
+		return false;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	return h->spine_down >> (z % (uint64_t)h->spines) & 1;
+}
+
 /* Move packets and timers of every node at the current time. */
 static inline void h_pump(struct harness *h)
 {
@@ -144,19 +165,18 @@ static inline void h_pump(struct harness *h)
 					uint8_t buf[65536];
 					const struct braid_rd_out *o = &out[k];
 					int dst = h_node_of_ip(h, o->dst_ip);
+					int route = o->reply_route >= 0 ? o->reply_route : o->entropy;
+					int path = route % h->sim_paths;
 					size_t len = rd_dgram_copy(o, n - k, buf, &k);
 
 					if (h->tap)
 						h->tap(h, i, dst, buf, len, h->tap_arg);
 					/* a reply goes back on the path its packet came by
-					 * (a symmetric ECMP hash) or, with @reply_shift, a
-					 * path it determines; the rest by entropy */
-					if (dst >= 0)
-						braid_sim_send(h->sim, h->now, i, dst,
-							       o->reply_route >= 0 ?
-							       (o->reply_route + h->reply_shift) %
-								       h->sim_paths :
-							       o->entropy % h->sim_paths, buf, len);
+					 * (a symmetric ECMP hash); the rest by entropy */
+					if (dst >= 0 && h_spine_dead(h, i, path))
+						h->spine_drops++;
+					else if (dst >= 0)
+						braid_sim_send(h->sim, h->now, i, dst, path, buf, len);
 				}
 			}
 			while (nd->ncomps < H_MAX_COMPS &&

@@ -100,3 +100,28 @@ Test(braid_path_rtt, smoothing_and_spread)
 	cr_assert_gt(braid_pathset_rtt_spread(ps), 29000);
 	free(ps);
 }
+
+/* A re-drawn route may lead into the same dead link: one packet until one is acknowledged. */
+Test(braid_path_redraw, a_fresh_route_carries_one_packet_until_acknowledged)
+{
+	struct braid_pathset *ps = mk(4);
+	int on1 = 0, i;
+
+	braid_path_redraw(ps, 1);
+	cr_assert(ps->p[1].trial);
+	for (i = 0; i < 400; i++) {
+		uint32_t a = braid_pathset_pick(ps, true, -1);
+
+		ps->p[a].sent++;
+		on1 += a == 1;
+	}
+	/* its first packet, then only the sick paths' probe turns (1 in 16) */
+	cr_assert_geq(on1, 1, "the fresh route got its packet");
+	cr_assert_leq(on1, 20, "while on trial it got %d of 400 packets", on1);
+	braid_path_acked(&ps->p[1], false);
+	cr_assert(!ps->p[1].trial, "an acknowledgement ends the trial");
+	for (i = 0, on1 = 0; i < 400; i++)
+		on1 += braid_pathset_pick(ps, true, -1) == 1;
+	cr_assert_geq(on1, 80, "acknowledged, it takes its share again (%d of 400)", on1);
+	free(ps);
+}

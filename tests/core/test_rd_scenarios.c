@@ -60,12 +60,13 @@ static const char *stats_str(const struct braid_rd *rd)
 	char *b = bufs[k++ % 8];
 
 	snprintf(b, sizeof(bufs[0]),
-		 "tx_data %lu tx_acks %lu retx %lu rto_fires %lu tlp %lu rack_losses %lu "
+		 "tx_data %lu tx_acks %lu retx %lu rto_fires %lu (spurious %lu) tlp %lu rack_losses %lu "
 		 "(per path %lu) path_deaths %lu redraws %lu rdv_probes %lu rx_data %lu rx_acks %lu "
 		 "rdv_msgs %lu cts_tx %lu cts_rx %lu peers_failed %lu dups %lu challenges %lu "
 		 "answered %lu proven %lu unverified %lu",
 		 (unsigned long)s->tx_data, (unsigned long)s->tx_acks, (unsigned long)s->retx_pkts,
-		 (unsigned long)s->rto_fires, (unsigned long)s->tlp_probes,
+		 (unsigned long)s->rto_fires, (unsigned long)s->rto_spurious,
+		 (unsigned long)s->tlp_probes,
 		 (unsigned long)s->rack_losses, (unsigned long)s->rack_path_losses,
 		 (unsigned long)s->path_deaths, (unsigned long)s->path_redraws,
 		 (unsigned long)s->rdv_probes, (unsigned long)s->rx_data, (unsigned long)s->rx_acks,
@@ -592,16 +593,13 @@ Test(braid_rd_scenario, asymmetric_paths__10x_slow_path_keeps_goodput, .timeout 
  * 5 ms by its 32 messages a round trip: one dead path of four should cost
  * little either way. Phases: a warm-up (excluded), the "before" window, then
  * @ndead sim paths from path 1 on (two of the eight slots each) go down for
- * the rest, all at once. With @reply_shift, replies cross another path than
- * their packet (routers that hash each direction on its own): with paths 1
- * and 2 dead and a shift of 1, data on path 0 arrives but its ACKs die on
- * path 1, and only path 3 works both ways. The stall is the longest gap
+ * the rest, all at once. The stall is the longest gap
  * between consecutive receive completions that ends after the failure (so
  * the gap spanning the failure counts), or the gap still open at the end;
  * goodput after must be 0.7x what the paths left can carry.
  */
 
-static void path_death_run(uint64_t delay, int ndead, int reply_shift)
+static void path_death_run(uint64_t delay, int ndead)
 {
 	struct braid_sim_path_cfg p = { .delay_ns = delay, .jitter_ns = delay / 10,
 					.rate_bps = 10 * GBPS };
@@ -613,7 +611,6 @@ static void path_death_run(uint64_t delay, int ndead, int reply_shift)
 	int i;
 
 	cr_assert_eq(h_init(&h, 2, 4, &p, &c, 29), 0);
-	h.reply_shift = reply_shift;
 	cr_assert_eq(braid_sim_set_node_rate(h.sim, 0, 25 * GBPS), 0);
 	cr_assert_eq(braid_sim_set_node_rate(h.sim, 1, 25 * GBPS), 0);
 	stream_init(&s, 0, 1, 4096, 32, delay * 131);
@@ -634,9 +631,9 @@ static void path_death_run(uint64_t delay, int ndead, int reply_shift)
 	before = (double)(b1 - b0) * 8 / (double)(t_fail - t_warm);
 	after = (double)(b2 - b1) * 8 / (double)(t_end - t_fail);
 	bound = max_u64(3 * rtt, 5 * MS);
-	cr_log_info("path_death (%d of 4 dead, reply shift %d) delay %lu us: before %.3f Gbit/s, after %.3f Gbit/s (%.2fx), longest gap "
+	cr_log_info("path_death (%d of 4 dead) delay %lu us: before %.3f Gbit/s, after %.3f Gbit/s (%.2fx), longest gap "
 		    "%.3f ms (ending at %.3f ms, failure at %.3f ms), bound %.3f ms; sender: %s",
-		    ndead, reply_shift, (unsigned long)(delay / US), before, after, after / before,
+		    ndead, (unsigned long)(delay / US), before, after, after / before,
 		    (double)s.max_gap / MS, (double)s.max_gap_end / MS, (double)t_fail / MS,
 		    (double)bound / MS, stats_str(h.nodes[0].rd));
 	cr_expect_leq(s.max_gap, bound,
@@ -676,32 +673,105 @@ static void path_death_run(uint64_t delay, int ndead, int reply_shift)
 
 Test(braid_rd_scenario, path_death_stall__10us, .timeout = 60)
 {
-	path_death_run(10 * US, 1, 0);
+	path_death_run(10 * US, 1);
 }
 
 Test(braid_rd_scenario, path_death_stall__500us, .timeout = 60)
 {
-	path_death_run(500 * US, 1, 0);
+	path_death_run(500 * US, 1);
 }
 
 Test(braid_rd_scenario, path_death_stall__5ms, .timeout = 60)
 {
-	path_death_run(5 * MS, 1, 0);
+	path_death_run(5 * MS, 1);
 }
 
 Test(braid_rd_scenario, half_paths_death_stall__500us, .timeout = 60)
 {
-	path_death_run(500 * US, 2, 0);
+	path_death_run(500 * US, 2);
 }
 
-Test(braid_rd_scenario, half_paths_death_stall__asymmetric_replies__500us, .timeout = 60)
+/*
+ * A spine of two black-holed under a stream on a slow fabric, as tools/leafspine's spinedown
+ * on 2 spines: the two nodes sit on leaves of their own (rd_harness.h @spines), 16 sim
+ * paths of 50 us hashed onto 2 spines, the nodes' links 50 Mbit/s and 1500-byte packets (a
+ * window of a few packets). Spine 0 dies both ways after a warm-up: half the routes die.
+ * With one hash seed for both leaves a reply crosses its packet's spine; with a seed per
+ * leaf (@asym) it may cross the other, so data on a quarter of the routes arrives while
+ * the ACKs that echo it die. Every message must keep arriving: the longest gap between
+ * receive completions from the failure on is at most 50 ms, and the stream keeps 0.35x
+ * its rate (half the routes, 0.7x of that), both ways.
+ */
+static void spine_death_run(bool asym)
 {
-	path_death_run(500 * US, 2, 1);
+	struct braid_sim_path_cfg p = { .delay_ns = 50 * US, .jitter_ns = 5 * US };
+	struct braid_rd_config c = scen_cfg(16, 61);
+	struct stream s01, s10, *ss[2] = { &s01, &s10 };
+	const uint64_t t_warm = 300 * MS, t_fail = 1300 * MS, t_end = 3300 * MS;
+	uint64_t b0[2], b1[2], b2[2];
+	struct harness h;
+	int i;
+
+	c.mtu = 1500;
+	c.peer_timeout_ns = 5 * SEC;
+	cr_assert_eq(h_init(&h, 2, 16, &p, &c, 67), 0);
+	cr_assert_eq(braid_sim_set_node_rate(h.sim, 0, 50 * 1000 * 1000), 0);
+	cr_assert_eq(braid_sim_set_node_rate(h.sim, 1, 50 * 1000 * 1000), 0);
+	h.spines = 2;
+	h.leaf_seed[0] = 7;
+	h.leaf_seed[1] = asym ? 8 : 7;
+	stream_init(&s01, 0, 1, 65536, 32, 0x3000);
+	stream_init(&s10, 1, 0, 65536, 32, 0x4000);
+	stream_run(&h, ss, 2, t_warm);
+	for (i = 0; i < 2; i++)
+		b0[i] = ss[i]->rx_bytes;
+	stream_run(&h, ss, 2, t_fail);
+	h.spine_down = 1;
+	for (i = 0; i < 2; i++) {
+		b1[i] = ss[i]->rx_bytes;
+		ss[i]->gap_from = t_fail;
+	}
+	stream_run(&h, ss, 2, t_end);
+	for (i = 0; i < 2; i++) {
+		double before, after;
+
+		b2[i] = ss[i]->rx_bytes;
+		stream_close_gap(ss[i], t_end);
+		before = (double)(b1[i] - b0[i]) * 8 / (double)(t_fail - t_warm);
+		after = (double)(b2[i] - b1[i]) * 8 / (double)(t_end - t_fail);
+		cr_log_info("spine death (%s): node %d: before %.1f Mbit/s, after %.1f Mbit/s (%.2fx), "
+			    "longest gap %.1f ms (ending at %.1f ms, failure at %.1f ms); spine drops "
+			    "%lu; sender: %s", asym ? "a seed per leaf" : "one seed", i, before * 1e3,
+			    after * 1e3, after / before, (double)ss[i]->max_gap / MS,
+			    (double)ss[i]->max_gap_end / MS, (double)t_fail / MS,
+			    (unsigned long)h.spine_drops, stats_str(h.nodes[i].rd));
+		cr_expect_leq(ss[i]->max_gap, 50 * MS,
+			      "%s: node %d's stream received nothing for %.1f ms (ending at %.1f ms, "
+			      "spine down at %.1f ms), want <= 50 ms; sender: %s",
+			      asym ? "a seed per leaf" : "one seed", i, (double)ss[i]->max_gap / MS,
+			      (double)ss[i]->max_gap_end / MS, (double)t_fail / MS,
+			      stats_str(h.nodes[i].rd));
+		cr_expect_geq(after, 0.35 * before,
+			      "%s: node %d's stream after the spine died %.1f Mbit/s = %.2fx of %.1f "
+			      "before (want >= 0.35x); sender: %s", asym ? "a seed per leaf" : "one seed",
+			      i, after * 1e3, after / before, before * 1e3, stats_str(h.nodes[i].rd));
+	}
+	cr_assert_gt(h.spine_drops, 0, "the spine swallowed packets");
+	h.spine_down = 0;
+	stream_drain(&h, ss, 2, h.now + 30 * SEC);
+	h_fini(&h);
+	stream_fini(&s01);
+	stream_fini(&s10);
 }
 
-Test(braid_rd_scenario, half_paths_death_stall__asymmetric_replies__10us, .timeout = 60)
+Test(braid_rd_scenario, spine_death__replies_cross_their_packets_spine, .timeout = 60)
 {
-	path_death_run(10 * US, 2, 1);
+	spine_death_run(false);
+}
+
+Test(braid_rd_scenario, spine_death__replies_hashed_on_their_own, .timeout = 60)
+{
+	spine_death_run(true);
 }
 
 /* ==== 4. half the packets lost, every path, both ways ==== */
