@@ -35,6 +35,8 @@ struct braid_rd_rxq;
 /* braid_rd_mr_check_fn @access bits */
 #define BRAID_RD_ACC_READ	(1u << 0)	/* the peer reads the region (READ, fetching atomics) */
 #define BRAID_RD_ACC_WRITE	(1u << 1)	/* the peer writes it (WRITE, atomics) */
+#define BRAID_RD_ACC_ATOMIC	(1u << 2)	/* with READ and/or WRITE: an atomic reads, changes
+						 * and writes it back at once */
 
 /**
  * braid_rd_mr_check_fn - the target side's memory-key check for RMA and
@@ -44,6 +46,26 @@ struct braid_rd_rxq;
  */
 typedef int (*braid_rd_mr_check_fn)(void *ctx, uint64_t key, uint64_t addr, size_t len,
 				    uint32_t access, void **ptr);
+
+/**
+ * braid_rd_mr_written_fn - the target's memory [@addr, @addr + @len) of
+ * region @key was written (a WRITE message wholly placed, an atomic
+ * applied) through the pointer its mr_check gave, and is answered next:
+ * what the region needs done before that (a copy from host staging to
+ * device memory) is done now. Return: 0, or a negative FI_E* value (the
+ * answer is then a refusal, BRAID_RMA_ACCESS).
+ */
+typedef int (*braid_rd_mr_written_fn)(void *ctx, uint64_t key, uint64_t addr, size_t len);
+
+/**
+ * braid_rd_stage_fn - bytes [@off, @off + @len) of a BRAID_RD_STAGED send or
+ * WRITE (its buffers host staging the caller fills as it goes) are about to
+ * be cut into their first packet: the caller makes them ready, and may make
+ * more. @op_context is the operation's context. Return: the end of the
+ * prefix of the operation's bytes now ready (>= @off + @len); the engine asks
+ * again for the first byte beyond it.
+ */
+typedef uint64_t (*braid_rd_stage_fn)(void *ctx, void *op_context, uint64_t off, uint64_t len);
 
 #define BRAID_RD_MAX_WINDOW	256	/* = BRAID_RD_SACK_BITS */
 #define BRAID_RD_MAX_PATHS	256
@@ -190,6 +212,11 @@ struct braid_rd_config {
 	 */
 	braid_rd_mr_check_fn mr_check;
 	void *mr_ctx;
+	/** @mr_written: after a write to the target's memory (NULL: nothing to do); @mr_ctx. */
+	braid_rd_mr_written_fn mr_written;
+	/** @stage, @stage_ctx: readies BRAID_RD_STAGED operations' bytes (NULL: none is staged). */
+	braid_rd_stage_fn stage;
+	void *stage_ctx;
 };
 
 /** braid_rd_config_default() - defaults for everything but the address and epoch. */
@@ -207,6 +234,8 @@ void braid_rd_config_default(struct braid_rd_config *cfg);
 #define BRAID_RD_DELIVERY	(1u << 6)	/* send: complete once the message is in a receive
 						 * buffer (or discarded) at the peer, not at its ACK
 						 * (FI_DELIVERY_COMPLETE; §4.7) */
+#define BRAID_RD_STAGED		(1u << 7)	/* send, WRITE: cfg.stage readies the bytes before
+						 * their first packet is cut */
 
 /** struct braid_rd_send - a message to send. */
 struct braid_rd_send {
@@ -273,7 +302,10 @@ struct braid_rd_rma {
 	uint32_t count;
 	/** @data: WRITE with BRAID_RD_CQ_DATA: the target's remote CQ data. */
 	uint64_t data;
-	/** @flags: BRAID_RD_CQ_DATA (WRITE), BRAID_RD_INJECT (WRITE, ATOMIC), BRAID_RD_NO_COMP. */
+	/**
+	 * @flags: BRAID_RD_CQ_DATA (WRITE), BRAID_RD_INJECT (WRITE, ATOMIC),
+	 * BRAID_RD_NO_COMP, BRAID_RD_STAGED (WRITE).
+	 */
 	uint32_t flags;
 	void *context;
 };

@@ -115,6 +115,8 @@ static inline struct rd_send *out_new_send(struct braid_rd *rd, struct rd_conn *
 	op->flags = flags;
 	op->context = context;
 	op->conn = conn;
+	/* (one comparison per packet cut: an op not staged is ready throughout) */
+	op->staged = (flags & BRAID_RD_STAGED) ? 0 : UINT64_MAX;
 	braid_dlist_init(&op->rlink);
 	return op;
 }
@@ -213,7 +215,8 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 
 	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
 	    !req->peer || !braid_iov_valid(req->iov, req->iov_count) ||
-	    (req->flags & BRAID_RD_INTERNAL))
+	    (req->flags & BRAID_RD_INTERNAL) || ((req->flags & BRAID_RD_STAGED) &&
+	    (!rd->cfg.stage || (req->flags & BRAID_RD_INJECT))))
 		return -FI_EINVAL;
 	len = braid_iov_len(req->iov, req->iov_count);
 	if (len > rd->cfg.max_msg_size)
@@ -1350,6 +1353,8 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 			break;	/* held by the message window (sendq_held()) */
 		if (!op->next_off)
 			op->first_psn = conn->snd_nxt;
+		if (__builtin_expect(op->next_off + seg > op->staged, 0))
+			op->staged = rd->cfg.stage(rd->cfg.stage_ctx, op->context, op->next_off, seg);
 		p->op = op;
 		p->psn = conn->snd_nxt++;
 		p->off = (uint32_t)op->next_off;
