@@ -427,7 +427,7 @@ void braid_hmem_op_give(struct braid_hmem_ep *h, struct braid_hmem_op *op)
 	buf_give(h, &op->in);
 	buf_give(h, &op->out);
 	op->in_use = false;
-	op->next = (uint32_t)(op - h->ops);
+	op->next = h->free;
 	h->free = (uint32_t)(op - h->ops);
 }
 

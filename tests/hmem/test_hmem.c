@@ -421,6 +421,57 @@ Test(hmem, msg__staged_in_chunks_overlapped)
 	pair_close(&p);
 }
 
+/* many device operations in flight at once, each with its own staging */
+Test(hmem, tagged__many_in_flight)
+{
+	enum { N = 12 };
+	struct pair p;
+	struct buf s[N], r[N];
+	int sctx[N], rctx[N], seen_s = 0, seen_r = 0;
+
+	pair_open(&p);
+	msg_once(&p, 5000, true, true, true);	/* records taken and given back before */
+	for (int i = 0; i < N; i++) {
+		size_t len = 1000 + (size_t)i * 97000;
+
+		buf_make(&p, &s[i], len, i % 3 != 0, FI_SEND);
+		buf_make(&p, &r[i], len, i % 3 != 1, FI_RECV);
+		fill(s[i].bytes, len, (unsigned)i + 40);
+		cr_assert_eq(fi_trecv(p.ep[1], r[i].addr, len, fi_mr_desc(r[i].mr), FI_ADDR_UNSPEC,
+				      (uint64_t)i, 0, &rctx[i]), 0);
+	}
+	for (int i = N - 1; i >= 0; i--)
+		cr_assert_eq(fi_tsend(p.ep[0], s[i].addr, s[i].len, fi_mr_desc(s[i].mr), p.addr[1],
+				      (uint64_t)i, &sctx[i]), 0);
+	for (int n = 0; n < 2 * N; n++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		int side = n % 2;
+
+		cr_assert_eq(pair_wait(&p, side, &e, &err), 1);
+		if (side) {
+			int i = (int)((int *)e.op_context - rctx);
+
+			cr_assert(i >= 0 && i < N && e.tag == (uint64_t)i && e.len == r[i].len);
+			cr_assert_eq(e.buf, r[i].addr);
+			seen_r |= 1 << i;
+		} else {
+			int i = (int)((int *)e.op_context - sctx);
+
+			cr_assert(i >= 0 && i < N);
+			seen_s |= 1 << i;
+		}
+	}
+	cr_assert_eq(seen_s, (1 << N) - 1);
+	cr_assert_eq(seen_r, (1 << N) - 1);
+	for (int i = 0; i < N; i++) {
+		check(r[i].bytes, r[i].len, (unsigned)i + 40);
+		buf_free(&s[i]);
+		buf_free(&r[i]);
+	}
+	pair_close(&p);
+}
+
 /* a vector of device and host buffers, as one message */
 Test(hmem, msg__mixed_iov)
 {
