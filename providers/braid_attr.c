@@ -453,22 +453,20 @@ static const struct ep_kind ep_kinds[] = {
 };
 
 /*
- * the capabilities @k offers an application of API @version; RDM's
- * FI_HMEM (device memory, FI_HMEM_CUDA) only when the CUDA driver loaded
- * and has a device (braid_hmem.c)
+ * the capabilities @k offers an application of API @version (RDM's FI_HMEM
+ * only where the CUDA driver loads: hints_ok())
  */
 static uint64_t kind_caps(const struct ep_kind *k, uint32_t version)
 {
 	if (k->type != FI_EP_RDM)
 		return k->caps;
-	return k->caps | (braid_api_ge(version, 2, 0) ? BRAID_RDM_RX_CAPS_2 : 0) |
-	       (braid_hmem_available() ? FI_HMEM : 0);
+	return k->caps | (braid_api_ge(version, 2, 0) ? BRAID_RDM_RX_CAPS_2 : 0) | FI_HMEM;
 }
 
 /* what of it the transmit and receive contexts have (FI_HMEM both) */
 static uint64_t kind_tx_caps(const struct ep_kind *k)
 {
-	return k->tx_caps | (kind_caps(k, 0) & FI_HMEM);
+	return k->tx_caps | (kind_caps(k, BRAID_FI_HDR_VERSION) & FI_HMEM);
 }
 
 static uint64_t kind_rx_caps(const struct ep_kind *k, uint32_t version)
@@ -677,6 +675,11 @@ static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints, uint3
 	if (!hints)
 		return true;
 	if (hints->caps & ~kind_caps(k, version))
+		return false;
+	/* device memory (FI_HMEM_CUDA): the CUDA driver is loaded for those who ask, and must
+	 * load and have a device (braid_hmem.c); no one else's process makes a CUDA call */
+	if (((hints->caps | (hints->tx_attr ? hints->tx_attr->caps : 0) |
+	      (hints->rx_attr ? hints->rx_attr->caps : 0)) & FI_HMEM) && !braid_hmem_available())
 		return false;
 	if (k->tmpl->mode & ~hints->mode)
 		return false;	/* a mode braid needs that the application does not support */

@@ -172,6 +172,23 @@ Test(hmem, getinfo__offered)
 	fi_freeinfo(hints);
 }
 
+/* an application that does not ask for FI_HMEM never has the driver loaded */
+Test(hmem, getinfo__driver_loaded_only_when_asked)
+{
+	const char *path = getenv("FI_BRAID_CUDA_LIB");
+	struct fi_info *info;
+	void *lib;
+
+	cr_assert_eq(getinfo(FI_MSG | FI_TAGGED | FI_RMA, HMEM_MR_MODE, &info), 0);
+	fi_freeinfo(info);
+	cr_assert_null(dlopen(path, RTLD_NOW | RTLD_NOLOAD), "braid loaded the driver unasked");
+	cr_assert_eq(getinfo(HMEM_CAPS, HMEM_MR_MODE, &info), 0);
+	fi_freeinfo(info);
+	lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	cr_assert_not_null(lib);
+	dlclose(lib);
+}
+
 /* ---- a pair of endpoints in this process ---- */
 
 struct pair {
