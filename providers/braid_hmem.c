@@ -424,6 +424,10 @@ struct braid_hmem_op *braid_hmem_op_take(struct braid_hmem_ep *h, const struct b
 
 void braid_hmem_op_give(struct braid_hmem_ep *h, struct braid_hmem_op *op)
 {
+	/* a copy still under way into its staging (an operation that failed before all of
+	 * it was cut) must end before another operation has that staging */
+	if (op->issued > op->staged)
+		cu_sync(h);
 	buf_give(h, &op->in);
 	buf_give(h, &op->out);
 	op->in_use = false;

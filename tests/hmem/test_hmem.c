@@ -357,6 +357,33 @@ Test(hmem, mr__regattr)
 	pair_close(&p);
 }
 
+/* a domain without FI_HMEM (MSG endpoints never have it) takes no device region */
+Test(hmem, mr__regattr_without_hmem)
+{
+	struct fi_info *hints = pt_hints(FI_EP_MSG), *list = NULL;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_mr *mr;
+	void *dev;
+	struct iovec iov;
+	struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1, .access = FI_SEND,
+				   .iface = FI_HMEM_CUDA };
+
+	fake_load();
+	dev = dev_alloc(4096);
+	iov = (struct iovec){ dev, 4096 };
+	hints->caps = FI_MSG;
+	cr_assert_eq(fi_getinfo(PT_VERSION, "127.0.0.1", "0", FI_SOURCE, hints, &list), 0);
+	list = pt_take_plain_braid(list);
+	fi_freeinfo(hints);
+	cr_assert_eq(fi_fabric(list->fabric_attr, &fabric, NULL), 0);
+	cr_assert_eq(fi_domain(fabric, list, &domain, NULL), 0);
+	cr_assert_eq(fi_mr_regattr(domain, &attr, 0, &mr), -FI_EOPNOTSUPP);
+	cr_assert_eq(fi_close(&domain->fid), 0);
+	cr_assert_eq(fi_close(&fabric->fid), 0);
+	fi_freeinfo(list);
+}
+
 /* ---- messages ---- */
 
 /* one message of @len from endpoint 0 to endpoint 1, each side's buffer on the device or not */
@@ -625,11 +652,22 @@ Test(hmem, msg__larger_than_staging)
 	struct buf r;
 	int rctx;
 
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int rctx2;
+
 	setenv("FI_BRAID_HMEM_STAGING", "1048576", 1);
 	pair_open(&p);
 	buf_make(&p, &r, 2 * MIB, true, FI_RECV);
 	cr_assert_eq(fi_recv(p.ep[1], r.addr, r.len, fi_mr_desc(r.mr), FI_ADDR_UNSPEC, &rctx),
 		     -FI_EMSGSIZE);
+	/* staging held by a posted receive: another waits for it (-FI_EAGAIN) */
+	cr_assert_eq(fi_recv(p.ep[1], r.addr, 700000, fi_mr_desc(r.mr), FI_ADDR_UNSPEC, &rctx), 0);
+	cr_assert_eq(fi_recv(p.ep[1], r.addr, 700000, fi_mr_desc(r.mr), FI_ADDR_UNSPEC, &rctx2),
+		     -FI_EAGAIN);
+	cr_assert_eq(fi_cancel(&p.ep[1]->fid, &rctx), 0);
+	cr_assert_eq(pair_wait(&p, 1, &e, &err), -FI_EAVAIL);
+	cr_assert_eq(err.err, FI_ECANCELED);
 	buf_free(&r);
 	msg_once(&p, 1 * MIB, true, true, false);
 	pair_close(&p);
