@@ -1072,9 +1072,10 @@ int braid_ctx_attr_check(enum fi_ep_type type, uint32_t api, const struct fi_tx_
 		;
 	if (k == sizeof(ep_kinds) / sizeof(ep_kinds[0]))
 		return -FI_EINVAL;
-	if (tx && (tx->caps & ~(kind_tx_caps(&ep_kinds[k]) | BRAID_DOMAIN_CAPS)))
+	/* (device memory is staged per endpoint: a shared context does not take FI_HMEM) */
+	if (tx && (tx->caps & ~(ep_kinds[k].tx_caps | BRAID_DOMAIN_CAPS)))
 		return -FI_ENODATA;
-	if (rx && (rx->caps & ~(kind_rx_caps(&ep_kinds[k], api) | BRAID_DOMAIN_CAPS)))
+	if (rx && (rx->caps & ~((kind_rx_caps(&ep_kinds[k], api) & ~FI_HMEM) | BRAID_DOMAIN_CAPS)))
 		return -FI_ENODATA;
 	if ((tx && !tx_attr_ok(&ep_kinds[k], tx, inject)) ||
 	    (rx && !rx_attr_ok(&ep_kinds[k], rx, api)))
