@@ -1364,6 +1364,14 @@ static inline struct braid_hmem_op *braid_hmem_op_of(const struct braid_hmem_ep 
 /* a region's device side: checked and its shadow made (0 for host memory), and freed */
 int braid_hmem_mr_open(struct braid_mr *mr, const struct fi_mr_attr *attr);
 void braid_hmem_mr_close(struct braid_mr *mr);
+/*
+ * braid_hmem_probe() - for the calls that take no descriptor (fi_inject and
+ * the like) on an endpoint with FI_HMEM: *@probe made a descriptor of the
+ * device memory @buf is (returned), or NULL for host memory (at once
+ * without FI_HMEM: no CUDA call).
+ */
+void *braid_hmem_probe(const struct braid_ep *ep, const void *buf, size_t len,
+		       struct braid_mr *probe);
 /* copy [@off, @off + @len) of a device region between it and its shadow */
 int braid_hmem_mr_sync(struct braid_mr *mr, uint64_t off, size_t len, bool to_dev);
 void braid_hmem_ep_construct(struct braid_hmem_ep *h, struct braid_ep_stats *stats, size_t nops);

@@ -260,6 +260,24 @@ int braid_hmem_mr_sync(struct braid_mr *mr, uint64_t off, size_t len, bool to_de
 		       (uint64_t)(uintptr_t)mr->iov[0].iov_base + off, len, to_dev, false);
 }
 
+void *braid_hmem_probe(const struct braid_ep *ep, const void *buf, size_t len,
+		       struct braid_mr *probe)
+{
+	cu_ptr p = (cu_ptr)(uintptr_t)buf;
+	unsigned int type = 0;
+	cu_ctx ctx = NULL;
+
+	if (!(ep->info->caps & FI_HMEM) || !len || !cu_ready ||
+	    cu.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) ||
+	    type != CU_MEMORYTYPE_DEVICE ||
+	    cu.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, p) || !ctx)
+		return NULL;
+	memset(probe, 0, sizeof(*probe));
+	probe->iface = FI_HMEM_CUDA;
+	probe->cu_ctx = ctx;
+	return probe;
+}
+
 /* ---- an endpoint's staging ---- */
 
 /* The arena, the records and the stream, at the endpoint's first device operation. */

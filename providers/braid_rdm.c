@@ -329,9 +329,12 @@ static ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, 
 static ssize_t rdm_msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 			      fi_addr_t dest_addr)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rdm_send(braid_ep_of(ep_fid), &iov, NULL, 1, dest_addr, NULL, 0, 0, FI_INJECT, false, true);
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, NULL, 0, 0, FI_INJECT, false, true);
 }
 
 static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -347,9 +350,12 @@ static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t l
 static ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
 				  uint64_t data, fi_addr_t dest_addr)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rdm_send(braid_ep_of(ep_fid), &iov, NULL, 1, dest_addr, NULL, 0, data,
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, NULL, 0, data,
 			FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
 }
 
@@ -632,9 +638,12 @@ static ssize_t rdm_tag_sendmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged
 static ssize_t rdm_tag_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 			      fi_addr_t dest_addr, uint64_t tag)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rdm_send(braid_ep_of(ep_fid), &iov, NULL, 1, dest_addr, NULL, tag, 0, FI_INJECT, true, true);
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, NULL, tag, 0, FI_INJECT, true, true);
 }
 
 static ssize_t rdm_tag_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -650,9 +659,12 @@ static ssize_t rdm_tag_senddata(struct fid_ep *ep_fid, const void *buf, size_t l
 static ssize_t rdm_tag_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
 				  uint64_t data, fi_addr_t dest_addr, uint64_t tag)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rdm_send(braid_ep_of(ep_fid), &iov, NULL, 1, dest_addr, NULL, tag, data,
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, NULL, tag, data,
 			FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
 }
 

@@ -186,9 +186,12 @@ static ssize_t rdm_writemsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 static ssize_t rdm_inject_write(struct fid_ep *ep_fid, const void *buf, size_t len,
 				fi_addr_t dest_addr, uint64_t addr, uint64_t key)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rma_op(braid_ep_of(ep_fid), BRAID_RD_RMA_WRITE, &iov, NULL, 1, dest_addr, addr, key, 0,
+	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, &desc, 1, dest_addr, addr, key, 0,
 		      FI_INJECT, NULL, true);
 }
 
@@ -207,9 +210,12 @@ static ssize_t rdm_inject_writedata(struct fid_ep *ep_fid, const void *buf, size
 				    uint64_t data, fi_addr_t dest_addr, uint64_t addr,
 				    uint64_t key)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rma_op(braid_ep_of(ep_fid), BRAID_RD_RMA_WRITE, &iov, NULL, 1, dest_addr, addr, key, data,
+	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, &desc, 1, dest_addr, addr, key, data,
 		      FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true);
 }
 
@@ -381,10 +387,12 @@ static ssize_t rdm_inject_atomic(struct fid_ep *ep_fid, const void *buf, size_t 
 				 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 				 enum fi_datatype datatype, enum fi_op op)
 {
-	ATOMIC_MSG(buf, NULL, count, dest_addr, addr, key, datatype, op, NULL);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, count, &probe);
+	ATOMIC_MSG(buf, &desc, count, dest_addr, addr, key, datatype, op, NULL);
 
-	return atomic_op(braid_ep_of(ep_fid), &msg_, NULL, NULL, 0, NULL, NULL, 0, FI_INJECT, false,
-			 true);
+	return atomic_op(ep, &msg_, NULL, NULL, 0, NULL, NULL, 0, FI_INJECT, false, true);
 }
 
 static ssize_t rdm_fetch_atomic(struct fid_ep *ep_fid, const void *buf, size_t count, void *desc,
