@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "braid.h"
 
@@ -21,7 +22,7 @@ typedef struct cu_stream_st *cu_stream;		/* CUstream */
 #define CU_POINTER_ATTRIBUTE_CONTEXT		1
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE	2
 #define CU_MEMORYTYPE_DEVICE			2
-#define CU_MEMHOSTALLOC_PORTABLE		1
+#define CU_MEMHOSTREGISTER_PORTABLE		1
 #define CU_STREAM_NON_BLOCKING			1
 
 static struct {
@@ -35,8 +36,8 @@ static struct {
 	cu_result (*stream_create)(cu_stream *s, unsigned int flags);
 	cu_result (*stream_destroy)(cu_stream s);
 	cu_result (*stream_synchronize)(cu_stream s);
-	cu_result (*mem_host_alloc)(void **p, size_t len, unsigned int flags);
-	cu_result (*mem_free_host)(void *p);
+	cu_result (*mem_host_register)(void *p, size_t len, unsigned int flags);
+	cu_result (*mem_host_unregister)(void *p);
 	cu_result (*ctx_push)(cu_ctx ctx);
 	cu_result (*ctx_pop)(cu_ctx *ctx);
 } cu;
@@ -57,8 +58,8 @@ static const struct {
 	CU_SYM(stream_create, "cuStreamCreate"),
 	CU_SYM(stream_destroy, "cuStreamDestroy_v2"),
 	CU_SYM(stream_synchronize, "cuStreamSynchronize"),
-	CU_SYM(mem_host_alloc, "cuMemHostAlloc"),
-	CU_SYM(mem_free_host, "cuMemFreeHost"),
+	CU_SYM(mem_host_register, "cuMemHostRegister_v2"),
+	CU_SYM(mem_host_unregister, "cuMemHostUnregister"),
 	CU_SYM(ctx_push, "cuCtxPushCurrent_v2"),
 	CU_SYM(ctx_pop, "cuCtxPopCurrent_v2"),
 #undef CU_SYM
@@ -197,6 +198,42 @@ static int buf_copy(struct braid_hmem_ep *h, struct braid_hmem_buf *b, uint64_t 
 	return ret;
 }
 
+/*
+ * Pinned host memory of @len bytes for the copy engine, under context
+ * @ctx: anonymous pages registered with the driver (cuMemHostRegister),
+ * ordinary memory otherwise (the UDP wire can lend it to a socket,
+ * protocol.md §4.2). NULL when either fails.
+ */
+static uint8_t *pinned_alloc(void *ctx, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cu_ctx popped;
+	cu_result r = 1;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (!cu.ctx_push((cu_ctx)ctx)) {
+		r = cu.mem_host_register(p, len, CU_MEMHOSTREGISTER_PORTABLE);
+		cu.ctx_pop(&popped);
+	}
+	if (r) {
+		munmap(p, len);
+		return NULL;
+	}
+	return p;
+}
+
+static void pinned_free(void *ctx, uint8_t *p, size_t len)
+{
+	cu_ctx popped;
+
+	if (!cu.ctx_push((cu_ctx)ctx)) {
+		cu.mem_host_unregister(p);
+		cu.ctx_pop(&popped);
+	}
+	munmap(p, len);
+}
+
 /* ---- regions ---- */
 
 int braid_hmem_mr_open(struct braid_mr *mr, const struct fi_mr_attr *attr)
@@ -228,19 +265,11 @@ int braid_hmem_mr_open(struct braid_mr *mr, const struct fi_mr_attr *attr)
 	if (!mr->cu_ctx)
 		return -FI_EINVAL;
 	/* a target of RMA and atomics: the peers' accesses go through a host shadow */
-	if ((attr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && attr->iov_count == 1) {
-		cu_ctx popped;
-		cu_result r;
-
-		if (cu.ctx_push((cu_ctx)mr->cu_ctx))
-			return -FI_EIO;
-		r = cu.mem_host_alloc((void **)&mr->shadow, attr->mr_iov[0].iov_len,
-				      CU_MEMHOSTALLOC_PORTABLE);
-		cu.ctx_pop(&popped);
-		if (r) {
-			mr->shadow = NULL;
+	if ((attr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && attr->iov_count == 1 &&
+	    attr->mr_iov[0].iov_len) {
+		mr->shadow = pinned_alloc(mr->cu_ctx, attr->mr_iov[0].iov_len);
+		if (!mr->shadow)
 			return -FI_ENOMEM;
-		}
 	}
 	return 0;
 }
@@ -248,7 +277,7 @@ int braid_hmem_mr_open(struct braid_mr *mr, const struct fi_mr_attr *attr)
 void braid_hmem_mr_close(struct braid_mr *mr)
 {
 	if (mr->shadow)
-		cu.mem_free_host(mr->shadow);
+		pinned_free(mr->cu_ctx, mr->shadow, mr->iov[0].iov_len);
 	mr->shadow = NULL;
 }
 
@@ -284,7 +313,6 @@ void *braid_hmem_probe(const struct braid_ep *ep, const void *buf, size_t len,
 static int ep_start(struct braid_hmem_ep *h, void *ctx)
 {
 	cu_ctx popped;
-	cu_result r;
 	uint32_t i;
 	int ret;
 
@@ -294,18 +322,15 @@ static int ep_start(struct braid_hmem_ep *h, void *ctx)
 	ret = braid_extents_construct(&h->ext, h->arena_size, 64, h->nops * 2);
 	if (ret)
 		goto err_ops;
-	if (cu.ctx_push((cu_ctx)ctx)) {
-		ret = -FI_EIO;
-		goto err_ext;
-	}
-	r = cu.mem_host_alloc((void **)&h->arena, h->arena_size, CU_MEMHOSTALLOC_PORTABLE);
-	if (!r && cu.stream_create((cu_stream *)&h->stream, CU_STREAM_NON_BLOCKING))
-		h->stream = NULL;	/* copies then go at once, one after the other */
-	cu.ctx_pop(&popped);
-	if (r) {
-		h->arena = NULL;
+	h->arena = pinned_alloc(ctx, h->arena_size);
+	if (!h->arena) {
 		ret = -FI_ENOMEM;
 		goto err_ext;
+	}
+	if (!cu.ctx_push((cu_ctx)ctx)) {
+		if (cu.stream_create((cu_stream *)&h->stream, CU_STREAM_NON_BLOCKING))
+			h->stream = NULL;	/* copies then go at once, one after the other */
+		cu.ctx_pop(&popped);
 	}
 	h->stream_ctx = ctx;
 	for (i = 0; i < h->nops; i++)
@@ -342,7 +367,7 @@ void braid_hmem_ep_destruct(struct braid_hmem_ep *h)
 			cu.ctx_pop(&popped);
 		}
 	}
-	cu.mem_free_host(h->arena);
+	pinned_free(h->stream_ctx, h->arena, h->arena_size);
 	braid_extents_destruct(&h->ext);
 	free(h->ops);
 	h->ops = NULL;

@@ -46,7 +46,7 @@ enum {
 struct fakecuda_stats {
 	uint64_t d2h, d2h_bytes, h2d, h2d_bytes;	/* copies made, either way */
 	uint64_t failed;				/* copies made to fail */
-	uint64_t host_allocs, pushes;			/* pinned allocations, context pushes */
+	uint64_t pinned, pushes;		/* host ranges registered now, context pushes */
 };
 
 static struct {
@@ -299,22 +299,24 @@ FAKE_EXPORT cu_result cuStreamSynchronize(void *stream)
 	return stream == &fake_stream_obj ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT cu_result cuMemHostAlloc(void **p, size_t len, unsigned int flags)
+FAKE_EXPORT cu_result cuMemHostRegister_v2(void *p, size_t len, unsigned int flags)
 {
 	(void)flags;
-	if (!len)
+	if (!p || !len)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (posix_memalign(p, 4096, len))
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&fake.lock);
-	fake.st.host_allocs++;
+	fake.st.pinned++;
 	pthread_mutex_unlock(&fake.lock);
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT cu_result cuMemFreeHost(void *p)
+FAKE_EXPORT cu_result cuMemHostUnregister(void *p)
 {
-	free(p);
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fake.lock);
+	fake.st.pinned--;
+	pthread_mutex_unlock(&fake.lock);
 	return CUDA_SUCCESS;
 }
 

@@ -22,7 +22,7 @@
 struct fakecuda_stats {
 	uint64_t d2h, d2h_bytes, h2d, h2d_bytes;
 	uint64_t failed;
-	uint64_t host_allocs, pushes;
+	uint64_t pinned, pushes;
 };
 
 static struct {
@@ -336,6 +336,14 @@ static void buf_free(struct buf *b)
 
 /* ---- regions ---- */
 
+static void msg_once(struct pair *p, size_t len, bool sdev, bool rdev, bool tagged);
+
+/* one message between device buffers */
+static void msg_once_any(struct pair *p)
+{
+	msg_once(p, 4096, true, true, false);
+}
+
 Test(hmem, mr__regattr)
 {
 	struct pair p;
@@ -346,15 +354,27 @@ Test(hmem, mr__regattr)
 				   .iface = FI_HMEM_CUDA };
 	struct fid_mr *mr;
 
+	struct fakecuda_stats st;
+
 	pair_open(&p);
 	buf_make(&p, &d, 4096, true, FI_SEND | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE);
 	cr_assert_neq(fi_mr_desc(d.mr), NULL);
+	fake.stats(&st);
+	cr_assert_eq(st.pinned, 1, "a region open to peers has its pinned shadow");
 	/* host memory named device memory, an interface braid does not do */
 	cr_assert_eq(fi_mr_regattr(p.domain, &attr, 0, &mr), -FI_EINVAL);
 	attr.iface = FI_HMEM_ZE;
 	cr_assert_eq(fi_mr_regattr(p.domain, &attr, 0, &mr), -FI_ENOSYS);
 	buf_free(&d);
+	fake.stats(&st);
+	cr_assert_eq(st.pinned, 0, "its shadow went with the region");
+	/* an endpoint's staging is pinned while it lives */
+	msg_once_any(&p);
+	fake.stats(&st);
+	cr_assert_eq(st.pinned, 2, "one arena per endpoint that moved device memory");
 	pair_close(&p);
+	fake.stats(&st);
+	cr_assert_eq(st.pinned, 0, "the endpoints' staging went with them");
 }
 
 /* a domain without FI_HMEM (MSG endpoints never have it) takes no device region */
