@@ -73,8 +73,9 @@ __attribute__((constructor)) static void fake_start(void)
 {
 	fake.dev = mmap(NULL, FAKE_SPACE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 			-1, 0);
-	fake.shadow = mmap(NULL, FAKE_SPACE, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* (made writable as allocations take it: nothing is committed up front) */
+	fake.shadow = mmap(NULL, FAKE_SPACE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			   -1, 0);
 	if (fake.dev == MAP_FAILED || fake.shadow == MAP_FAILED)
 		abort();
 	fake.fail_d2h = env_long("FAKECUDA_FAIL_D2H", 0);
@@ -183,6 +184,10 @@ FAKE_EXPORT cu_result cuMemAlloc_v2(cu_ptr *p, size_t len)
 		pthread_mutex_unlock(&fake.lock);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	if (mprotect(fake.shadow + fake.next, need, PROT_READ | PROT_WRITE)) {
+		pthread_mutex_unlock(&fake.lock);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	*p = (cu_ptr)(uintptr_t)(fake.dev + fake.next);
 	fake.next += need;
 	fake.live++;
@@ -200,6 +205,7 @@ FAKE_EXPORT cu_result cuMemFree_v2(cu_ptr p)
 	if (!--fake.live) {
 		/* every allocation freed: the range starts over, its bytes given back */
 		madvise(fake.shadow, fake.next, MADV_DONTNEED);
+		mprotect(fake.shadow, fake.next, PROT_NONE);
 		fake.next = 0;
 	}
 	pthread_mutex_unlock(&fake.lock);
