@@ -239,8 +239,16 @@ void braid_rd_config_default(struct braid_rd_config *cfg);
 
 /** struct braid_rd_send - a message to send. */
 struct braid_rd_send {
+	/**
+	 * @iov, @iov_count: the message's bytes; with BRAID_RD_STAGED and
+	 * @staged_len longer than @iov's one entry, that entry is a ring its
+	 * bytes pass through (byte o at o modulo the ring's length), at least
+	 * braid_rd_stage_ring() bytes: cfg.stage fills it as packets are cut.
+	 */
 	const struct iovec *iov;
 	size_t iov_count;
+	/** @staged_len: BRAID_RD_STAGED: the message's length (0: @iov's). */
+	uint64_t staged_len;
 	uint64_t peer;		/* braid_peer_key() of the destination */
 	uint64_t tag;
 	uint64_t data;
@@ -288,9 +296,14 @@ enum braid_rd_rma_kind {
 /** struct braid_rd_rma - an RMA or atomic operation (fi_rma(3), fi_atomic(3)). */
 struct braid_rd_rma {
 	enum braid_rd_rma_kind op;
-	/** @iov: WRITE: the data; ATOMIC: the operands, then (compare ops) the compare values. */
+	/**
+	 * @iov: WRITE: the data (with BRAID_RD_STAGED, as braid_rd_send.iov);
+	 * ATOMIC: the operands, then (compare ops) the compare values.
+	 */
 	const struct iovec *iov;
 	size_t iov_count;
+	/** @staged_len: a BRAID_RD_STAGED WRITE's length (0: @iov's). */
+	uint64_t staged_len;
 	/** @res: READ: where the data goes; ATOMIC fetch and compare ops: the old values. */
 	const struct iovec *res;
 	size_t res_count;
@@ -443,6 +456,16 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
  * (an op/datatype braid does not do).
  */
 int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t now);
+
+/**
+ * braid_rd_stage_ring() - the least bytes of a BRAID_RD_STAGED operation's
+ * ring: every byte of it not yet acknowledged lies within this many bytes
+ * below the next to be cut (the flow's window of packets, each of a
+ * packet's payload at most). cfg.stage may fill the ring up to that far
+ * ahead of them less what it readies at once; a ring this long plus two
+ * of the caller's chunks lets it ready one chunk and start the next.
+ */
+size_t braid_rd_stage_ring(const struct braid_rd *rd);
 
 /** braid_rd_atomic_max() - the most bytes of operands (and compare values) one atomic carries. */
 size_t braid_rd_atomic_max(const struct braid_rd *rd);

@@ -61,6 +61,9 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 		return -FI_EINVAL;
 	len = braid_iov_len(req->iov, req->iov_count);
 	rlen = braid_iov_len(req->res, req->res_count);
+	if (req->staged_len &&
+	    rd_out_ring_check(rd, req->flags, req->iov, req->iov_count, req->staged_len, &len))
+		return -FI_EINVAL;
 	switch (req->op) {
 	case BRAID_RD_RMA_WRITE:
 		if (req->res_count)
@@ -100,6 +103,8 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 			   now, &op);
 	if (ret)
 		return ret;
+	if (req->staged_len)
+		rd_out_ring_set(op, req->iov, len);
 	if (req->res_count)	/* none for a write (res may be NULL) */
 		memcpy(op->res, req->res, req->res_count * sizeof(struct iovec));
 	op->res_count = req->res_count;

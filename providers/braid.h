@@ -1060,8 +1060,15 @@ struct braid_hmem_buf {
 	void *ctx[BRAID_IOV_LIMIT];
 	size_t count;
 	uint64_t len;
-	/** @stage, @siov: its staging in the endpoint's arena (NULL: all host memory, none). */
+	/**
+	 * @stage, @stage_len, @siov: its staging in the endpoint's arena (NULL:
+	 * all host memory, none), and as the engine's buffer; @ring: the
+	 * staging is a ring of this many bytes, byte o of the buffers at
+	 * o % @ring (0: as long as the buffers).
+	 */
 	uint8_t *stage;
+	size_t stage_len;
+	uint64_t ring;
 	struct iovec siov;
 };
 
@@ -1092,6 +1099,8 @@ struct braid_hmem_req {
 	void **out_desc;
 	size_t out_count;
 	void *context;
+	/** @in_ring: @in longer than this is staged through a ring of it (0: never). */
+	uint64_t in_ring;
 };
 
 /**

@@ -181,7 +181,7 @@ static int buf_copy(struct braid_hmem_ep *h, struct braid_hmem_buf *b, uint64_t 
 		if (hi > end)
 			hi = end;
 		if (lo < hi) {
-			uint8_t *stage = b->stage + lo;
+			uint8_t *stage = b->stage + (b->ring ? lo % b->ring : lo);
 			size_t n = (size_t)(hi - lo);
 
 			if (!b->ctx[i] && to_user)
@@ -381,9 +381,13 @@ static void *desc_ctx(void *desc)
 	return mr && mr->iface == FI_HMEM_CUDA ? mr->cu_ctx : NULL;
 }
 
-/* @b: @iov[0..@count) with @desc, and staging for it when an entry is device memory. */
+/*
+ * @b: @iov[0..@count) with @desc, and staging for it when an entry is
+ * device memory: as long as the buffers, or a ring of @ring bytes (a whole
+ * number of chunks) when they are longer (0: never a ring).
+ */
 static int buf_take(struct braid_hmem_ep *h, struct braid_hmem_buf *b, const struct iovec *iov,
-		    void **desc, size_t count)
+		    void **desc, size_t count, uint64_t ring)
 {
 	bool dev = false;
 	int64_t off;
@@ -398,23 +402,25 @@ static int buf_take(struct braid_hmem_ep *h, struct braid_hmem_buf *b, const str
 		dev |= b->ctx[i] != NULL;
 	}
 	b->stage = NULL;
+	b->ring = ring && b->len > ring ? ring : 0;
+	b->stage_len = b->ring ? b->ring : b->len ? b->len : 1;
 	if (!dev)
 		return 0;
-	if (b->len > h->arena_size)
+	if (b->stage_len > h->arena_size)
 		return -FI_EMSGSIZE;
-	off = braid_extents_alloc(&h->ext, b->len ? b->len : 1);
+	off = braid_extents_alloc(&h->ext, b->stage_len);
 	if (off < 0)
 		return -FI_EAGAIN;	/* staging in use by operations in flight */
 	b->stage = h->arena + off;
 	b->siov.iov_base = b->stage;
-	b->siov.iov_len = b->len;
+	b->siov.iov_len = b->ring ? b->ring : b->len;
 	return 0;
 }
 
 static void buf_give(struct braid_hmem_ep *h, struct braid_hmem_buf *b)
 {
 	if (b->stage)
-		braid_extents_free(&h->ext, (uint64_t)(b->stage - h->arena), b->len ? b->len : 1);
+		braid_extents_free(&h->ext, (uint64_t)(b->stage - h->arena), b->stage_len);
 	b->stage = NULL;
 }
 
@@ -446,9 +452,9 @@ struct braid_hmem_op *braid_hmem_op_take(struct braid_hmem_ep *h, const struct b
 		return NULL;
 	}
 	op = &h->ops[h->free];
-	ret = buf_take(h, &op->in, req->in, req->in_desc, req->in_count);
+	ret = buf_take(h, &op->in, req->in, req->in_desc, req->in_count, req->in_ring);
 	if (!ret) {
-		ret = buf_take(h, &op->out, req->out, req->out_desc, req->out_count);
+		ret = buf_take(h, &op->out, req->out, req->out_desc, req->out_count, 0);
 		if (ret)
 			buf_give(h, &op->in);
 	}
@@ -533,7 +539,7 @@ uint64_t braid_hmem_stage(void *ctx, void *op_context, uint64_t off, uint64_t le
 	if (op->issued < op->in.len)
 		stage_issue(h, op);
 	if (op->err)
-		memset(op->in.stage + off, 0, (size_t)(op->in.len - off));
+		memset(op->in.stage, 0, op->in.stage_len);
 	return op->err ? op->in.len : op->staged;
 }
 

@@ -242,8 +242,9 @@ static void braid_init_env(void)
 			"not offered. (default: libcuda.so.1)");
 	fi_param_define(&braid_prov, "hmem_staging", FI_PARAM_SIZE_T,
 			"RDM: bytes of pinned host memory an endpoint stages its device "
-			"buffers' operations in (taken at its first one); an operation "
-			"longer than this fails FI_EMSGSIZE. (default: %zu)",
+			"buffers' operations in (taken at its first one); a receive or "
+			"read into device memory longer than this, or a send whose ring "
+			"is, fails FI_EMSGSIZE. (default: %zu)",
 			braid_cfg.hmem_staging);
 	fi_param_define(&braid_prov, "hmem_chunk", FI_PARAM_SIZE_T,
 			"RDM: bytes of a device buffer copied at once (4096 or more): a "

@@ -213,8 +213,15 @@ struct braid_hmem_op *braid_rdm_hmem_start(struct braid_ep *ep, const struct bra
 					   bool inject, int *err)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
-	struct braid_hmem_op *op = braid_hmem_op_take(&r->hmem, hr, err);
+	uint64_t chunk = r->hmem.chunk;
+	struct braid_hmem_req req = *hr;
+	struct braid_hmem_op *op;
 
+	/* what it sends a chunk at a time goes round a ring: the bytes the engine may
+	 * still resend (braid_rd_stage_ring), the chunk being readied and the next */
+	if (!inject)
+		req.in_ring = (braid_rd_stage_ring(r->rd) + chunk - 1) / chunk * chunk + 2 * chunk;
+	op = braid_hmem_op_take(&r->hmem, &req, err);
 	if (!op)
 		return NULL;
 	*err = inject || op->in.len <= r->hmem.chunk ? braid_hmem_op_stage_all(&r->hmem, op) :
@@ -282,6 +289,7 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, void **des
 		if (h && h->in.stage) {
 			req.iov = &h->in.siov;
 			req.iov_count = 1;
+			req.staged_len = h->in.ring ? h->in.len : 0;
 		}
 		if (h && !(flags & FI_INJECT))
 			req.context = h;	/* (an inject is copied by the engine: done with it) */

@@ -50,6 +50,7 @@ static ssize_t rma_post(struct braid_ep *ep, struct braid_rd_rma *req,
 		if (h && h->in.stage) {
 			req->iov = &h->in.siov;
 			req->iov_count = 1;
+			req->staged_len = h->in.ring ? h->in.len : 0;
 		}
 		if (h && h->out.stage) {
 			req->res = &h->out.siov;

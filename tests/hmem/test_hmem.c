@@ -337,6 +337,7 @@ static void buf_free(struct buf *b)
 /* ---- regions ---- */
 
 static void msg_once(struct pair *p, size_t len, bool sdev, bool rdev, bool tagged);
+static void rma_once(struct pair *p, size_t len, bool ldev, bool tdev, bool write);
 
 /* one message between device buffers */
 static void msg_once_any(struct pair *p)
@@ -723,6 +724,23 @@ Test(hmem, msg__larger_than_staging)
 	cr_assert_eq(err.err, FI_ECANCELED);
 	buf_free(&r);
 	msg_once(&p, 1 * MIB, true, true, false);
+	pair_close(&p);
+}
+
+/*
+ * A device send far longer than the endpoint's staging goes round a ring
+ * of it (the bytes the engine may still resend and two chunks); a write
+ * likewise. A receive into device memory still takes its buffer's length.
+ */
+Test(hmem, msg__longer_than_staging_through_a_ring)
+{
+	struct pair p;
+
+	setenv("FI_BRAID_HMEM_STAGING", "25165824", 1);	/* 24 MiB */
+	pair_open(&p);
+	msg_once(&p, 40 * MIB + 5, true, false, true);
+	rma_once(&p, 30 * MIB + 3, true, false, true);
+	cr_assert_eq(stat_of(p.ep[0], "ep.hmem_d2h_bytes"), 70 * MIB + 8);
 	pair_close(&p);
 }
 
