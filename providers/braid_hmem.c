@@ -296,7 +296,7 @@ void *braid_hmem_probe(const struct braid_ep *ep, const void *buf, size_t len,
 	unsigned int type = 0;
 	cu_ctx ctx = NULL;
 
-	if (!(ep->info->caps & FI_HMEM) || !len || !cu_ready ||
+	if (!(ep->info->caps & FI_HMEM) || !len || !braid_hmem_available() ||
 	    cu.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) ||
 	    type != CU_MEMORYTYPE_DEVICE ||
 	    cu.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, p) || !ctx)
