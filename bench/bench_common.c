@@ -7,6 +7,7 @@
 
 #include "bench_common.h"
 
+const struct bench_mem *bench_mem;
 size_t bench_av_count;
 enum fi_wait_obj bench_cq_wait = FI_WAIT_NONE;
 static bool cq_block;
@@ -64,6 +65,10 @@ void conn_open_caps(struct conn *c, const char *prov, const char *node, size_t b
 	hints->mode = FI_CONTEXT;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
+	if (bench_mem) {
+		hints->caps |= bench_mem->caps;
+		hints->domain_attr->mr_mode |= bench_mem->mr_mode;
+	}
 	hints->fabric_attr->prov_name = strdup(prov);
 	bench_auth_hints(hints);
 	/* BENCH_THREAD_DOMAIN=1: the application's promise that lets braid take no lock */
@@ -103,11 +108,26 @@ static void conn_open_ep(struct conn *c, size_t buf_size, uint64_t caps)
 	TRY(fi_ep_bind(c->ep, &c->av->fid, 0));
 	TRY(fi_enable(c->ep));
 	c->buf_size = buf_size;
-	c->buf = aligned_alloc(4096, (buf_size + 4095) & ~(size_t)4095);
-	if (!c->buf)
-		exit(BENCH_EXIT_SETUP);
-	memset(c->buf, 0xa5, buf_size);
-	if (caps & FI_RMA) {
+	if (bench_mem) {
+		/* device memory: registered whatever the capabilities (its descriptor says where) */
+		struct iovec iov;
+		struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1,
+					   .access = FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+						     FI_REMOTE_READ | FI_REMOTE_WRITE,
+					   .iface = bench_mem->iface };
+
+		c->buf = bench_mem->alloc(buf_size);
+		iov = (struct iovec){ c->buf, buf_size };
+		TRY(fi_mr_regattr(c->domain, &attr, 0, &c->mr));
+		c->desc = fi_mr_desc(c->mr);
+		c->key = fi_mr_key(c->mr);
+	} else {
+		c->buf = aligned_alloc(4096, (buf_size + 4095) & ~(size_t)4095);
+		if (!c->buf)
+			exit(BENCH_EXIT_SETUP);
+		memset(c->buf, 0xa5, buf_size);
+	}
+	if ((caps & FI_RMA) && !c->mr) {
 		TRY(fi_mr_reg(c->domain, c->buf, buf_size, FI_READ | FI_WRITE | FI_REMOTE_READ |
 			      FI_REMOTE_WRITE, 0, 0, 0, &c->mr, NULL));
 		c->desc = fi_mr_desc(c->mr);
@@ -140,7 +160,53 @@ void conn_close(struct conn *c)
 		fi_close(&c->fabric->fid);
 	}
 	fi_freeinfo(c->info);
-	free(c->buf);
+	if (bench_mem)
+		bench_mem->release(c->buf);
+	else
+		free(c->buf);
+}
+
+/* the pattern's byte @i of seed @seed */
+static uint8_t pattern(size_t i, unsigned int seed)
+{
+	return (uint8_t)(seed * 131 + i * 7 + (i >> 11));
+}
+
+void bench_fill(void *buf, size_t len, unsigned int seed)
+{
+	uint8_t *p = bench_mem ? malloc(len ? len : 1) : buf;
+	size_t i;
+
+	if (!p)
+		exit(BENCH_EXIT_SETUP);
+	for (i = 0; i < len; i++)
+		p[i] = pattern(i, seed);
+	if (bench_mem) {
+		bench_mem->put(buf, p, len);
+		free(p);
+	}
+}
+
+bool bench_check(const void *buf, size_t len, unsigned int seed)
+{
+	const uint8_t *p = buf;
+	uint8_t *copy = NULL;
+	size_t i;
+
+	if (bench_mem) {
+		copy = malloc(len ? len : 1);
+		if (!copy)
+			exit(BENCH_EXIT_SETUP);
+		bench_mem->get(copy, buf, len);
+		p = copy;
+	}
+	for (i = 0; i < len && p[i] == pattern(i, seed); i++)
+		;
+	if (i < len)
+		fprintf(stderr, "byte %zu of %zu differs: 0x%02x, not 0x%02x\n", i, len, p[i],
+			pattern(i, seed));
+	free(copy);
+	return i == len;
 }
 
 void conn_name(struct conn *c, void *name, size_t *len)
@@ -193,7 +259,8 @@ void tsend(struct conn *c, fi_addr_t to, const void *buf, size_t len, uint64_t t
 {
 	ssize_t r;
 
-	while ((r = fi_tsend(c->ep, buf, len, NULL, to, tag, ctx)) == -FI_EAGAIN)
+	while ((r = fi_tsend(c->ep, buf, len, bench_mem ? c->desc : NULL, to, tag, ctx)) ==
+	       -FI_EAGAIN)
 		(void)fi_cq_read(c->cq, NULL, 0);
 	TRY(r);
 }
@@ -202,7 +269,8 @@ void trecv(struct conn *c, fi_addr_t from, void *buf, size_t len, uint64_t tag, 
 {
 	ssize_t r;
 
-	while ((r = fi_trecv(c->ep, buf, len, NULL, from, tag, 0, ctx)) == -FI_EAGAIN)
+	while ((r = fi_trecv(c->ep, buf, len, bench_mem ? c->desc : NULL, from, tag, 0, ctx)) ==
+	       -FI_EAGAIN)
 		(void)fi_cq_read(c->cq, NULL, 0);
 	TRY(r);
 }

@@ -47,13 +47,43 @@ struct conn {
 	size_t max_inject;
 	/** @timeout_s: wait_comps gives up after this long without completions. */
 	double timeout_s;
-	/** @mr, @desc, @key: with FI_RMA (conn_open_caps): @buf registered for RMA both ways. */
+	/**
+	 * @mr, @desc, @key: with FI_RMA (conn_open_caps), or in device memory
+	 * (bench_mem): @buf registered, for RMA both ways.
+	 */
 	struct fid_mr *mr;
 	void *desc;
 	uint64_t key;
 	/** @shared: the fabric and domain are another conn's (conn_open_in). */
 	bool shared;
 };
+
+/**
+ * struct bench_mem - memory other than the host's for conn_open()'s buffer
+ * (bench_mem NULL: host memory): what to ask of the provider, how to take
+ * and give back a buffer, and how to copy into and out of one.
+ */
+struct bench_mem {
+	/** @caps, @mr_mode: added to the hints (FI_HMEM, FI_MR_HMEM); @iface: the regions'. */
+	uint64_t caps;
+	int mr_mode;
+	enum fi_hmem_iface iface;
+	void *(*alloc)(size_t len);
+	void (*release)(void *buf);
+	/** @put: @len host bytes at @src into the buffer at @dst; @get: the other way. */
+	void (*put)(void *dst, const void *src, size_t len);
+	void (*get)(void *dst, const void *src, size_t len);
+};
+
+/* bench_mem: set before conn_open() for buffers in device memory (bench_hmem.c); NULL: host */
+extern const struct bench_mem *bench_mem;
+
+/*
+ * bench_fill() - @len bytes of pattern @seed at @buf (a conn's buffer, host
+ * or device); bench_check() - whether they are there (every byte).
+ */
+void bench_fill(void *buf, size_t len, unsigned int seed);
+bool bench_check(const void *buf, size_t len, unsigned int seed);
 
 /* bench_av_count: fi_av_attr.count of the AVs conn_open() opens (0: none given) */
 extern size_t bench_av_count;

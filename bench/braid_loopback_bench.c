@@ -53,6 +53,7 @@
 #include <netinet/in.h>
 
 #include "bench_common.h"
+#include "bench_hmem.h"
 #include "braid_cli.h"
 
 #define MAX_SIZE	(4u << 20)
@@ -119,6 +120,38 @@ static void post_rma(struct conn *c, bool write, size_t size, int n, uint64_t ke
 	}
 }
 
+/* --check: every message and RMA checked, every byte (-1 only; the figures then mean nothing) */
+static bool check;
+
+/* --check's RMA: a pattern written to the target, read back into the other half, compared */
+static void check_rma(struct conn *c, size_t size, int iters, uint64_t key, uint64_t raddr)
+{
+	struct fi_context ctx;
+	int i;
+
+	for (i = 0; i < iters; i++) {
+		bench_fill(c->buf, size, (unsigned int)i);
+		bench_fill(c->buf + MAX_SIZE, size, (unsigned int)i + 1);
+		post_rma(c, true, size, 1, key, raddr, &ctx);
+		wait_comps(c, 1, NULL);
+		post_rma(c, false, size, 1, key, raddr, &ctx);
+		wait_comps(c, 1, NULL);
+		if (!bench_check(c->buf + MAX_SIZE, size, (unsigned int)i)) {
+			fprintf(stderr, "RMA %zu B, round %d: the bytes read back differ\n", size, i);
+			exit(BENCH_EXIT_FAIL);
+		}
+	}
+}
+
+/* --check: the message just received at @buf is pattern @seed, or the process ends */
+static void check_msg(const void *buf, size_t size, unsigned int seed)
+{
+	if (check && !bench_check(buf, size, seed)) {
+		fprintf(stderr, "message of %zu B (pattern %u): bytes differ\n", size, seed);
+		exit(BENCH_EXIT_FAIL);
+	}
+}
+
 /* The RMA initiator: one operation at a time (latency) or windows of them. */
 static double run_rma(struct conn *c, enum test t, size_t size, int iters, uint64_t key,
 		      uint64_t raddr)
@@ -128,6 +161,10 @@ static double run_rma(struct conn *c, enum test t, size_t size, int iters, uint6
 	int window = (t == T_WLAT || t == T_RLAT) ? 1 : WINDOW, i;
 	double t0 = now_s();
 
+	if (check) {
+		check_rma(c, size, iters, key, raddr);
+		return 0;
+	}
 	for (i = -10; i < iters; i++) {
 		if (i == 0)
 			t0 = now_s();
@@ -156,6 +193,11 @@ static double run_side(struct conn *c, bool server, enum test t, size_t size, in
 	uint8_t *sb = c->buf, *rb = c->buf + MAX_SIZE;
 	double t0;
 	int i, k, window = t == T_RATE ? RATE_WINDOW : WINDOW;
+	/* --check: each message of a window into a place of its own */
+	size_t slot = check ? size : 0;
+
+	if (check && size && window > (int)(MAX_SIZE / size))
+		window = (int)(MAX_SIZE / size);
 
 	/* warm-up and synchronisation: one round trip */
 	if (server) {
@@ -174,27 +216,40 @@ static double run_side(struct conn *c, bool server, enum test t, size_t size, in
 		if (i == 0)
 			t0 = now_s();
 		if (t == T_LAT) {
+			/* (--check: the client's pattern is 2i, the server's answer 2i + 1) */
+			unsigned int seed = 2 * (unsigned int)(i + 100);
+
 			if (server) {
 				trecv(c, c->peer, rb, size, 3, &ctx[0]);
 				wait_comps(c, 1, NULL);
+				check_msg(rb, size, seed);
+				if (check)
+					bench_fill(sb, size, seed + 1);
 				tsend(c, c->peer, sb, size, 4, &ctx[0]);
 				wait_comps(c, 1, NULL);
 			} else {
 				trecv(c, c->peer, rb, size, 4, &ctx[0]);
+				if (check)
+					bench_fill(sb, size, seed);
 				tsend(c, c->peer, sb, size, 3, &ctx[1]);
 				wait_comps(c, 2, NULL);
+				check_msg(rb, size, seed + 1);
 			}
 			continue;
 		}
 		/* streaming: a window of sends, then a 1-byte ack back */
 		if (server) {
 			for (k = 0; k < window; k++)
-				trecv(c, c->peer, rb, size, 5, &ctx[k]);
+				trecv(c, c->peer, rb + k * slot, size, 5, &ctx[k]);
 			wait_comps(c, window, NULL);
+			for (k = 0; check && k < window; k++)
+				check_msg(rb + k * slot, size, (unsigned int)i);
 			tsend(c, c->peer, sb, 1, 6, &ctx[window]);
 			wait_comps(c, 1, NULL);
 		} else {
 			trecv(c, c->peer, rb, 1, 6, &ctx[window]);
+			if (check)
+				bench_fill(sb, size, (unsigned int)i);
 			for (k = 0; k < window; k++)
 				tsend(c, c->peer, sb, size, 5, &ctx[k]);
 			wait_comps(c, window + 1, NULL);
@@ -911,6 +966,7 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: braid_loopback_bench [-r REPS] [-q] [-R] [-I ITERS]\n"
 		"       braid_loopback_bench -1 PROV,TEST,SIZE [-r REPS] [-q] [-I ITERS]\n"
+		"                            [--hmem cuda] [--check]\n"
 		"       braid_loopback_bench -W [-r REPS] [-q] [-I ITERS]\n"
 		"braid's native RDM against tcp;ofi_rxm, braid;ofi_rxd and braid;ofi_rxm on loopback:\n"
 		"latency, bandwidth, message rate and RMA, contenders alternating, medians over the\n"
@@ -924,13 +980,19 @@ static void usage(FILE *out)
 		"           (TEST: lat, bw, rate, wlat, rlat, wbw, rbw, floor, rate2, rate2d, ceiling)\n"
 		"  -W       braid's UDP wire against its DPDK wire (net_memif): 8 B latency and rate,\n"
 		"           1 MiB bandwidth\n"
+		"  --hmem cuda  with -1 and -r 1: both sides' buffers in GPU memory (FI_HMEM), the\n"
+		"           CUDA driver loaded at run time (FI_BRAID_CUDA_LIB, else libcuda.so.1);\n"
+		"           TEST lat, bw, wlat, rlat, wbw or rbw\n"
+		"  --check  with -1: every message's bytes checked (RMA: written, read back,\n"
+		"           compared); the figure then means nothing\n"
 		"  -h, --help  this text\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' }, { "hmem", required_argument, NULL, 'H' },
+		{ "check", no_argument, NULL, 'C' }, { NULL, 0, NULL, 0 },
 	};
 	int reps = 5, opt, r, p, s, i;
 	bool quick = false, rma_only = false;
@@ -971,12 +1033,28 @@ int main(int argc, char **argv)
 						     "round trips, 1 or more");
 			lat_iters = (int)v;
 			break;
+		case 'H':
+			bench_mem = bench_hmem_named(optarg);
+			if (!bench_mem)
+				return braid_cli_bad(usage, "braid_loopback_bench", "--hmem", optarg,
+						     "cuda");
+			break;
+		case 'C': check = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return BRAID_CLI_EXIT_USAGE;
 		}
 	}
 	if (braid_cli_extra(usage, "braid_loopback_bench", argc, argv))
 		return BRAID_CLI_EXIT_USAGE;
+	/* device buffers: one measurement in this process and its server (CUDA does not
+	 * survive the fork of another), of a test that moves the buffer */
+	if ((bench_mem && (!one || reps != 1 || one_test == T_RATE || one_test >= NONE_TESTS - 4)) ||
+	    (check && !one)) {
+		fprintf(stderr, "braid_loopback_bench: --hmem goes with -1 (lat, bw, wlat, rlat, wbw, "
+			"rbw) and -r 1; --check with -1\n");
+		usage(stderr);
+		return BRAID_CLI_EXIT_USAGE;
+	}
 	if ((one && (wires || rma_only)) || (wires && rma_only)) {
 		fprintf(stderr, "braid_loopback_bench: -1, -W and -R go alone\n");
 		usage(stderr);

@@ -35,6 +35,8 @@ struct braid_rd_rxq;
 /* braid_rd_mr_check_fn @access bits */
 #define BRAID_RD_ACC_READ	(1u << 0)	/* the peer reads the region (READ, fetching atomics) */
 #define BRAID_RD_ACC_WRITE	(1u << 1)	/* the peer writes it (WRITE, atomics) */
+#define BRAID_RD_ACC_ATOMIC	(1u << 2)	/* with READ and/or WRITE: an atomic reads, changes
+						 * and writes it back at once */
 
 /**
  * braid_rd_mr_check_fn - the target side's memory-key check for RMA and
@@ -44,6 +46,26 @@ struct braid_rd_rxq;
  */
 typedef int (*braid_rd_mr_check_fn)(void *ctx, uint64_t key, uint64_t addr, size_t len,
 				    uint32_t access, void **ptr);
+
+/**
+ * braid_rd_mr_written_fn - the target's memory [@addr, @addr + @len) of
+ * region @key was written (a WRITE message wholly placed, an atomic
+ * applied) through the pointer its mr_check gave, and is answered next:
+ * what the region needs done before that (a copy from host staging to
+ * device memory) is done now. Return: 0, or a negative FI_E* value (the
+ * answer is then a refusal, BRAID_RMA_ACCESS).
+ */
+typedef int (*braid_rd_mr_written_fn)(void *ctx, uint64_t key, uint64_t addr, size_t len);
+
+/**
+ * braid_rd_stage_fn - bytes [@off, @off + @len) of a BRAID_RD_STAGED send or
+ * WRITE (its buffers host staging the caller fills as it goes) are about to
+ * be cut into their first packet: the caller makes them ready, and may make
+ * more. @op_context is the operation's context. Return: the end of the
+ * prefix of the operation's bytes now ready (>= @off + @len); the engine asks
+ * again for the first byte beyond it.
+ */
+typedef uint64_t (*braid_rd_stage_fn)(void *ctx, void *op_context, uint64_t off, uint64_t len);
 
 #define BRAID_RD_MAX_WINDOW	256	/* = BRAID_RD_SACK_BITS */
 #define BRAID_RD_MAX_PATHS	256
@@ -190,6 +212,11 @@ struct braid_rd_config {
 	 */
 	braid_rd_mr_check_fn mr_check;
 	void *mr_ctx;
+	/** @mr_written: after a write to the target's memory (NULL: nothing to do); @mr_ctx. */
+	braid_rd_mr_written_fn mr_written;
+	/** @stage, @stage_ctx: readies BRAID_RD_STAGED operations' bytes (NULL: none is staged). */
+	braid_rd_stage_fn stage;
+	void *stage_ctx;
 };
 
 /** braid_rd_config_default() - defaults for everything but the address and epoch. */
@@ -207,11 +234,21 @@ void braid_rd_config_default(struct braid_rd_config *cfg);
 #define BRAID_RD_DELIVERY	(1u << 6)	/* send: complete once the message is in a receive
 						 * buffer (or discarded) at the peer, not at its ACK
 						 * (FI_DELIVERY_COMPLETE; §4.7) */
+#define BRAID_RD_STAGED		(1u << 7)	/* send, WRITE: cfg.stage readies the bytes before
+						 * their first packet is cut */
 
 /** struct braid_rd_send - a message to send. */
 struct braid_rd_send {
+	/**
+	 * @iov, @iov_count: the message's bytes; with BRAID_RD_STAGED and
+	 * @staged_len longer than @iov's one entry, that entry is a ring its
+	 * bytes pass through (byte o at o modulo the ring's length), at least
+	 * braid_rd_stage_ring() bytes: cfg.stage fills it as packets are cut.
+	 */
 	const struct iovec *iov;
 	size_t iov_count;
+	/** @staged_len: BRAID_RD_STAGED: the message's length (0: @iov's). */
+	uint64_t staged_len;
 	uint64_t peer;		/* braid_peer_key() of the destination */
 	uint64_t tag;
 	uint64_t data;
@@ -259,9 +296,14 @@ enum braid_rd_rma_kind {
 /** struct braid_rd_rma - an RMA or atomic operation (fi_rma(3), fi_atomic(3)). */
 struct braid_rd_rma {
 	enum braid_rd_rma_kind op;
-	/** @iov: WRITE: the data; ATOMIC: the operands, then (compare ops) the compare values. */
+	/**
+	 * @iov: WRITE: the data (with BRAID_RD_STAGED, as braid_rd_send.iov);
+	 * ATOMIC: the operands, then (compare ops) the compare values.
+	 */
 	const struct iovec *iov;
 	size_t iov_count;
+	/** @staged_len: a BRAID_RD_STAGED WRITE's length (0: @iov's). */
+	uint64_t staged_len;
 	/** @res: READ: where the data goes; ATOMIC fetch and compare ops: the old values. */
 	const struct iovec *res;
 	size_t res_count;
@@ -273,7 +315,10 @@ struct braid_rd_rma {
 	uint32_t count;
 	/** @data: WRITE with BRAID_RD_CQ_DATA: the target's remote CQ data. */
 	uint64_t data;
-	/** @flags: BRAID_RD_CQ_DATA (WRITE), BRAID_RD_INJECT (WRITE, ATOMIC), BRAID_RD_NO_COMP. */
+	/**
+	 * @flags: BRAID_RD_CQ_DATA (WRITE), BRAID_RD_INJECT (WRITE, ATOMIC),
+	 * BRAID_RD_NO_COMP, BRAID_RD_STAGED (WRITE).
+	 */
 	uint32_t flags;
 	void *context;
 };
@@ -411,6 +456,16 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
  * (an op/datatype braid does not do).
  */
 int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t now);
+
+/**
+ * braid_rd_stage_ring() - the least bytes of a BRAID_RD_STAGED operation's
+ * ring: every byte of it not yet acknowledged lies within this many bytes
+ * below the next to be cut (the flow's window of packets, each of a
+ * packet's payload at most). cfg.stage may fill the ring up to that far
+ * ahead of them less what it readies at once; a ring this long plus two
+ * of the caller's chunks lets it ready one chunk and start the next.
+ */
+size_t braid_rd_stage_ring(const struct braid_rd *rd);
 
 /** braid_rd_atomic_max() - the most bytes of operands (and compare values) one atomic carries. */
 size_t braid_rd_atomic_max(const struct braid_rd *rd);

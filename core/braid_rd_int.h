@@ -362,6 +362,15 @@ struct rd_send *rd_out_new_send(struct braid_rd *rd, struct rd_conn *conn, uint3
 int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *context,
 		 const struct iovec *iov, size_t cnt, uint64_t len, uint64_t now,
 		 struct rd_send **opp);
+/*
+ * A BRAID_RD_STAGED request's ring (braid_rd_send.staged_len): checked
+ * (-FI_EINVAL: not staged, not one entry, shorter than the message and than
+ * braid_rd_stage_ring()), *@len the message's length; then set on its op
+ * when the message goes round it.
+ */
+int rd_out_ring_check(const struct braid_rd *rd, uint32_t flags, const struct iovec *iov,
+		      size_t cnt, uint64_t staged_len, uint64_t *len);
+void rd_out_ring_set(struct rd_send *op, const struct iovec *iov, uint64_t len);
 void rd_out_queue(struct braid_rd *rd, struct rd_send *op, uint64_t now);
 void rd_out_finish(struct braid_rd *rd, struct rd_send *op, int err, int prov_errno);
 void rd_out_release(struct braid_rd *rd, struct rd_send *op);

@@ -115,6 +115,8 @@ static inline struct rd_send *out_new_send(struct braid_rd *rd, struct rd_conn *
 	op->flags = flags;
 	op->context = context;
 	op->conn = conn;
+	/* (one comparison per packet cut: an op not staged is ready throughout) */
+	op->staged = (flags & BRAID_RD_STAGED) ? 0 : UINT64_MAX;
 	braid_dlist_init(&op->rlink);
 	return op;
 }
@@ -171,6 +173,31 @@ int rd_out_start(struct braid_rd *rd, uint64_t peer, uint32_t flags, void *conte
 	return out_start(rd, peer, flags, context, iov, cnt, len, now, opp);
 }
 
+size_t braid_rd_stage_ring(const struct braid_rd *rd)
+{
+	return (size_t)rd->cfg.window * RD_SEG(rd);
+}
+
+int rd_out_ring_check(const struct braid_rd *rd, uint32_t flags, const struct iovec *iov,
+		      size_t cnt, uint64_t staged_len, uint64_t *len)
+{
+	if (!(flags & BRAID_RD_STAGED) || cnt != 1)
+		return -FI_EINVAL;
+	/* (longer than the ring: it goes round, and must be long enough to) */
+	if (staged_len > iov[0].iov_len && iov[0].iov_len < braid_rd_stage_ring(rd))
+		return -FI_EINVAL;
+	if (staged_len < iov[0].iov_len)
+		return -FI_EINVAL;
+	*len = staged_len;
+	return 0;
+}
+
+void rd_out_ring_set(struct rd_send *op, const struct iovec *iov, uint64_t len)
+{
+	if (len > iov[0].iov_len)
+		op->ring = iov[0].iov_len;
+}
+
 static bool grant_lapsed(const struct braid_rd *rd, const struct rd_flow *f, uint64_t now);
 
 /* Number @op and queue it behind the conn's other sends (the conn has its flow).
@@ -213,9 +240,13 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 
 	if (!req || req->iov_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
 	    !req->peer || !braid_iov_valid(req->iov, req->iov_count) ||
-	    (req->flags & BRAID_RD_INTERNAL))
+	    (req->flags & BRAID_RD_INTERNAL) || ((req->flags & BRAID_RD_STAGED) &&
+	    (!rd->cfg.stage || (req->flags & BRAID_RD_INJECT))))
 		return -FI_EINVAL;
 	len = braid_iov_len(req->iov, req->iov_count);
+	if (__builtin_expect(req->staged_len != 0, 0) &&
+	    rd_out_ring_check(rd, req->flags, req->iov, req->iov_count, req->staged_len, &len))
+		return -FI_EINVAL;
 	if (len > rd->cfg.max_msg_size)
 		return -FI_EMSGSIZE;
 	if ((req->flags & BRAID_RD_INJECT) && len > rd->cfg.inject_size)
@@ -224,6 +255,8 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 			&op);
 	if (ret)
 		return ret;
+	if (__builtin_expect(req->staged_len != 0, 0))
+		rd_out_ring_set(op, req->iov, len);
 	if (req->flags & BRAID_RD_DELIVERY)	/* it waits for the RESP */
 		braid_dlist_insert_tail(&op->rlink, &op->conn->rma_ops);
 	op->tag = req->tag;
@@ -1097,13 +1130,36 @@ void rd_out_control(struct braid_rd *rd, struct rd_flow *f, struct braid_rd_out 
 	out->entropy = f->paths.p[out->path].entropy;
 }
 
+/* A ring's bytes [off, off + len): one piece, or two where the ring wraps. */
+static int gather_ring(const struct rd_send *op, uint64_t off, size_t len, struct iovec *iov)
+{
+	uint64_t at = off % op->ring, first = op->ring - at < len ? op->ring - at : len;
+
+	iov[0].iov_base = (uint8_t *)op->iov[0].iov_base + at;
+	iov[0].iov_len = first;
+	if (first == len)
+		return 1;
+	iov[1].iov_base = op->iov[0].iov_base;
+	iov[1].iov_len = len - first;
+	return 2;
+}
+
 /* Gather [off, off + len) of the op's buffers into @out's payload iovs. */
 static RD_HOT_INLINE void gather(const struct rd_send *op, uint64_t off, size_t len,
 				 struct braid_rd_out *out)
 {
 	out->payload_len = len;
-	out->payload_iovcnt = braid_iov_slice(op->iov, op->iov_count, off, len, out->payload,
-					      BRAID_RD_IOV_MAX);
+	/* (a ring's first lap, like nearly every packet, is within the first entry) */
+	if (op->iov_count && len && off < op->iov[0].iov_len && len <= op->iov[0].iov_len - off) {
+		out->payload[0].iov_base = (uint8_t *)op->iov[0].iov_base + off;
+		out->payload[0].iov_len = len;
+		out->payload_iovcnt = 1;
+	} else if (op->ring) {
+		out->payload_iovcnt = gather_ring(op, off, len, out->payload);
+	} else {
+		out->payload_iovcnt = braid_iov_slice_any(op->iov, op->iov_count, off, len,
+							  out->payload, BRAID_RD_IOV_MAX);
+	}
 }
 
 /*
@@ -1423,6 +1479,8 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 			break;	/* held by the message window (sendq_held()) */
 		if (!op->next_off)
 			op->first_psn = conn->snd_nxt;
+		if (__builtin_expect(op->next_off + seg > op->staged, 0))
+			op->staged = rd->cfg.stage(rd->cfg.stage_ctx, op->context, op->next_off, seg);
 		p->op = op;
 		p->psn = conn->snd_nxt++;
 		p->off = (uint32_t)op->next_off;

@@ -54,10 +54,16 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 	    req->res_count > BRAID_RD_IOV_MAX || (req->iov_count && !req->iov) ||
 	    (req->res_count && !req->res) || !braid_iov_valid(req->iov, req->iov_count) ||
 	    !braid_iov_valid(req->res, req->res_count) ||
-	    (req->flags & ~(BRAID_RD_CQ_DATA | BRAID_RD_INJECT | BRAID_RD_NO_COMP)))
+	    (req->flags & ~(BRAID_RD_CQ_DATA | BRAID_RD_INJECT | BRAID_RD_NO_COMP |
+			    BRAID_RD_STAGED)) ||
+	    ((req->flags & BRAID_RD_STAGED) && (req->op != BRAID_RD_RMA_WRITE || !rd->cfg.stage ||
+						(req->flags & BRAID_RD_INJECT))))
 		return -FI_EINVAL;
 	len = braid_iov_len(req->iov, req->iov_count);
 	rlen = braid_iov_len(req->res, req->res_count);
+	if (req->staged_len &&
+	    rd_out_ring_check(rd, req->flags, req->iov, req->iov_count, req->staged_len, &len))
+		return -FI_EINVAL;
 	switch (req->op) {
 	case BRAID_RD_RMA_WRITE:
 		if (req->res_count)
@@ -97,6 +103,8 @@ int braid_rd_rma(struct braid_rd *rd, const struct braid_rd_rma *req, uint64_t n
 			   now, &op);
 	if (ret)
 		return ret;
+	if (req->staged_len)
+		rd_out_ring_set(op, req->iov, len);
 	if (req->res_count)	/* none for a write (res may be NULL) */
 		memcpy(op->res, req->res, req->res_count * sizeof(struct iovec));
 	op->res_count = req->res_count;
@@ -169,6 +177,15 @@ static uint8_t mr_ok(struct braid_rd *rd, const struct rd_msg *m, uint64_t len, 
 		     void **ptr)
 {
 	return mr_region(rd, m->rma.rkey, m->rma.raddr, len, access, ptr);
+}
+
+/* The request's [raddr, raddr + @len) was written: what its region needs first (cfg.mr_written). */
+static uint8_t mr_written(struct braid_rd *rd, const struct rd_msg *m, uint64_t len)
+{
+	if (rd->cfg.mr_written &&
+	    rd->cfg.mr_written(rd->cfg.mr_ctx, m->rma.rkey, m->rma.raddr, (size_t)len))
+		return BRAID_RMA_ACCESS;
+	return BRAID_RMA_OK;
 }
 
 /* Where rd_rma_in_place() would put @v's payload (a WRITE's region, a RESP's
@@ -280,11 +297,13 @@ static uint8_t rma_exec_atomic(struct braid_rd *rd, struct rd_msg *m, bool fetch
 	    m->len != atomic_operand_len(m->rma.aop, m->rma.dt, m->rma.ref) || n > RD_RMA_SEG(rd) ||
 	    (m->len && !opnd))
 		return BRAID_RMA_INVALID;
-	status = mr_ok(rd, m, n, acc, &ptr);
+	status = mr_ok(rd, m, n, acc | BRAID_RD_ACC_ATOMIC, &ptr);
 	if (status == BRAID_RMA_OK) {
 		braid_atomic_apply(aop, dt, ptr, opnd, is_compare(m->rma.aop) ? opnd + n : NULL,
 				   fetch ? res->data : NULL, m->rma.ref);
 		*rlen = fetch ? n : 0;
+		if (aop != BRAID_AOP_ATOMIC_READ)
+			status = mr_written(rd, m, n);
 	}
 	return status;
 }
@@ -333,6 +352,8 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 	}
 	if (m->rma.op == BRAID_RMA_WRITE) {
 		ev.flags |= BRAID_RD_COMP_WRITE;
+		if (status == BRAID_RMA_OK && m->len)
+			status = mr_written(rd, m, m->len);
 		if (m->hflags & BRAID_RD_F_CQ_DATA) {
 			ev.flags |= BRAID_RD_COMP_CQ_DATA;
 			ev.data = m->data;

@@ -59,6 +59,10 @@ struct rd_send {
 	struct braid_dlist rlink;
 	/** @stage: a RESP's buffer of fetched values (stages pool), or NULL. */
 	struct rd_stage *stage;
+	/** @staged: BRAID_RD_STAGED: the prefix of its bytes cfg.stage made ready. */
+	uint64_t staged;
+	/** @ring: BRAID_RD_STAGED through a ring: iov[0] is it, byte o at o % @ring; 0: none. */
+	uint64_t ring;
 	/*
 	 * The arrays last, not zeroed when the record is taken (rd_send_alloc):
 	 * each is written up to its count before anything reads it.

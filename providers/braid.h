@@ -95,6 +95,14 @@ struct braid_config {
 	 */
 	int shm, shm_peers;
 	size_t shm_ring;
+	/**
+	 * @cuda_lib: the CUDA driver to load (FI_BRAID_CUDA_LIB; NULL:
+	 * libcuda.so.1); @hmem_staging: bytes of pinned host staging per RDM
+	 * endpoint that uses device memory; @hmem_chunk: the bytes staged per
+	 * copy (braid_hmem.c).
+	 */
+	char *cuda_lib;
+	size_t hmem_staging, hmem_chunk;
 	/** @bundle: RDM: pack packets for one peer into shared datagrams (protocol.md §4.8). */
 	int bundle;
 	/** @unexp_bytes: RDM, MSG on a tagged connection: per endpoint, for unexpected or early data. */
@@ -653,6 +661,15 @@ struct braid_mr {
 	 * that targeted the region (under the domain's mr_lock).
 	 */
 	struct braid_cntr *rcntr[2];
+	/** @iface: FI_HMEM_SYSTEM or FI_HMEM_CUDA; @cu_ctx: a device region's CUDA context. */
+	enum fi_hmem_iface iface;
+	void *cu_ctx;
+	/**
+	 * @shadow: a device region that peers may access (FI_REMOTE_READ,
+	 * FI_REMOTE_WRITE): its pinned host copy, through which their
+	 * accesses go (braid_mr_check, braid_mr_written); NULL otherwise.
+	 */
+	uint8_t *shadow;
 };
 
 /* A DGRAM header as a keyed endpoint sends and receives it: the tag follows it (protocol.md §2.4). */
@@ -1036,6 +1053,72 @@ static inline struct braid_dgram_ep *braid_dgram_ep_of(struct braid_ep *ep)
 	return braid_container_of(ep, struct braid_dgram_ep, ep);
 }
 
+/** struct braid_hmem_buf - one direction of an operation's buffers, and its staging. */
+struct braid_hmem_buf {
+	/** @user, @ctx, @count, @len: the application's buffers; each one's CUDA context (NULL: host). */
+	struct iovec user[BRAID_IOV_LIMIT];
+	void *ctx[BRAID_IOV_LIMIT];
+	size_t count;
+	uint64_t len;
+	/**
+	 * @stage, @stage_len, @siov: its staging in the endpoint's arena (NULL:
+	 * all host memory, none), and as the engine's buffer; @ring: the
+	 * staging is a ring of this many bytes, byte o of the buffers at
+	 * o % @ring (0: as long as the buffers).
+	 */
+	uint8_t *stage;
+	size_t stage_len;
+	uint64_t ring;
+	struct iovec siov;
+};
+
+/**
+ * struct braid_hmem_op - an operation with device buffers: the engine sees
+ * staging, and this record as its context (braid_hmem_op_of()).
+ */
+struct braid_hmem_op {
+	/** @context: the application's. */
+	void *context;
+	/** @in: what it sends (staged before it goes); @out: what it receives (copied out at the end). */
+	struct braid_hmem_buf in, out;
+	/** @staged, @issued: bytes of @in in staging, and whose copy is under way. */
+	uint64_t staged, issued;
+	/** @err: FI_EIO when a copy failed (the operation completes with it). */
+	int err;
+	/** @next: the free list; @in_use: taken. */
+	uint32_t next;
+	bool in_use;
+};
+
+/** struct braid_hmem_req - the buffers of an operation, for braid_hmem_op_take(). */
+struct braid_hmem_req {
+	const struct iovec *in;
+	void **in_desc;
+	size_t in_count;
+	const struct iovec *out;
+	void **out_desc;
+	size_t out_count;
+	void *context;
+	/** @in_ring: @in longer than this is staged through a ring of it (0: never). */
+	uint64_t in_ring;
+};
+
+/**
+ * struct braid_hmem_ep - an RDM endpoint's device-memory state, started at
+ * its first operation with a device buffer: the arena of pinned staging
+ * (first fit), the operation records, the CUDA stream its copies use.
+ */
+struct braid_hmem_ep {
+	struct braid_hmem_op *ops;
+	uint32_t nops, free;
+	uint8_t *arena;
+	size_t arena_size;
+	uint64_t chunk;
+	struct braid_extents ext;
+	void *stream, *stream_ctx;
+	struct braid_ep_stats *stats;
+};
+
 /**
  * struct braid_rdm_ep - an FI_EP_RDM endpoint (braid_rdm.c, braid_rdm_progress.c,
  * braid_rdm_rma.c): the RD engine's reliable datagrams.
@@ -1068,6 +1151,8 @@ struct braid_rdm_ep {
 	struct braid_cntr *rma_cntr[BRAID_RMA_CNTRS];
 	/** @min_multi_recv: FI_OPT_MIN_MULTI_RECV of this endpoint. */
 	size_t min_multi_recv;
+	/** @hmem: operations with device buffers (braid_hmem.c). */
+	struct braid_hmem_ep hmem;
 };
 
 static inline struct braid_rdm_ep *braid_rdm_ep_of(struct braid_ep *ep)
@@ -1264,9 +1349,68 @@ int braid_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		    struct fid_cntr **cntr, void *context);
 void braid_cntr_inc(struct braid_cntr *cntr);
 void braid_cntr_inc_err(struct braid_cntr *cntr);
+/* braid_hmem.c: device memory through the CUDA driver, loaded at run time */
+
+/* braid_hmem_available() - the driver loaded, cuInit worked, a device exists (loaded once). */
+bool braid_hmem_available(void);
+/* whether a buffer of @desc[0..@count) is device memory (a region of FI_HMEM_CUDA) */
+static inline bool braid_hmem_desc(void **desc, size_t count)
+{
+	size_t i;
+
+	for (i = 0; desc && i < count; i++)
+		if (desc[i] && ((const struct braid_mr *)desc[i])->iface != FI_HMEM_SYSTEM)
+			return true;
+	return false;
+}
+/* the record of an engine completion's @context, if it is one */
+static inline struct braid_hmem_op *braid_hmem_op_of(const struct braid_hmem_ep *h, void *context)
+{
+	struct braid_hmem_op *op = context;
+
+	return h->ops && op >= h->ops && op < h->ops + h->nops ? op : NULL;
+}
+/* a region's device side: checked and its shadow made (0 for host memory), and freed */
+int braid_hmem_mr_open(struct braid_mr *mr, const struct fi_mr_attr *attr);
+void braid_hmem_mr_close(struct braid_mr *mr);
+/*
+ * braid_hmem_probe() - for the calls that take no descriptor (fi_inject and
+ * the like) on an endpoint with FI_HMEM: *@probe made a descriptor of the
+ * device memory @buf is (returned), or NULL for host memory (at once
+ * without FI_HMEM: no CUDA call).
+ */
+void *braid_hmem_probe(const struct braid_ep *ep, const void *buf, size_t len,
+		       struct braid_mr *probe);
+/* copy [@off, @off + @len) of a device region between it and its shadow */
+int braid_hmem_mr_sync(struct braid_mr *mr, uint64_t off, size_t len, bool to_dev);
+void braid_hmem_ep_construct(struct braid_hmem_ep *h, struct braid_ep_stats *stats, size_t nops);
+void braid_hmem_ep_destruct(struct braid_hmem_ep *h);
+/*
+ * braid_hmem_op_take() - a record and staging for @req. *@err: 0,
+ * -FI_EAGAIN (records or staging in use), -FI_EMSGSIZE (longer than the
+ * staging), -FI_ENOMEM, -FI_EIO. The caller gives it back with
+ * braid_hmem_op_give() unless the engine took it (braid_hmem_comp() then).
+ */
+struct braid_hmem_op *braid_hmem_op_take(struct braid_hmem_ep *h, const struct braid_hmem_req *req,
+					 int *err);
+void braid_hmem_op_give(struct braid_hmem_ep *h, struct braid_hmem_op *op);
+/* stage all of @op's @in now (0 or -FI_EIO); or its first chunk, the rest as the engine cuts */
+int braid_hmem_op_stage_all(struct braid_hmem_ep *h, struct braid_hmem_op *op);
+int braid_hmem_op_stage_first(struct braid_hmem_ep *h, struct braid_hmem_op *op);
+/* the engine's braid_rd_stage_fn (ctx: the braid_hmem_ep) */
+uint64_t braid_hmem_stage(void *ctx, void *op_context, uint64_t off, uint64_t len);
+/* finish @op's completion @c: results to the device, the application's context back */
+void braid_hmem_comp(struct braid_hmem_ep *h, struct braid_hmem_op *op, struct braid_rd_comp *c);
+/* the record in use for the application's @context, or NULL (fi_cancel) */
+struct braid_hmem_op *braid_hmem_op_find(struct braid_hmem_ep *h, void *context);
+
 /* braid_mr.c */
 /* Count a remote access (@write, or a read) of the region of @key on the counters bound to it. */
 void braid_mr_count(struct braid_domain *dom, uint64_t key, bool write);
+/* braid_mr_check() @access besides FI_REMOTE_*: an atomic (it reads what it changes) */
+#define BRAID_MR_ATOMIC		(1ULL << 62)
+/* a peer wrote [@addr, @addr + @len) of region @key: a device region's shadow to the device */
+int braid_mr_written(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len);
 int braid_mr_check(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len,
 		   uint64_t access, void **ptr);
 int braid_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
@@ -1428,6 +1572,8 @@ static inline enum braid_adt braid_adt_of(enum fi_datatype dt) { return (enum br
 
 int braid_atomic_query(enum fi_datatype dt, enum fi_op op, uint64_t flags, size_t *count);
 int braid_rdm_cancel_locked(struct braid_ep *ep, void *context);
+struct braid_hmem_op *braid_rdm_hmem_start(struct braid_ep *ep, const struct braid_hmem_req *hr,
+					   bool inject, int *err);
 /*
  * An RDM shared receive context's receives (fi_recv and fi_trecv on it or on
  * a bound endpoint; FI_PEEK and FI_CLAIM too): as an endpoint's, checked

@@ -41,9 +41,9 @@
  */
 #define BRAID_RDM_RX_CAPS_2	(BRAID_TAGGED_DIRECTED_RECV | BRAID_EXACT_DIRECTED_RECV | \
 				 BRAID_TAGGED_MULTI_RECV)
-/* the primary ones an application gets only by asking; the modifier likewise */
+/* the primary ones an application gets only by asking (FI_HMEM: with FI_MR_HMEM); the modifier likewise */
 #define BRAID_RDM_ASKED_ONLY	(FI_RMA_EVENT | FI_TRIGGER | BRAID_TAGGED_DIRECTED_RECV | \
-				 BRAID_EXACT_DIRECTED_RECV)
+				 BRAID_EXACT_DIRECTED_RECV | FI_HMEM)
 
 /*
  * RDM: messages match in send order; atomics (requests) execute at the
@@ -452,16 +452,26 @@ static const struct ep_kind ep_kinds[] = {
 	  BRAID_ROCE_MAX_HDR + BRAID_ROCE_MAX_TRAILER },
 };
 
-/* the capabilities @k offers an application of API @version */
+/*
+ * the capabilities @k offers an application of API @version (RDM's FI_HMEM
+ * only where the CUDA driver loads: hints_ok())
+ */
 static uint64_t kind_caps(const struct ep_kind *k, uint32_t version)
 {
-	return k->caps | (k->type == FI_EP_RDM && braid_api_ge(version, 2, 0) ?
-			  BRAID_RDM_RX_CAPS_2 : 0);
+	if (k->type != FI_EP_RDM)
+		return k->caps;
+	return k->caps | (braid_api_ge(version, 2, 0) ? BRAID_RDM_RX_CAPS_2 : 0) | FI_HMEM;
+}
+
+/* what of it the transmit and receive contexts have (FI_HMEM both) */
+static uint64_t kind_tx_caps(const struct ep_kind *k)
+{
+	return k->tx_caps | (kind_caps(k, BRAID_FI_HDR_VERSION) & FI_HMEM);
 }
 
 static uint64_t kind_rx_caps(const struct ep_kind *k, uint32_t version)
 {
-	return k->rx_caps | (kind_caps(k, version) & BRAID_RDM_RX_CAPS_2);
+	return k->rx_caps | (kind_caps(k, version) & (BRAID_RDM_RX_CAPS_2 | FI_HMEM));
 }
 
 /* bytes a keyed endpoint's datagrams carry besides (protocol.md §2.4): hints with a key get them */
@@ -525,7 +535,7 @@ static bool tx_attr_ok(const struct ep_kind *k, const struct fi_tx_attr *h, size
 {
 	if (!h)
 		return true;
-	if (h->caps & ~(k->tx_caps | BRAID_DOMAIN_CAPS))
+	if (h->caps & ~(kind_tx_caps(k) | BRAID_DOMAIN_CAPS))
 		return false;
 	if (h->op_flags & ~k->tx_op_flags)
 		return false;
@@ -666,6 +676,11 @@ static bool hints_ok(const struct ep_kind *k, const struct fi_info *hints, uint3
 		return true;
 	if (hints->caps & ~kind_caps(k, version))
 		return false;
+	/* device memory (FI_HMEM_CUDA): the CUDA driver is loaded for those who ask, and must
+	 * load and have a device (braid_hmem.c); no one else's process makes a CUDA call */
+	if (((hints->caps | (hints->tx_attr ? hints->tx_attr->caps : 0) |
+	      (hints->rx_attr ? hints->rx_attr->caps : 0)) & FI_HMEM) && !braid_hmem_available())
+		return false;
 	if (k->tmpl->mode & ~hints->mode)
 		return false;	/* a mode braid needs that the application does not support */
 	if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR &&
@@ -732,18 +747,23 @@ static bool mr_fit(const struct ep_kind *k, const struct fi_info *hints, uint32_
 {
 	const uint64_t rma = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |
 			     FI_REMOTE_WRITE;
-	int need = k->tmpl->domain_attr->mr_mode, have;
+	int need, have;
 
 	*caps = kind_caps_for(k, hints, version);
 	*mr_mode = 0;
-	if (!need || !(*caps & rma))
+	need = (*caps & rma) ? k->tmpl->domain_attr->mr_mode : 0;
+	/* FI_HMEM: device buffers come with their region's descriptor (fi_domain(3) FI_MR_HMEM) */
+	if (*caps & FI_HMEM)
+		need |= FI_MR_HMEM;
+	if (!need)
 		return true;
 	if (!hints || !hints->domain_attr) {
 		*mr_mode = need;
 		return true;
 	}
 	have = hints->domain_attr->mr_mode;
-	if (have == BRAID_MR_BASIC || (FI_VERSION_LT(version, FI_VERSION(1, 5)) && have == BRAID_MR_UNSPEC)) {
+	if (!(need & FI_MR_HMEM) && (have == BRAID_MR_BASIC ||
+	    (FI_VERSION_LT(version, FI_VERSION(1, 5)) && have == BRAID_MR_UNSPEC))) {
 		*mr_mode = BRAID_MR_BASIC;
 		return true;
 	}
@@ -752,7 +772,7 @@ static bool mr_fit(const struct ep_kind *k, const struct fi_info *hints, uint32_
 		*mr_mode = need;
 		return true;
 	}
-	if (hints->caps & rma)
+	if (hints->caps & (rma | FI_HMEM))
 		return false;
 	*caps &= ~rma;
 	return true;
@@ -805,7 +825,7 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 		uint64_t caps = kind_caps_for(k, NULL, version);
 
 		info->caps = caps;
-		info->tx_attr->caps = caps & k->tx_caps;
+		info->tx_attr->caps = caps & kind_tx_caps(k);
 		info->rx_attr->caps = caps & kind_rx_caps(k, version);
 		info->domain_attr->caps = caps & BRAID_AV_DOMAIN_CAPS;
 	}
@@ -834,7 +854,7 @@ static struct fi_info *info_build(const struct ep_kind *k, const struct fi_info 
 	(void)mr_fit(k, hints, version, &caps, &mr_mode);	/* iface_ok() checked it fits */
 	info->caps = caps;
 	/* domain capabilities are the domain's, not the transmit or receive context's */
-	info->tx_attr->caps = caps & k->tx_caps;
+	info->tx_attr->caps = caps & kind_tx_caps(k);
 	info->rx_attr->caps = caps & kind_rx_caps(k, version);
 	/* and what the domain hints asked (domain_attr_ok() checked it is the kind's) */
 	info->domain_attr->caps = (caps | (hints->domain_attr ? hints->domain_attr->caps : 0)) &
@@ -1052,9 +1072,10 @@ int braid_ctx_attr_check(enum fi_ep_type type, uint32_t api, const struct fi_tx_
 		;
 	if (k == sizeof(ep_kinds) / sizeof(ep_kinds[0]))
 		return -FI_EINVAL;
+	/* (device memory is staged per endpoint: a shared context does not take FI_HMEM) */
 	if (tx && (tx->caps & ~(ep_kinds[k].tx_caps | BRAID_DOMAIN_CAPS)))
 		return -FI_ENODATA;
-	if (rx && (rx->caps & ~(kind_rx_caps(&ep_kinds[k], api) | BRAID_DOMAIN_CAPS)))
+	if (rx && (rx->caps & ~((kind_rx_caps(&ep_kinds[k], api) & ~FI_HMEM) | BRAID_DOMAIN_CAPS)))
 		return -FI_ENODATA;
 	if ((tx && !tx_attr_ok(&ep_kinds[k], tx, inject)) ||
 	    (rx && !rx_attr_ok(&ep_kinds[k], rx, api)))

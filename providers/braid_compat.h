@@ -67,6 +67,18 @@ _Static_assert(FI_PROGRESS_CONTROL_UNIFIED == BRAID_PROGRESS_CONTROL_UNIFIED,
 #endif
 
 /*
+ * fi_endpoint(3) FI_OPT_CUDA_API_PERMITTED (bool; not in 1.17's headers;
+ * in later ones right after FI_OPT_XPU_TRIGGER): an application built
+ * against newer headers may set it on a 1.17 build's endpoint, so braid knows the
+ * value whatever headers it was built with.
+ */
+#define BRAID_OPT_CUDA_API_PERMITTED	(FI_OPT_XPU_TRIGGER + 1)
+#if BRAID_FI_HDR_GE(2, 0)
+_Static_assert(FI_OPT_CUDA_API_PERMITTED == BRAID_OPT_CUDA_API_PERMITTED,
+	       "FI_OPT_CUDA_API_PERMITTED follows FI_OPT_XPU_TRIGGER");
+#endif
+
+/*
  * fi_endpoint(3) "mem_tag_format", 2.0 on: values below FI_TAG_MAX_FORMAT
  * name a format (FI_TAG_BITS 0, FI_TAG_MPI 1, FI_TAG_CCL 2) rather than a
  * mask of tag bits; before 2.0 every value is a mask.

@@ -22,6 +22,8 @@ struct braid_config braid_cfg = {
 	.shm = 1,
 	.shm_peers = 64,
 	.shm_ring = 1 << 19,
+	.hmem_staging = 64 << 20,
+	.hmem_chunk = 256 << 10,
 	.bundle = 1,
 	.unexp_bytes = 16 << 20,
 	.peer_timeout_ms = 5000,
@@ -234,6 +236,20 @@ static void braid_init_env(void)
 			"RDM: bytes of each shared-memory ring (rounded up to a power "
 			"of two that holds two datagrams of the MTU); pages are taken "
 			"as a sender fills them. (default: %zu)", braid_cfg.shm_ring);
+	fi_param_define(&braid_prov, "cuda_lib", FI_PARAM_STRING,
+			"The CUDA driver library braid loads for device memory "
+			"(FI_HMEM_CUDA): without it, or without a device, FI_HMEM is "
+			"not offered. (default: libcuda.so.1)");
+	fi_param_define(&braid_prov, "hmem_staging", FI_PARAM_SIZE_T,
+			"RDM: bytes of pinned host memory an endpoint stages its device "
+			"buffers' operations in (taken at its first one); a receive or "
+			"read into device memory longer than this, or a send whose ring "
+			"is, fails FI_EMSGSIZE. (default: %zu)",
+			braid_cfg.hmem_staging);
+	fi_param_define(&braid_prov, "hmem_chunk", FI_PARAM_SIZE_T,
+			"RDM: bytes of a device buffer copied at once (4096 or more): a "
+			"message is staged a chunk at a time while its packets leave. "
+			"(default: %zu)", braid_cfg.hmem_chunk);
 	fi_param_define(&braid_prov, "unexp_bytes", FI_PARAM_SIZE_T,
 			"RDM, and MSG on a tagged connection: bytes per endpoint for "
 			"data that arrives before a receive matches it; beyond it the "
@@ -415,6 +431,12 @@ static void braid_init_env(void)
 	braid_param_int("shm_peers", 1, 256, &braid_cfg.shm_peers);
 	if (!fi_param_get_size_t(&braid_prov, "shm_ring", &sz) && sz <= (1u << 30))
 		braid_cfg.shm_ring = sz;
+	if (!fi_param_get_str(&braid_prov, "cuda_lib", &str) && str && *str)
+		braid_cfg.cuda_lib = str;
+	if (!fi_param_get_size_t(&braid_prov, "hmem_staging", &sz) && sz)
+		braid_cfg.hmem_staging = sz;
+	if (!fi_param_get_size_t(&braid_prov, "hmem_chunk", &sz) && sz >= 4096)
+		braid_cfg.hmem_chunk = sz;
 	if (!fi_param_get_size_t(&braid_prov, "unexp_bytes", &sz) && sz)
 		braid_cfg.unexp_bytes = sz;
 	if (!fi_param_get_int(&braid_prov, "peer_timeout_ms", &val) && val > 0)

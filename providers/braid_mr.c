@@ -21,6 +21,7 @@ static int mr_close(struct fid *fid)
 		if (mr->rcntr[i])
 			atomic_fetch_sub(&mr->rcntr[i]->ref, 1);
 	atomic_fetch_sub(&dom->ref, 1);
+	braid_hmem_mr_close(mr);
 	free(mr);
 	return 0;
 }
@@ -128,7 +129,7 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		return -FI_EINVAL;
 	if (attr->iov_count > BRAID_IOV_LIMIT || (attr->iov_count && !attr->mr_iov))
 		return -FI_EINVAL;
-	if (attr->iface != FI_HMEM_SYSTEM)
+	if (attr->iface != FI_HMEM_SYSTEM && attr->iface != FI_HMEM_CUDA)
 		return -FI_ENOSYS;
 	for (i = 0; i < attr->iov_count; i++) {
 		if (!attr->mr_iov[i].iov_base && attr->mr_iov[i].iov_len)
@@ -154,6 +155,13 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	memcpy(mr->iov, attr->mr_iov, attr->iov_count * sizeof(struct iovec));
 	mr->access = attr->access;
 	mr->flags = flags;
+	/* device memory: checked, and a shadow for the peers' accesses (braid_hmem.c) */
+	ret = braid_hmem_mr_open(mr, attr);
+	if (ret) {
+		braid_hmem_mr_close(mr);
+		free(mr);
+		return ret;
+	}
 
 	pthread_rwlock_wrlock(&dom->mr_lock);
 	if (mr_mode(dom) & FI_MR_PROV_KEY) {
@@ -168,6 +176,7 @@ int braid_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		ret = braid_map_insert(&dom->mr_keys, mr->key, mr);
 	pthread_rwlock_unlock(&dom->mr_lock);
 	if (ret) {
+		braid_hmem_mr_close(mr);
 		free(mr);
 		return ret;
 	}
@@ -225,9 +234,9 @@ static int mr_check_locked(const struct braid_ep *ep, uint64_t key, uint64_t add
 	bool narrow = dom->info->domain_attr->mr_key_size == 4;
 	struct braid_mr *mr = !narrow || key <= UINT32_MAX ? braid_map_get(&dom->mr_keys, key) : NULL;
 	bool virt = mr_mode(dom) & FI_MR_VIRT_ADDR;
-	uint64_t base, off;
+	uint64_t base, off, need = access & ~BRAID_MR_ATOMIC;
 
-	if (!key || !mr || (mr->access & access) != access || mr->iov_count != 1 || !ep->mr_auth_ok)
+	if (!key || !mr || (mr->access & need) != need || mr->iov_count != 1 || !ep->mr_auth_ok)
 		return -FI_EACCES;
 	base = (uint64_t)(uintptr_t)mr->iov[0].iov_base;
 	if (virt && addr < base)
@@ -235,7 +244,16 @@ static int mr_check_locked(const struct braid_ep *ep, uint64_t key, uint64_t add
 	off = virt ? addr - base : addr;
 	if (off > mr->iov[0].iov_len || len > mr->iov[0].iov_len - off)
 		return -FI_EACCES;
-	*ptr = (uint8_t *)mr->iov[0].iov_base + off;
+	if (mr->iface == FI_HMEM_SYSTEM) {
+		*ptr = (uint8_t *)mr->iov[0].iov_base + off;
+		return 0;
+	}
+	/* device memory: its shadow, brought up to date for what reads it (a read, an atomic) */
+	if (!mr->shadow)
+		return -FI_EACCES;
+	if ((access & (FI_REMOTE_READ | BRAID_MR_ATOMIC)) && braid_hmem_mr_sync(mr, off, len, false))
+		return -FI_EIO;
+	*ptr = mr->shadow + off;
 	return 0;
 }
 
@@ -246,6 +264,21 @@ int braid_mr_check(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_
 
 	pthread_rwlock_rdlock(&ep->domain->mr_lock);
 	ret = mr_check_locked(ep, key, addr, len, access, ptr);
+	pthread_rwlock_unlock(&ep->domain->mr_lock);
+	return ret;
+}
+
+int braid_mr_written(const struct braid_ep *ep, uint64_t key, uint64_t addr, size_t len)
+{
+	struct braid_mr *mr;
+	void *ptr;
+	int ret;
+
+	pthread_rwlock_rdlock(&ep->domain->mr_lock);
+	ret = mr_check_locked(ep, key, addr, len, FI_REMOTE_WRITE, &ptr);
+	mr = ret ? NULL : braid_map_get(&ep->domain->mr_keys, key);
+	if (mr && mr->shadow)
+		ret = braid_hmem_mr_sync(mr, (uint64_t)((uint8_t *)ptr - mr->shadow), len, true);
 	pthread_rwlock_unlock(&ep->domain->mr_lock);
 	return ret;
 }

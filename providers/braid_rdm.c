@@ -21,7 +21,14 @@ static int rdm_mr_check(void *ctx, uint64_t key, uint64_t addr, size_t len, uint
 {
 	return braid_mr_check(ctx, key, addr, len,
 			      ((access & BRAID_RD_ACC_READ) ? FI_REMOTE_READ : 0) |
-			      ((access & BRAID_RD_ACC_WRITE) ? FI_REMOTE_WRITE : 0), ptr);
+			      ((access & BRAID_RD_ACC_WRITE) ? FI_REMOTE_WRITE : 0) |
+			      ((access & BRAID_RD_ACC_ATOMIC) ? BRAID_MR_ATOMIC : 0), ptr);
+}
+
+/* the engine's hook after a peer wrote our memory: a device region's shadow to the device */
+static int rdm_mr_written(void *ctx, uint64_t key, uint64_t addr, size_t len)
+{
+	return braid_mr_written(ctx, key, addr, len);
 }
 
 static int braid_rdm_enable(struct braid_ep *ep)
@@ -93,6 +100,12 @@ static int braid_rdm_enable(struct braid_ep *ep)
 			cfg.max_peers ? cfg.max_peers : 1u << 20;
 	cfg.mr_check = rdm_mr_check;
 	cfg.mr_ctx = ep;
+	/* device memory (FI_HMEM): its regions' shadows, its operations' staging */
+	if (ep->info->caps & FI_HMEM)
+		cfg.mr_written = rdm_mr_written;
+	braid_hmem_ep_construct(&r->hmem, &ep->stats, cfg.max_sends + cfg.max_recvs);
+	cfg.stage = braid_hmem_stage;
+	cfg.stage_ctx = &r->hmem;
 	/* (a shared queue is its context's: joined under the context's lock, the endpoint's) */
 	braid_ep_lock(ep);
 	ret = braid_rd_open(&cfg, ep->domain->peers, &r->rd);
@@ -144,6 +157,7 @@ static void braid_rdm_close(struct braid_ep *ep)
 	braid_ep_unlock(ep);
 	if (unacked)
 		rdm_lent_wait(ep);
+	braid_hmem_ep_destruct(&r->hmem);	/* (staging may have been lent until now) */
 }
 
 /* ---- sends ---- */
@@ -188,7 +202,38 @@ void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags)
 	}
 }
 
-static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t count,
+/*
+ * An operation with device buffers (@hr), under the endpoint's lock: its
+ * record and staging; what it sends staged (all of it now for an inject or
+ * a message of one chunk, else the first chunk now and the rest as the
+ * engine cuts packets: braid_hmem_stage). Return: the record (the caller
+ * gives it back if the engine refuses the operation), or NULL and *@err.
+ */
+struct braid_hmem_op *braid_rdm_hmem_start(struct braid_ep *ep, const struct braid_hmem_req *hr,
+					   bool inject, int *err)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	uint64_t chunk = r->hmem.chunk;
+	struct braid_hmem_req req = *hr;
+	struct braid_hmem_op *op;
+
+	/* what it sends a chunk at a time goes round a ring: the bytes the engine may
+	 * still resend (braid_rd_stage_ring), the chunk being readied and the next */
+	if (!inject)
+		req.in_ring = (braid_rd_stage_ring(r->rd) + chunk - 1) / chunk * chunk + 2 * chunk;
+	op = braid_hmem_op_take(&r->hmem, &req, err);
+	if (!op)
+		return NULL;
+	*err = inject || op->in.len <= r->hmem.chunk ? braid_hmem_op_stage_all(&r->hmem, op) :
+						       braid_hmem_op_stage_first(&r->hmem, op);
+	if (*err) {
+		braid_hmem_op_give(&r->hmem, op);
+		return NULL;
+	}
+	return op;
+}
+
+static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			fi_addr_t dest, void *context, uint64_t tag, uint64_t data,
 			uint64_t flags, bool tagged, bool nocomp)
 {
@@ -196,6 +241,8 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 	struct braid_rd_send req = {
 		.iov = iov, .iov_count = count, .tag = tag, .data = data, .context = context,
 	};
+	struct braid_hmem_op *h = NULL;
+	bool dev = braid_hmem_desc(desc, count);
 	size_t i, len = 0;
 	int ret;
 
@@ -209,6 +256,8 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		/* held for its counter (braid_trigger.c); the endpoint must have asked */
 		if (!(ep->info->caps & FI_TRIGGER))
 			return -FI_EBADFLAGS;
+		if (dev)
+			return -FI_EOPNOTSUPP;	/* (a held transfer keeps no descriptors) */
 		return braid_trig_msg(ep, iov, count, dest, context, tag, data, flags, tagged);
 	}
 	for (i = 0; i < count; i++)
@@ -232,8 +281,27 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, size_t cou
 
 	braid_ep_lock(ep);
 	ret = braid_ep_tx_take(ep);
+	if (!ret && dev) {
+		struct braid_hmem_req hr = { .in = iov, .in_desc = desc, .in_count = count,
+					     .context = context };
+
+		h = braid_rdm_hmem_start(ep, &hr, flags & FI_INJECT, &ret);
+		if (h && h->in.stage) {
+			req.iov = &h->in.siov;
+			req.iov_count = 1;
+			req.staged_len = h->in.ring ? h->in.len : 0;
+		}
+		if (h && !(flags & FI_INJECT))
+			req.context = h;	/* (an inject is copied by the engine: done with it) */
+		if (h && h->staged < h->in.len)
+			req.flags |= BRAID_RD_STAGED;
+		if (ret)
+			braid_ep_tx_give(ep, 1);
+	}
 	if (!ret && (ret = braid_rd_send(r->rd, &req, braid_now_ns())))
 		braid_ep_tx_give(ep, 1);
+	if (h && (ret || (flags & FI_INJECT)))
+		braid_hmem_op_give(&r->hmem, h);
 	braid_rdm_posted_locked(ep, ret, flags);
 	braid_ep_unlock(ep);
 	return ret;
@@ -245,7 +313,7 @@ static ssize_t rdm_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len, 
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(ep, &iov, 1, dest_addr, context, 0, 0, braid_ep_tx_flags(ep_fid), false,
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, context, 0, 0, braid_ep_tx_flags(ep_fid), false,
 			false);
 }
 
@@ -254,7 +322,7 @@ static ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 
-	return rdm_send(ep, iov, count, dest_addr, context, 0, 0, braid_ep_tx_flags(ep_fid), false,
+	return rdm_send(ep, iov, desc, count, dest_addr, context, 0, 0, braid_ep_tx_flags(ep_fid), false,
 			false);
 }
 
@@ -262,16 +330,19 @@ static ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, 
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return rdm_send(braid_ep_of(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
-			0, msg->data, flags, false, false);
+	return rdm_send(braid_ep_of(ep_fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+			msg->context, 0, msg->data, flags, false, false);
 }
 
 static ssize_t rdm_msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 			      fi_addr_t dest_addr)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rdm_send(braid_ep_of(ep_fid), &iov, 1, dest_addr, NULL, 0, 0, FI_INJECT, false, true);
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, NULL, 0, 0, FI_INJECT, false, true);
 }
 
 static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -280,16 +351,19 @@ static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t l
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(ep, &iov, 1, dest_addr, context, 0, data,
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, context, 0, data,
 			braid_ep_tx_flags(ep_fid) | FI_REMOTE_CQ_DATA, false, false);
 }
 
 static ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
 				  uint64_t data, fi_addr_t dest_addr)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rdm_send(braid_ep_of(ep_fid), &iov, 1, dest_addr, NULL, 0, data,
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, NULL, 0, data,
 			FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
 }
 
@@ -365,16 +439,23 @@ static int rdm_recv_post(struct braid_rd *rd, const struct braid_rd_recv *req, u
 			     braid_now_ns());
 }
 
-static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t count,
+static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
 			uint64_t flags, bool tagged)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	struct braid_hmem_op *h = NULL;
 	struct braid_rd_recv req;
+	/* (a look that moves no data, FI_PEEK, needs no staging) */
+	bool dev = braid_hmem_desc(desc, count) && !(flags & FI_PEEK);
 	int ret;
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
+	/* device memory is staged per operation: not a buffer of many messages, not a
+	 * claim of a message looked at before, not a shared context's receive */
+	if (dev && (ep->srx || (flags & (FI_MULTI_RECV | FI_CLAIM))))
+		return -FI_EOPNOTSUPP;
 	if (ep->srx)	/* its receives are its shared context's */
 		return braid_rdm_srx_post(ep->srx, iov, count, src, context, tag, ignore, flags,
 					  tagged);
@@ -386,9 +467,24 @@ static ssize_t rdm_recv(struct braid_ep *ep, const struct iovec *iov, size_t cou
 		req.flags |= BRAID_RD_NO_COMP;
 	req.min_free = r->min_multi_recv;
 	braid_ep_lock(ep);
+	if (dev) {
+		struct braid_hmem_req hr = { .out = iov, .out_desc = desc, .out_count = count,
+					     .context = context };
+
+		h = braid_rdm_hmem_start(ep, &hr, false, &ret);
+		if (!h) {
+			braid_ep_unlock(ep);
+			return ret;
+		}
+		req.iov = &h->out.siov;
+		req.iov_count = 1;
+		req.context = h;
+	}
 	if (flags & (FI_PEEK | FI_CLAIM))
 		braid_rdm_progress_locked(ep);	/* what has arrived is seen before looking */
 	ret = rdm_recv_post(r->rd, &req, flags);
+	if (ret && h)
+		braid_hmem_op_give(&r->hmem, h);
 	if (ret == -FI_EAGAIN)
 		braid_rdm_progress_locked(ep);
 	else if (!ret)
@@ -455,7 +551,7 @@ static ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, 1, src_addr, context, 0, 0, braid_ep_rx_flags(ep_fid),
+	return rdm_recv(ep, &iov, &desc, 1, src_addr, context, 0, 0, braid_ep_rx_flags(ep_fid),
 			false);
 }
 
@@ -464,15 +560,15 @@ static ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 
-	return rdm_recv(ep, iov, count, src_addr, context, 0, 0, braid_ep_rx_flags(ep_fid), false);
+	return rdm_recv(ep, iov, desc, count, src_addr, context, 0, 0, braid_ep_rx_flags(ep_fid), false);
 }
 
 static ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return rdm_recv(braid_ep_of(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
-			0, 0, flags, false);
+	return rdm_recv(braid_ep_of(ep_fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+			msg->context, 0, 0, flags, false);
 }
 
 struct fi_ops_msg braid_rdm_msg_ops = {
@@ -496,7 +592,7 @@ static ssize_t rdm_tag_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, 1, src_addr, context, tag, ignore,
+	return rdm_recv(ep, &iov, &desc, 1, src_addr, context, tag, ignore,
 			braid_ep_rx_flags(ep_fid) & ~FI_MULTI_RECV, true);
 }
 
@@ -506,7 +602,7 @@ static ssize_t rdm_tag_recvv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 
-	return rdm_recv(ep, iov, count, src_addr, context, tag, ignore,
+	return rdm_recv(ep, iov, desc, count, src_addr, context, tag, ignore,
 			braid_ep_rx_flags(ep_fid) & ~FI_MULTI_RECV, true);
 }
 
@@ -515,8 +611,8 @@ static ssize_t rdm_tag_recvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return rdm_recv(braid_ep_of(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
-			msg->tag, msg->ignore, flags, true);
+	return rdm_recv(braid_ep_of(ep_fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+			msg->context, msg->tag, msg->ignore, flags, true);
 }
 
 static ssize_t rdm_tag_send(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -525,7 +621,7 @@ static ssize_t rdm_tag_send(struct fid_ep *ep_fid, const void *buf, size_t len, 
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(ep, &iov, 1, dest_addr, context, tag, 0, braid_ep_tx_flags(ep_fid), true,
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, context, tag, 0, braid_ep_tx_flags(ep_fid), true,
 			false);
 }
 
@@ -534,7 +630,7 @@ static ssize_t rdm_tag_sendv(struct fid_ep *ep_fid, const struct iovec *iov, voi
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 
-	return rdm_send(ep, iov, count, dest_addr, context, tag, 0, braid_ep_tx_flags(ep_fid),
+	return rdm_send(ep, iov, desc, count, dest_addr, context, tag, 0, braid_ep_tx_flags(ep_fid),
 			true, false);
 }
 
@@ -543,16 +639,19 @@ static ssize_t rdm_tag_sendmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return rdm_send(braid_ep_of(ep_fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
-			msg->tag, msg->data, flags, true, false);
+	return rdm_send(braid_ep_of(ep_fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+			msg->context, msg->tag, msg->data, flags, true, false);
 }
 
 static ssize_t rdm_tag_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 			      fi_addr_t dest_addr, uint64_t tag)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rdm_send(braid_ep_of(ep_fid), &iov, 1, dest_addr, NULL, tag, 0, FI_INJECT, true, true);
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, NULL, tag, 0, FI_INJECT, true, true);
 }
 
 static ssize_t rdm_tag_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -561,16 +660,19 @@ static ssize_t rdm_tag_senddata(struct fid_ep *ep_fid, const void *buf, size_t l
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(ep, &iov, 1, dest_addr, context, tag, data,
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, context, tag, data,
 			braid_ep_tx_flags(ep_fid) | FI_REMOTE_CQ_DATA, true, false);
 }
 
 static ssize_t rdm_tag_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len,
 				  uint64_t data, fi_addr_t dest_addr, uint64_t tag)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rdm_send(braid_ep_of(ep_fid), &iov, 1, dest_addr, NULL, tag, data,
+	return rdm_send(ep, &iov, &desc, 1, dest_addr, NULL, tag, data,
 			FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
 }
 
@@ -652,10 +754,28 @@ static int rdm_getopt(struct braid_ep *ep, int optname, void *optval, size_t *op
 	return braid_ep_opt_get_size(r->min_multi_recv, optval, optlen);
 }
 
+/*
+ * FI_OPT_CUDA_API_PERMITTED (fi_endpoint(3)): -FI_EINVAL without a CUDA
+ * driver and device; true is what braid does; false is refused
+ * (-FI_EOPNOTSUPP) by an endpoint with FI_HMEM, whose device memory moves
+ * by CUDA copies only, and honoured by one without, which makes no CUDA
+ * call.
+ */
+static int rdm_cuda_permitted(struct braid_ep *ep, const void *optval, size_t optlen)
+{
+	if (!optval || optlen != sizeof(bool) || !braid_hmem_available())
+		return -FI_EINVAL;
+	if (!*(const bool *)optval && (ep->info->caps & FI_HMEM))
+		return -FI_EOPNOTSUPP;
+	return 0;
+}
+
 static int rdm_setopt(struct braid_ep *ep, int optname, const void *optval, size_t optlen)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 
+	if (optname == BRAID_OPT_CUDA_API_PERMITTED)
+		return rdm_cuda_permitted(ep, optval, optlen);
 	if (optname != FI_OPT_MIN_MULTI_RECV)
 		return -FI_ENOPROTOOPT;
 	return braid_ep_opt_set_size(&r->min_multi_recv, optval, optlen);

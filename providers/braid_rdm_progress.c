@@ -214,6 +214,13 @@ static void rdm_reap_comps(struct braid_ep *ep, bool all)
 		/* a transmit operation ended: room in its shared transmit context */
 		if (!(c.flags & (BRAID_RD_COMP_RECV | BRAID_RD_COMP_REMOTE)))
 			braid_ep_tx_give(ep, 1);
+		/* (device memory: results to the device, the application's context back) */
+		if (__builtin_expect(r->hmem.ops != NULL, 0)) {
+			struct braid_hmem_op *h = braid_hmem_op_of(&r->hmem, c.context);
+
+			if (h)
+				braid_hmem_comp(&r->hmem, h, &c);
+		}
 		rdm_report(ep, &c);
 	}
 }
@@ -551,7 +558,9 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 int braid_rdm_cancel_locked(struct braid_ep *ep, void *context)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
-	int ret = braid_rd_cancel(r->rd, context);
+	/* a receive into device memory is known to the engine by its record */
+	struct braid_hmem_op *h = r->hmem.ops ? braid_hmem_op_find(&r->hmem, context) : NULL;
+	int ret = braid_rd_cancel(r->rd, h ? (void *)h : context);
 
 	if (!ret)
 		braid_rdm_reap(ep);

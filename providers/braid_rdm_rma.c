@@ -25,9 +25,11 @@ int braid_atomic_query(enum fi_datatype dt, enum fi_op op, uint64_t flags, size_
 }
 
 /* Check, post and flush one operation. */
-static ssize_t rma_post(struct braid_ep *ep, struct braid_rd_rma *req, fi_addr_t dest,
-			uint64_t flags, bool nocomp)
+static ssize_t rma_post(struct braid_ep *ep, struct braid_rd_rma *req,
+			const struct braid_hmem_req *hr, fi_addr_t dest, uint64_t flags, bool nocomp)
 {
+	struct braid_hmem_op *h = NULL;
+	bool inject = flags & FI_INJECT;
 	int ret;
 
 	if (!ep->enabled)
@@ -42,8 +44,29 @@ static ssize_t rma_post(struct braid_ep *ep, struct braid_rd_rma *req, fi_addr_t
 		req->flags |= BRAID_RD_NO_COMP;
 	braid_ep_lock(ep);
 	ret = braid_ep_tx_take(ep);
+	if (!ret && hr) {
+		/* device buffers: the engine sees their staging (an atomic's operands all staged now) */
+		h = braid_rdm_hmem_start(ep, hr, inject || req->op == BRAID_RD_RMA_ATOMIC, &ret);
+		if (h && h->in.stage) {
+			req->iov = &h->in.siov;
+			req->iov_count = 1;
+			req->staged_len = h->in.ring ? h->in.len : 0;
+		}
+		if (h && h->out.stage) {
+			req->res = &h->out.siov;
+			req->res_count = 1;
+		}
+		if (h && !inject)
+			req->context = h;
+		if (h && h->staged < h->in.len)
+			req->flags |= BRAID_RD_STAGED;
+		if (ret)
+			braid_ep_tx_give(ep, 1);
+	}
 	if (!ret && (ret = braid_rd_rma(braid_rdm_ep_of(ep)->rd, req, braid_now_ns())))
 		braid_ep_tx_give(ep, 1);
+	if (h && (ret || inject))
+		braid_hmem_op_give(&braid_rdm_ep_of(ep)->hmem, h);
 	braid_rdm_posted_locked(ep, ret, flags);
 	braid_ep_unlock(ep);
 	return ret;
@@ -52,12 +75,14 @@ static ssize_t rma_post(struct braid_ep *ep, struct braid_rd_rma *req, fi_addr_t
 /* ---- fi_rma(3) ---- */
 
 static ssize_t rma_op(struct braid_ep *ep, enum braid_rd_rma_kind op, const struct iovec *iov,
-		      size_t count, fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
-		      uint64_t flags, void *context, bool nocomp)
+		      void **desc, size_t count, fi_addr_t peer, uint64_t addr, uint64_t key,
+		      uint64_t data, uint64_t flags, void *context, bool nocomp)
 {
 	struct braid_rd_rma req = {
 		.op = op, .rkey = key, .raddr = addr, .data = data, .context = context,
 	};
+	struct braid_hmem_req hr = { .context = context };
+	bool dev = braid_hmem_desc(desc, count);
 	uint64_t len = 0;
 	size_t i;
 
@@ -71,6 +96,8 @@ static ssize_t rma_op(struct braid_ep *ep, enum braid_rd_rma_kind op, const stru
 		/* held for its counter (braid_trigger.c); the endpoint must have asked */
 		if (!(ep->info->caps & FI_TRIGGER))
 			return -FI_EBADFLAGS;
+		if (dev)
+			return -FI_EOPNOTSUPP;	/* (a held transfer keeps no descriptors) */
 		return braid_trig_rma(ep, op == BRAID_RD_RMA_READ, iov, count, peer, addr, key,
 				      data, flags, context);
 	}
@@ -79,13 +106,15 @@ static ssize_t rma_op(struct braid_ep *ep, enum braid_rd_rma_kind op, const stru
 	if ((flags & FI_INJECT) && len > ep->info->tx_attr->inject_size)
 		return -FI_EMSGSIZE;
 	if (op == BRAID_RD_RMA_READ) {
-		req.res = iov;
-		req.res_count = count;
+		req.res = hr.out = iov;
+		req.res_count = hr.out_count = count;
+		hr.out_desc = desc;
 	} else {
-		req.iov = iov;
-		req.iov_count = count;
+		req.iov = hr.in = iov;
+		req.iov_count = hr.in_count = count;
+		hr.in_desc = desc;
 	}
-	return rma_post(ep, &req, peer, flags, nocomp);
+	return rma_post(ep, &req, dev ? &hr : NULL, peer, flags, nocomp);
 }
 
 /* fi_msg_rma: one remote range as long as the local buffers (rma_iov_limit 1) */
@@ -101,7 +130,7 @@ static ssize_t rma_msg(struct fid_ep *ep_fid, enum braid_rd_rma_kind op, const s
 		len += msg->msg_iov[i].iov_len;
 	if (msg->rma_iov[0].len != len)
 		return -FI_EINVAL;
-	return rma_op(braid_ep_of(ep_fid), op, msg->msg_iov, msg->iov_count, msg->addr,
+	return rma_op(braid_ep_of(ep_fid), op, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
 		      msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data, flags, msg->context, false);
 }
 
@@ -111,7 +140,7 @@ static ssize_t rdm_read(struct fid_ep *ep_fid, void *buf, size_t len, void *desc
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rma_op(ep, BRAID_RD_RMA_READ, &iov, 1, src_addr, addr, key, 0,
+	return rma_op(ep, BRAID_RD_RMA_READ, &iov, &desc, 1, src_addr, addr, key, 0,
 		      braid_ep_tx_flags(ep_fid) & ~FI_INJECT, context, false);
 }
 
@@ -121,7 +150,7 @@ static ssize_t rdm_readv(struct fid_ep *ep_fid, const struct iovec *iov, void **
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 
-	return rma_op(ep, BRAID_RD_RMA_READ, iov, count, src_addr, addr, key, 0,
+	return rma_op(ep, BRAID_RD_RMA_READ, iov, desc, count, src_addr, addr, key, 0,
 		      braid_ep_tx_flags(ep_fid) & ~FI_INJECT, context, false);
 }
 
@@ -136,7 +165,7 @@ static ssize_t rdm_write(struct fid_ep *ep_fid, const void *buf, size_t len, voi
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, 0,
+	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, &desc, 1, dest_addr, addr, key, 0,
 		      braid_ep_tx_flags(ep_fid), context, false);
 }
 
@@ -146,7 +175,7 @@ static ssize_t rdm_writev(struct fid_ep *ep_fid, const struct iovec *iov, void *
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 
-	return rma_op(ep, BRAID_RD_RMA_WRITE, iov, count, dest_addr, addr, key, 0,
+	return rma_op(ep, BRAID_RD_RMA_WRITE, iov, desc, count, dest_addr, addr, key, 0,
 		      braid_ep_tx_flags(ep_fid), context, false);
 }
 
@@ -158,9 +187,12 @@ static ssize_t rdm_writemsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 static ssize_t rdm_inject_write(struct fid_ep *ep_fid, const void *buf, size_t len,
 				fi_addr_t dest_addr, uint64_t addr, uint64_t key)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rma_op(braid_ep_of(ep_fid), BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, 0,
+	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, &desc, 1, dest_addr, addr, key, 0,
 		      FI_INJECT, NULL, true);
 }
 
@@ -171,7 +203,7 @@ static ssize_t rdm_writedata(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, data,
+	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, &desc, 1, dest_addr, addr, key, data,
 		      braid_ep_tx_flags(ep_fid) | FI_REMOTE_CQ_DATA, context, false);
 }
 
@@ -179,9 +211,12 @@ static ssize_t rdm_inject_writedata(struct fid_ep *ep_fid, const void *buf, size
 				    uint64_t data, fi_addr_t dest_addr, uint64_t addr,
 				    uint64_t key)
 {
+	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, len, &probe);
 
-	return rma_op(braid_ep_of(ep_fid), BRAID_RD_RMA_WRITE, &iov, 1, dest_addr, addr, key, data,
+	return rma_op(ep, BRAID_RD_RMA_WRITE, &iov, &desc, 1, dest_addr, addr, key, data,
 		      FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true);
 }
 
@@ -227,10 +262,15 @@ static ssize_t ioc_to_iov(const struct fi_ioc *ioc, size_t count, size_t dtsize,
  * @rma's one remote range.
  */
 static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
-			 const struct fi_ioc *cmp, size_t cmp_count, struct fi_ioc *res,
-			 size_t res_count, uint64_t flags, bool fetch, bool nocomp)
+			 const struct fi_ioc *cmp, void **cmp_desc, size_t cmp_count,
+			 struct fi_ioc *res, void **res_desc, size_t res_count, uint64_t flags,
+			 bool fetch, bool nocomp)
 {
 	struct iovec iov[BRAID_RD_IOV_MAX], riov[BRAID_RD_IOV_MAX];
+	void *idesc[BRAID_RD_IOV_MAX] = { NULL };
+	struct braid_hmem_req hr = { .in = iov, .in_desc = idesc, .out = riov,
+				     .out_desc = res_desc, .context = msg->context };
+	size_t i, nopnd;
 	struct braid_rd_rma req = {
 		.op = BRAID_RD_RMA_ATOMIC, .iov = iov, .res = riov, .context = msg->context,
 		.aop = (uint8_t)msg->op, .dt = (uint8_t)msg->datatype,
@@ -247,8 +287,10 @@ static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
 	if (flags & FI_TRIGGER) {
 		if (!(ep->info->caps & FI_TRIGGER))
 			return -FI_EBADFLAGS;
-		if (!braid_atomic_valid(braid_aop_of(msg->op), braid_adt_of(msg->datatype), kind))
-			return -FI_EOPNOTSUPP;
+		if (!braid_atomic_valid(braid_aop_of(msg->op), braid_adt_of(msg->datatype), kind) ||
+		    braid_hmem_desc(msg->desc, msg->iov_count) ||
+		    braid_hmem_desc(cmp_desc, cmp_count) || braid_hmem_desc(res_desc, res_count))
+			return -FI_EOPNOTSUPP;	/* (a held transfer keeps no descriptors) */
 		return braid_trig_atomic(ep, msg, cmp, cmp_count, res, res_count, flags, fetch);
 	}
 	if ((unsigned)msg->op >= FI_ATOMIC_OP_LAST || !dtsize ||
@@ -259,8 +301,13 @@ static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
 	/* FI_ATOMIC_READ takes no operand (a buffer may be given: it is ignored) */
 	elems = msg->op == FI_ATOMIC_READ ? relems :
 		ioc_to_iov(msg->msg_iov, msg->iov_count, dtsize, iov, &req.iov_count);
+	nopnd = req.iov_count;
 	if (elems >= 0 && cmp)
 		celems = ioc_to_iov(cmp, cmp_count, dtsize, iov, &req.iov_count);
+	/* the operands' and compare values' descriptors, as their iovecs follow each other */
+	for (i = 0; i < req.iov_count; i++)
+		idesc[i] = i < nopnd ? (msg->desc ? msg->desc[i] : NULL) :
+			   (cmp_desc ? cmp_desc[i - nopnd] : NULL);
 	if (elems < 0 || celems < 0 || relems < 0)
 		return -FI_EINVAL;
 	if (!elems || (size_t)elems != msg->rma_iov[0].count || (cmp && celems != elems) ||
@@ -271,20 +318,25 @@ static ssize_t atomic_op(struct braid_ep *ep, const struct fi_msg_atomic *msg,
 	req.count = (uint32_t)elems;
 	req.rkey = msg->rma_iov[0].key;
 	req.raddr = msg->rma_iov[0].addr;
-	return rma_post(ep, &req, msg->addr, flags, nocomp);
+	hr.in_count = req.iov_count;
+	hr.out_count = req.res_count;
+	return rma_post(ep, &req, braid_hmem_desc(idesc, req.iov_count) ||
+			braid_hmem_desc(res_desc, req.res_count) ? &hr : NULL, msg->addr, flags,
+			nocomp);
 }
 
 /* The vector forms: @n elements from @iov (or, for FI_ATOMIC_READ, from @res) to one remote range. */
-static ssize_t atomic_vec(struct fid_ep *ep_fid, const struct fi_ioc *iov, size_t count,
-			  const struct fi_ioc *cmp, size_t cmp_count, struct fi_ioc *res,
-			  size_t res_count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			  enum fi_datatype datatype, enum fi_op op, void *context, bool fetch)
+static ssize_t atomic_vec(struct fid_ep *ep_fid, const struct fi_ioc *iov, void **desc,
+			  size_t count, const struct fi_ioc *cmp, void **cmp_desc, size_t cmp_count,
+			  struct fi_ioc *res, void **res_desc, size_t res_count, fi_addr_t dest_addr,
+			  uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			  void *context, bool fetch)
 {
 	const struct fi_ioc *v = op == FI_ATOMIC_READ ? res : iov;
 	size_t i, n = 0, vn = op == FI_ATOMIC_READ ? res_count : count;
 	struct fi_rma_ioc rioc = { addr, 0, key };
 	struct fi_msg_atomic msg = {
-		.msg_iov = iov, .iov_count = count, .addr = dest_addr, .rma_iov = &rioc,
+		.msg_iov = iov, .desc = desc, .iov_count = count, .addr = dest_addr, .rma_iov = &rioc,
 		.rma_iov_count = 1, .datatype = datatype, .op = op, .context = context,
 	};
 	uint64_t flags = braid_ep_tx_flags(ep_fid);
@@ -292,15 +344,16 @@ static ssize_t atomic_vec(struct fid_ep *ep_fid, const struct fi_ioc *iov, size_
 	for (i = 0; v && i < vn; i++)
 		n += v[i].count;
 	rioc.count = n;
-	return atomic_op(braid_ep_of(ep_fid), &msg, cmp, cmp_count, res, res_count,
-			 fetch ? flags & ~FI_INJECT : flags, fetch, false);
+	return atomic_op(braid_ep_of(ep_fid), &msg, cmp, cmp_desc, cmp_count, res, res_desc,
+			 res_count, fetch ? flags & ~FI_INJECT : flags, fetch, false);
 }
 
-#define ATOMIC_MSG(buf_, count_, dest_, addr_, key_, dt_, op_, ctx_)				\
+#define ATOMIC_MSG(buf_, desc_, count_, dest_, addr_, key_, dt_, op_, ctx_)			\
 	struct fi_ioc ioc_ = { (void *)(buf_), (count_) };					\
 	struct fi_rma_ioc rioc_ = { (addr_), (count_), (key_) };					\
 	struct fi_msg_atomic msg_ = {								\
-		.msg_iov = &ioc_, .iov_count = 1, .addr = (dest_), .rma_iov = &rioc_,		\
+		.msg_iov = &ioc_, .desc = (desc_), .iov_count = 1, .addr = (dest_),		\
+		.rma_iov = &rioc_,								\
 		.rma_iov_count = 1, .datatype = (dt_), .op = (op_), .context = (ctx_),		\
 	}
 
@@ -309,17 +362,18 @@ static ssize_t rdm_atomic(struct fid_ep *ep_fid, const void *buf, size_t count, 
 			  enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
-	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
+	ATOMIC_MSG(buf, &desc, count, dest_addr, addr, key, datatype, op, context);
 
-	return atomic_op(ep, &msg_, NULL, 0, NULL, 0, braid_ep_tx_flags(ep_fid), false, false);
+	return atomic_op(ep, &msg_, NULL, NULL, 0, NULL, NULL, 0, braid_ep_tx_flags(ep_fid), false,
+			 false);
 }
 
 static ssize_t rdm_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov, void **desc,
 			   size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			   enum fi_datatype datatype, enum fi_op op, void *context)
 {
-	return atomic_vec(ep_fid, iov, count, NULL, 0, NULL, 0, dest_addr, addr, key,
-			  datatype, op, context, false);
+	return atomic_vec(ep_fid, iov, desc, count, NULL, NULL, 0, NULL, NULL, 0, dest_addr, addr,
+			  key, datatype, op, context, false);
 }
 
 static ssize_t rdm_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_atomic *msg,
@@ -327,16 +381,19 @@ static ssize_t rdm_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_atomic *
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return atomic_op(braid_ep_of(ep_fid), msg, NULL, 0, NULL, 0, flags, false, false);
+	return atomic_op(braid_ep_of(ep_fid), msg, NULL, NULL, 0, NULL, NULL, 0, flags, false, false);
 }
 
 static ssize_t rdm_inject_atomic(struct fid_ep *ep_fid, const void *buf, size_t count,
 				 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 				 enum fi_datatype datatype, enum fi_op op)
 {
-	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, NULL);
+	struct braid_ep *ep = braid_ep_of(ep_fid);
+	struct braid_mr probe;
+	void *desc = braid_hmem_probe(ep, buf, count, &probe);
+	ATOMIC_MSG(buf, &desc, count, dest_addr, addr, key, datatype, op, NULL);
 
-	return atomic_op(braid_ep_of(ep_fid), &msg_, NULL, 0, NULL, 0, FI_INJECT, false, true);
+	return atomic_op(ep, &msg_, NULL, NULL, 0, NULL, NULL, 0, FI_INJECT, false, true);
 }
 
 static ssize_t rdm_fetch_atomic(struct fid_ep *ep_fid, const void *buf, size_t count, void *desc,
@@ -346,10 +403,10 @@ static ssize_t rdm_fetch_atomic(struct fid_ep *ep_fid, const void *buf, size_t c
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct fi_ioc res = { result, count };
-	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
+	ATOMIC_MSG(buf, &desc, count, dest_addr, addr, key, datatype, op, context);
 
-	return atomic_op(ep, &msg_, NULL, 0, &res, 1, braid_ep_tx_flags(ep_fid) & ~FI_INJECT, true,
-			 false);
+	return atomic_op(ep, &msg_, NULL, NULL, 0, &res, &result_desc, 1,
+			 braid_ep_tx_flags(ep_fid) & ~FI_INJECT, true, false);
 }
 
 static ssize_t rdm_fetch_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov, void **desc,
@@ -358,8 +415,8 @@ static ssize_t rdm_fetch_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov
 				 uint64_t key, enum fi_datatype datatype, enum fi_op op,
 				 void *context)
 {
-	return atomic_vec(ep_fid, iov, count, NULL, 0, resultv, result_count, dest_addr,
-			  addr, key, datatype, op, context, true);
+	return atomic_vec(ep_fid, iov, desc, count, NULL, NULL, 0, resultv, result_desc,
+			  result_count, dest_addr, addr, key, datatype, op, context, true);
 }
 
 static ssize_t rdm_fetch_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_atomic *msg,
@@ -370,7 +427,8 @@ static ssize_t rdm_fetch_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_at
 		return -FI_EINVAL;
 	if (flags & FI_INJECT)
 		return -FI_EBADFLAGS;
-	return atomic_op(braid_ep_of(ep_fid), msg, NULL, 0, resultv, result_count, flags, true, false);
+	return atomic_op(braid_ep_of(ep_fid), msg, NULL, NULL, 0, resultv, result_desc, result_count,
+			 flags, true, false);
 }
 
 static ssize_t rdm_compare_atomic(struct fid_ep *ep_fid, const void *buf, size_t count,
@@ -381,10 +439,10 @@ static ssize_t rdm_compare_atomic(struct fid_ep *ep_fid, const void *buf, size_t
 {
 	struct braid_ep *ep = braid_ep_of(ep_fid);
 	struct fi_ioc cmp = { (void *)compare, count }, res = { result, count };
-	ATOMIC_MSG(buf, count, dest_addr, addr, key, datatype, op, context);
+	ATOMIC_MSG(buf, &desc, count, dest_addr, addr, key, datatype, op, context);
 
-	return atomic_op(ep, &msg_, &cmp, 1, &res, 1, braid_ep_tx_flags(ep_fid) & ~FI_INJECT,
-			 true, false);
+	return atomic_op(ep, &msg_, &cmp, &compare_desc, 1, &res, &result_desc, 1,
+			 braid_ep_tx_flags(ep_fid) & ~FI_INJECT, true, false);
 }
 
 static ssize_t rdm_compare_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov, void **desc,
@@ -396,8 +454,9 @@ static ssize_t rdm_compare_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *i
 {
 	if (!comparev)
 		return -FI_EINVAL;
-	return atomic_vec(ep_fid, iov, count, comparev, compare_count, resultv, result_count,
-			  dest_addr, addr, key, datatype, op, context, true);
+	return atomic_vec(ep_fid, iov, desc, count, comparev, compare_desc, compare_count, resultv,
+			  result_desc, result_count, dest_addr, addr, key, datatype, op, context,
+			  true);
 }
 
 static ssize_t rdm_compare_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_atomic *msg,
@@ -409,8 +468,8 @@ static ssize_t rdm_compare_atomicmsg(struct fid_ep *ep_fid, const struct fi_msg_
 		return -FI_EINVAL;
 	if (flags & FI_INJECT)
 		return -FI_EBADFLAGS;
-	return atomic_op(braid_ep_of(ep_fid), msg, comparev, compare_count, resultv, result_count,
-			 flags, true, false);
+	return atomic_op(braid_ep_of(ep_fid), msg, comparev, compare_desc, compare_count, resultv,
+			 result_desc, result_count, flags, true, false);
 }
 
 static int rdm_atomicvalid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,

@@ -220,10 +220,13 @@ static int srx_msg_cancel(struct braid_srx *srx, void *context)
 /* ---- the context's calls ---- */
 
 /* A receive posted to the context itself, as its endpoint type takes it. */
-static ssize_t srx_post(struct braid_srx *srx, const struct iovec *iov, size_t count,
-			fi_addr_t src, void *context, uint64_t tag, uint64_t ignore, uint64_t flags,
-			bool tagged)
+static ssize_t srx_post(struct braid_srx *srx, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
+			uint64_t flags, bool tagged)
 {
+	/* device memory is staged per endpoint; a shared context's receives are not its own */
+	if (braid_hmem_desc(desc, count))
+		return -FI_EOPNOTSUPP;
 	switch (srx->type) {
 	case FI_EP_RDM:
 		return braid_rdm_srx_post(srx, iov, count, src, context, tag, ignore, flags, tagged);
@@ -246,7 +249,7 @@ static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc
 	struct braid_srx *srx = srx_of(&ep_fid->fid);
 	struct iovec iov = { buf, len };
 
-	return srx_post(srx, &iov, 1, src_addr, context, 0, 0, srx_flags(srx), false);
+	return srx_post(srx, &iov, &desc, 1, src_addr, context, 0, 0, srx_flags(srx), false);
 }
 
 static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -254,14 +257,14 @@ static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **
 {
 	struct braid_srx *srx = srx_of(&ep_fid->fid);
 
-	return srx_post(srx, iov, count, src_addr, context, 0, 0, srx_flags(srx), false);
+	return srx_post(srx, iov, desc, count, src_addr, context, 0, 0, srx_flags(srx), false);
 }
 
 static ssize_t srx_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return srx_post(srx_of(&ep_fid->fid), msg->msg_iov, msg->iov_count, msg->addr,
+	return srx_post(srx_of(&ep_fid->fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
 			msg->context, 0, 0, flags, false);
 }
 
@@ -320,7 +323,7 @@ static ssize_t srx_trecv(struct fid_ep *ep_fid, void *buf, size_t len, void *des
 	struct braid_srx *srx = srx_of(&ep_fid->fid);
 	struct iovec iov = { buf, len };
 
-	return srx_post(srx, &iov, 1, src_addr, context, tag, ignore,
+	return srx_post(srx, &iov, &desc, 1, src_addr, context, tag, ignore,
 			srx->op_flags & ~FI_MULTI_RECV, true);
 }
 
@@ -330,7 +333,7 @@ static ssize_t srx_trecvv(struct fid_ep *ep_fid, const struct iovec *iov, void *
 {
 	struct braid_srx *srx = srx_of(&ep_fid->fid);
 
-	return srx_post(srx, iov, count, src_addr, context, tag, ignore,
+	return srx_post(srx, iov, desc, count, src_addr, context, tag, ignore,
 			srx->op_flags & ~FI_MULTI_RECV, true);
 }
 
@@ -339,7 +342,7 @@ static ssize_t srx_trecvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *m
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return srx_post(srx_of(&ep_fid->fid), msg->msg_iov, msg->iov_count, msg->addr,
+	return srx_post(srx_of(&ep_fid->fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
 			msg->context, msg->tag, msg->ignore, flags, true);
 }
 

@@ -187,6 +187,11 @@ struct braid_ctr_peer_rec {
 	X(local_dropped, COUNTER, "datagrams", "datagrams to local peers dropped (the peer gone, or its ring full for 5 ms), or lent by one and not readable") \
 	X(local_doorbells, COUNTER, "datagrams", "sleeping local peers woken (an empty UDP datagram)") \
 	X(local_bad,	COUNTER, "events", "rings emptied whose bytes made no sense, datagrams changed after a look") \
+	X(hmem_d2h,	COUNTER, "copies", "copies from device memory to host staging (FI_HMEM)") \
+	X(hmem_d2h_bytes, COUNTER, "bytes", "bytes of those copies") \
+	X(hmem_h2d,	COUNTER, "copies", "copies from host staging to device memory") \
+	X(hmem_h2d_bytes, COUNTER, "bytes", "bytes of those copies") \
+	X(hmem_stage_late, COUNTER, "chunks", "chunks of a device buffer staged after packets of their message had left (copies overlapped with the wire)") \
 	X(local_peers,	GAUGE,   "peers", "local peers it writes to through shared memory now")
 
 /* ---- generated ---- */

@@ -31,6 +31,7 @@ SCRIPTS = [
     "bench/braid_peers.sh",
     "bench/equal_mtu.sh", "bench/fabsim.sh", "bench/wires_fabric.sh",
     "tools/ab", "tools/demo.sh", "tools/fabric", "tools/fabtests.sh", "tools/fuzz.sh",
+    "tools/gpu-check",
     "tools/leafspine", "tools/soak",
     "tools/man.sh", "tools/setup.sh", "tools/test.sh",
 ]
