@@ -55,7 +55,8 @@ enum braid_rma_status {
 #define BRAID_RD_F_RDV		0x10	/* rendezvous: the rest follows a CTS (§4.6) */
 #define BRAID_RD_F_DC		0x20	/* delivery complete: answer with a RESP once delivered (§4.7) */
 #define BRAID_RD_F_LENT		0x40	/* the payload was lent: read when delivered (§4.2, "Lent payloads") */
-#define BRAID_RD_DATA_FLAGS	0x7f
+#define BRAID_RD_F_BAD		0x80	/* the sender could not read the message's bytes: its receive fails (§4.2) */
+#define BRAID_RD_DATA_FLAGS	0xff
 /* RD_RMA flags (§4.7): those of RD_DATA but TAGGED; RDV only on a keepalive probe */
 #define BRAID_RD_RMA_FLAGS	(BRAID_RD_F_CQ_DATA | BRAID_RD_F_ACK | BRAID_RD_F_RETX | BRAID_RD_F_RDV | \
 				 BRAID_RD_F_LENT)

@@ -67,6 +67,14 @@ typedef int (*braid_rd_mr_written_fn)(void *ctx, uint64_t key, uint64_t addr, si
  */
 typedef uint64_t (*braid_rd_stage_fn)(void *ctx, void *op_context, uint64_t off, uint64_t len);
 
+/*
+ * What a braid_rd_stage_fn returns when the bytes cannot be had (a copy
+ * failed): the operation goes on with its buffers as they are; a send's
+ * packets from then on are marked BAD (§4.2), so its receive fails rather
+ * than delivering them.
+ */
+#define BRAID_RD_STAGE_FAILED	UINT64_MAX
+
 #define BRAID_RD_MAX_WINDOW	256	/* = BRAID_RD_SACK_BITS */
 #define BRAID_RD_MAX_PATHS	256
 #define BRAID_RD_IOV_MAX	8

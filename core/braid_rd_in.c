@@ -131,7 +131,11 @@ static RD_HOT_INLINE void msg_deliver(struct braid_rd *rd, struct rd_msg *m, int
 		.peer = m->peer,
 	};
 
-	if (!err && m->len > r->capacity) {
+	if (__builtin_expect(m->bad, 0) && !err) {
+		/* its sender could not read its bytes (§4.2): they are not delivered */
+		c->err = FI_EIO;
+		c->prov_errno = BRAID_PERR_SENDER_BAD;
+	} else if (!err && m->len > r->capacity) {
 		c->err = FI_ETRUNC;
 		c->prov_errno = BRAID_PERR_TRUNC;
 		c->olen = m->len - r->capacity;
@@ -742,6 +746,7 @@ int rd_in_data(struct braid_rd *rd, struct rd_conn *conn, const struct braid_rd_
 	if (!in_place(rd, f, m, v, created))
 		return in_refused(rd, f, v, ecn, now);
 	m->received += (uint32_t)v->payload_len;
+	m->bad |= !!(v->flags & BRAID_RD_F_BAD);
 	RD_COUNT(rd, f, rx_bytes, v->payload_len);
 	gap = psn_mark(rd, f, conn, v->psn);
 	echo_note(rd, f, v, ecn);

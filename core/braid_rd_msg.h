@@ -72,6 +72,8 @@ struct rd_msg {
 	struct rd_send *req;
 	/** @evented: the target's event for it was reported. */
 	bool evented;
+	/** @bad: a packet of it came marked BAD (§4.2): its receive fails FI_EIO. */
+	bool bad;
 };
 
 /**

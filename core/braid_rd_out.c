@@ -1181,7 +1181,8 @@ static RD_HOT_INLINE size_t data_hdr_write(const struct braid_rd *rd, const stru
 	flags |= BRAID_RD_F_ACK | ((op->flags & BRAID_RD_CQ_DATA) ? BRAID_RD_F_CQ_DATA : 0) |
 		 ((op->flags & BRAID_RD_TAGGED) ? BRAID_RD_F_TAGGED : 0) |
 		 ((op->flags & BRAID_RD_DELIVERY) ? BRAID_RD_F_DC : 0) |
-		 (op->rdv && off == 0 ? BRAID_RD_F_RDV : 0);
+		 (op->rdv && off == 0 ? BRAID_RD_F_RDV : 0) |
+		 (__builtin_expect(op->bad, 0) && !op->rma.op ? BRAID_RD_F_BAD : 0);
 	braid_base_hdr_write(&h->base, op->rma.op ? BRAID_PKT_RD_RMA : BRAID_PKT_RD_DATA, flags,
 			     rd->cfg.local_port, (uint16_t)len);
 	h->src_epoch = htobe32(conn->my_epoch);
@@ -1480,7 +1481,10 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 		if (!op->next_off)
 			op->first_psn = conn->snd_nxt;
 		if (__builtin_expect(op->next_off + seg > op->staged, 0))
+		{
 			op->staged = rd->cfg.stage(rd->cfg.stage_ctx, op->context, op->next_off, seg);
+			op->bad |= op->staged == BRAID_RD_STAGE_FAILED;
+		}
 		p->op = op;
 		p->psn = conn->snd_nxt++;
 		p->off = (uint32_t)op->next_off;

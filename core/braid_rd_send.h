@@ -29,6 +29,8 @@ struct rd_send {
 	uint32_t pkts_out;
 	/** @cut_done: every byte (or the one empty packet) has been cut into packets. */
 	bool cut_done;
+	/** @bad: its bytes could not be staged (BRAID_RD_STAGE_FAILED): its packets go marked BAD. */
+	bool bad;
 	/** @rdv: rendezvous (§4.6): after the first packet it waits in conn->paused for a CTS. */
 	bool rdv;
 	/** @cts: the receiver's CTS came. */

@@ -519,7 +519,8 @@ int braid_hmem_op_stage_first(struct braid_hmem_ep *h, struct braid_hmem_op *op)
  * The engine's hook (braid_rd_stage_fn): the chunks up to @off + @len wait
  * for their copies, and the copy of the next chunk is issued, so that it
  * runs on the copy engine while these are sent. A copy that failed leaves
- * zeros; the operation then completes with FI_EIO (braid_hmem_comp).
+ * zeros, sent marked BAD (a send's receive fails FI_EIO instead of taking
+ * them); the operation completes with FI_EIO (braid_hmem_comp).
  */
 uint64_t braid_hmem_stage(void *ctx, void *op_context, uint64_t off, uint64_t len)
 {
@@ -540,7 +541,8 @@ uint64_t braid_hmem_stage(void *ctx, void *op_context, uint64_t off, uint64_t le
 		stage_issue(h, op);
 	if (op->err)
 		memset(op->in.stage, 0, op->in.stage_len);
-	return op->err ? op->in.len : op->staged;
+	/* (a send's packets from here on go marked BAD: its receive fails, §4.2) */
+	return op->err ? BRAID_RD_STAGE_FAILED : op->staged;
 }
 
 /*

@@ -25,7 +25,8 @@
 	X(BRAID_PERR_RC_INVALID,	11, "RC: the peer refused the request as invalid") \
 	X(BRAID_PERR_RC_FLUSHED,	12, "RC: flushed: the queue pair is in error or was shut down") \
 	X(BRAID_PERR_REMOTE_INVALID,	13, "the target refused the operation: an atomic op or datatype it does not do, or a bad length") \
-	X(BRAID_PERR_HMEM_COPY,		14, "a copy between device memory and its host staging failed (the CUDA driver refused it)")
+	X(BRAID_PERR_HMEM_COPY,		14, "a copy between device memory and its host staging failed (the CUDA driver refused it)") \
+	X(BRAID_PERR_SENDER_BAD,	15, "the sender could not read the message's bytes (a copy from its device memory failed); none was delivered")
 
 enum braid_prov_errno {
 #define BRAID_X_ENUM(name, value, msg) name = value,

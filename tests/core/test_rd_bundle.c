@@ -277,8 +277,7 @@ Test(rd_bundle_in, bad_record_in_good_bundle_is_dropped_alone)
 	post(&o, dst[1], sizeof(dst[1]), (void *)2);
 	braid_rd_bundle_hdr_write(b, PEER_PORT);
 	len = rec_add(b, len, pkt, mkdata(pkt, 0, 0, 0, 4, "one!", 4));
-	n = mkdata(pkt, 1, 1, 0, 4, "BAD!", 4);
-	pkt[3] = 0x80;		/* undefined flag */
+	n = mkdata(pkt, 1, 1, 2, 4, "BAD!", 4);	/* its payload beyond the message */
 	len = rec_add(b, len, pkt, n);
 	braid_rd_ack_write(&ack, &av);	/* for another incarnation of this engine */
 	len = rec_add(b, len, &ack, sizeof(ack));
@@ -288,7 +287,7 @@ Test(rd_bundle_in, bad_record_in_good_bundle_is_dropped_alone)
 	cr_assert_eq(braid_rd_poll(o.rd, c, 4), 2);
 	cr_assert_eq(memcmp(dst[0], "one!", 4), 0);
 	cr_assert_eq(memcmp(dst[1], "two!", 4), 0);
-	cr_assert_eq(st->drops[BRAID_DROP_FLAGS], 1);
+	cr_assert_eq(st->drops[BRAID_DROP_BAD_LEN], 1);
 	cr_assert_eq(st->drops[BRAID_DROP_STALE_EPOCH], 1);
 	cr_assert_eq(st->drops[BRAID_DROP_BUNDLE], 0);
 	cr_assert_eq(st->rx_bundles, 1);

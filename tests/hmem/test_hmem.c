@@ -14,6 +14,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "braid/braid_errno.h"
 #include "prov_test.h"
 
 #define MIB	(1u << 20)
@@ -793,7 +794,13 @@ Test(hmem, fail__copy_from_device)
 	cr_assert_eq(pair_wait(&p, 0, &e, &err), -FI_EAVAIL);
 	cr_assert_eq(err.err, FI_EIO);
 	cr_assert_eq(err.op_context, &sctx);
-	pair_ok(&p, 1, &rctx, FI_RECV);	/* (the message went, its failed chunk zeros) */
+	/* the receiver is told: its receive fails, nothing of the message delivered as good */
+	cr_assert_eq(pair_wait(&p, 1, &e, &err), -FI_EAVAIL);
+	cr_assert_eq(err.err, FI_EIO);
+	cr_assert_eq(err.prov_errno, BRAID_PERR_SENDER_BAD);
+	cr_assert_eq(err.op_context, &rctx);
+	fake.fail(0, 0);
+	msg_once(&p, 1 * MIB, true, false, false);	/* the pair goes on */
 	buf_free(&s);
 	buf_free(&r);
 	pair_close(&p);

@@ -32,7 +32,7 @@ local type_names = {
 }
 -- §2.2: the exact header length and the defined flags of each type (braid_hdr.c type_info)
 local HDR_LEN = { [1] = 16, [2] = 56, [3] = 72, [4] = 24, [5] = 40, [6] = 80, [7] = 8, [8] = 24 }
-local FLAGS = { [1] = 0x01, [2] = 0x7f, [3] = 0x01, [4] = 0x00, [5] = 0x00, [6] = 0x5d, [7] = 0x00,
+local FLAGS = { [1] = 0x01, [2] = 0xff, [3] = 0x01, [4] = 0x00, [5] = 0x00, [6] = 0x5d, [7] = 0x00,
 	[8] = 0x03 }
 local MAGIC, VERSION, VERSION_KEYED, TAG_LEN = 0xbd, 1, 2, 8
 local BUNDLE_MAX = 64
@@ -66,6 +66,7 @@ local f = {
 	rd_f_rdv = ProtoField.bool("braid.rd.flags.rdv", "RDV (rendezvous)", 8, set_unset, 0x10),
 	rd_f_dc = ProtoField.bool("braid.rd.flags.dc", "DC (delivery complete)", 8, set_unset, 0x20),
 	rd_f_lent = ProtoField.bool("braid.rd.flags.lent", "LENT (payload read when delivered)", 8, set_unset, 0x40),
+	rd_f_bad = ProtoField.bool("braid.rd.flags.bad", "BAD (the sender could not read the bytes: the receive fails)", 8, set_unset, 0x80),
 	src_epoch = ProtoField.uint32("braid.rd.src_epoch", "Source epoch", base.HEX),
 	dst_epoch = ProtoField.uint32("braid.rd.dst_epoch", "Destination epoch", base.HEX),
 	psn = ProtoField.uint32("braid.rd.psn", "PSN", base.DEC),
@@ -501,6 +502,7 @@ dissect_one = function(tvb, pinfo, tree, rlen, depth)
 		fi:add(f.rd_f_rdv, tvb(3, 1))
 		if ptype == TYPE.RD_DATA then fi:add(f.rd_f_dc, tvb(3, 1)) end
 		fi:add(f.rd_f_lent, tvb(3, 1))
+		if ptype == TYPE.RD_DATA then fi:add(f.rd_f_bad, tvb(3, 1)) end
 	elseif ptype == TYPE.RD_ACK then
 		fi:add(f.ack_f_ecn_ce, tvb(3, 1))
 	elseif ptype == TYPE.RD_CHALLENGE then
