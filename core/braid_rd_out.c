@@ -1149,17 +1149,10 @@ static RD_HOT_INLINE void gather(const struct rd_send *op, uint64_t off, size_t 
 				 struct braid_rd_out *out)
 {
 	out->payload_len = len;
-	/* (a ring's first lap, like nearly every packet, is within the first entry) */
-	if (op->iov_count && len && off < op->iov[0].iov_len && len <= op->iov[0].iov_len - off) {
-		out->payload[0].iov_base = (uint8_t *)op->iov[0].iov_base + off;
-		out->payload[0].iov_len = len;
-		out->payload_iovcnt = 1;
-	} else if (op->ring) {
-		out->payload_iovcnt = gather_ring(op, off, len, out->payload);
-	} else {
-		out->payload_iovcnt = braid_iov_slice_any(op->iov, op->iov_count, off, len,
-							  out->payload, BRAID_RD_IOV_MAX);
-	}
+	out->payload_iovcnt = __builtin_expect(op->ring != 0, 0) ?
+				      gather_ring(op, off, len, out->payload) :
+				      braid_iov_slice(op->iov, op->iov_count, off, len, out->payload,
+						      BRAID_RD_IOV_MAX);
 }
 
 /*

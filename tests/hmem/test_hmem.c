@@ -71,17 +71,11 @@ static uint8_t *dev_bytes(void *dev, size_t len)
 	return h;
 }
 
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 29 + i * 13 + (i >> 9));
-}
-
 static void check(const uint8_t *p, size_t n, unsigned seed)
 {
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(p[i], (uint8_t)(seed * 29 + i * 13 + (i >> 9)),
-			     "byte %zu of %zu differs", i, n);
+	size_t i = pt_mismatch(p, n, seed);
+
+	cr_assert_eq(i, n, "byte %zu of %zu differs", i, n);
 }
 
 /* ---- fi_getinfo ---- */
@@ -292,16 +286,6 @@ static struct fid_mr *reg(struct pair *p, void *buf, size_t len, bool dev, uint6
 	return mr;
 }
 
-static uint64_t stat_of(struct fid_ep *ep, const char *name)
-{
-	struct fi_braid_stat_ops *ops = NULL;
-	uint64_t v = 0;
-
-	cr_assert_eq(fi_open_ops(&ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL), 0);
-	cr_assert_eq(ops->value(&ep->fid, name, &v), 0, "counter %s", name);
-	return v;
-}
-
 /* a buffer on the device or the host, its bytes as the test sees them, its region */
 struct buf {
 	void *addr;
@@ -417,7 +401,7 @@ static void msg_once(struct pair *p, size_t len, bool sdev, bool rdev, bool tagg
 
 	buf_make(p, &s, len, sdev, FI_SEND);
 	buf_make(p, &r, len, rdev, FI_RECV);
-	fill(s.bytes, len, (unsigned)len);
+	pt_fill(s.bytes, len, (unsigned)len);
 	sd = fi_mr_desc(s.mr);
 	rd = fi_mr_desc(r.mr);
 	if (tagged) {
@@ -481,9 +465,9 @@ Test(hmem, msg__staged_in_chunks_overlapped)
 	/* 256 KiB chunks (FI_BRAID_HMEM_CHUNK's default): 32 copies, not one */
 	cr_assert_geq(after.d2h - before.d2h, len / (256 << 10));
 	cr_assert_eq(after.d2h_bytes - before.d2h_bytes, len);
-	cr_assert_gt(stat_of(p.ep[0], "ep.hmem_stage_late"), 0,
+	cr_assert_gt(pt_stat(p.ep[0], "ep.hmem_stage_late"), 0,
 		     "no chunk was staged after the message's first packet left");
-	cr_assert_eq(stat_of(p.ep[0], "ep.hmem_d2h_bytes"), len);
+	cr_assert_eq(pt_stat(p.ep[0], "ep.hmem_d2h_bytes"), len);
 	pair_close(&p);
 }
 
@@ -502,7 +486,7 @@ Test(hmem, tagged__many_in_flight)
 
 		buf_make(&p, &s[i], len, i % 3 != 0, FI_SEND);
 		buf_make(&p, &r[i], len, i % 3 != 1, FI_RECV);
-		fill(s[i].bytes, len, (unsigned)i + 40);
+		pt_fill(s[i].bytes, len, (unsigned)i + 40);
 		cr_assert_eq(fi_trecv(p.ep[1], r[i].addr, len, fi_mr_desc(r[i].mr), FI_ADDR_UNSPEC,
 				      (uint64_t)i, 0, &rctx[i]), 0);
 	}
@@ -551,8 +535,8 @@ Test(hmem, msg__mixed_iov)
 	buf_make(&p, &a, 70000, true, FI_SEND);
 	buf_make(&p, &b, 50000, false, FI_SEND);
 	buf_make(&p, &r, 120000, true, FI_RECV);
-	fill(a.bytes, a.len, 1);
-	fill(b.bytes, b.len, 2);
+	pt_fill(a.bytes, a.len, 1);
+	pt_fill(b.bytes, b.len, 2);
 	iov[0] = (struct iovec){ a.addr, a.len };
 	iov[1] = (struct iovec){ b.addr, b.len };
 	desc[0] = fi_mr_desc(a.mr);
@@ -584,7 +568,7 @@ Test(hmem, msg__inject)
 	buf_make(&p, &s, 64, true, FI_SEND);
 	buf_make(&p, &r, 64, true, FI_RECV);
 	buf_make(&p, &t, 64, true, FI_REMOTE_WRITE | FI_REMOTE_READ);
-	fill(s.bytes, 64, 3);
+	pt_fill(s.bytes, 64, 3);
 	iov = (struct iovec){ s.addr, 64 };
 	desc = fi_mr_desc(s.mr);
 	msg.addr = p.addr[1];
@@ -595,14 +579,14 @@ Test(hmem, msg__inject)
 	pair_ok(&p, 0, NULL, FI_SEND);	/* (fi_sendmsg completes, inject or not) */
 	check(r.bytes, 64, 3);
 	/* fi_inject and fi_tinject take no descriptor: braid asks the driver */
-	fill(s.bytes, 64, 6);
+	pt_fill(s.bytes, 64, 6);
 	memset(r.bytes, 0, 64);
 	cr_assert_eq(fi_recv(p.ep[1], r.addr, 64, fi_mr_desc(r.mr), FI_ADDR_UNSPEC, &rctx), 0);
 	cr_assert_eq(fi_inject(p.ep[0], s.addr, 64, p.addr[1]), 0);
 	memset(s.bytes, 0, 64);
 	pair_ok(&p, 1, &rctx, FI_RECV);
 	check(r.bytes, 64, 6);
-	fill(s.bytes, 40, 7);
+	pt_fill(s.bytes, 40, 7);
 	memset(r.bytes, 0, 64);
 	cr_assert_eq(fi_trecv(p.ep[1], r.addr, 64, fi_mr_desc(r.mr), FI_ADDR_UNSPEC, 5, 0, &rctx),
 		     0);
@@ -610,7 +594,7 @@ Test(hmem, msg__inject)
 	pair_ok(&p, 1, &rctx, FI_RECV);
 	check(r.bytes, 40, 7);
 	/* fi_inject_write and fi_inject_atomic likewise; a read back sees them */
-	fill(s.bytes, 64, 8);
+	pt_fill(s.bytes, 64, 8);
 	cr_assert_eq(fi_inject_write(p.ep[0], s.addr, 32, p.addr[1], (uint64_t)(uintptr_t)t.addr,
 				     fi_mr_key(t.mr)), 0);
 	memcpy(s.bytes, &one, 8);
@@ -640,7 +624,7 @@ Test(hmem, msg__truncated)
 	pair_open(&p);
 	buf_make(&p, &s, 600000, true, FI_SEND);
 	buf_make(&p, &r, 400000, true, FI_RECV);
-	fill(s.bytes, s.len, 4);
+	pt_fill(s.bytes, s.len, 4);
 	cr_assert_eq(fi_recv(p.ep[1], r.addr, r.len, fi_mr_desc(r.mr), FI_ADDR_UNSPEC, &rctx), 0);
 	cr_assert_eq(fi_send(p.ep[0], s.addr, s.len, fi_mr_desc(s.mr), p.addr[1], &sctx), 0);
 	cr_assert_eq(pair_wait(&p, 1, &e, &err), -FI_EAVAIL);
@@ -741,7 +725,7 @@ Test(hmem, msg__longer_than_staging_through_a_ring)
 	pair_open(&p);
 	msg_once(&p, 40 * MIB + 5, true, false, true);
 	rma_once(&p, 30 * MIB + 3, true, false, true);
-	cr_assert_eq(stat_of(p.ep[0], "ep.hmem_d2h_bytes"), 70 * MIB + 8);
+	cr_assert_eq(pt_stat(p.ep[0], "ep.hmem_d2h_bytes"), 70 * MIB + 8);
 	pair_close(&p);
 }
 
@@ -815,7 +799,7 @@ static void rma_once(struct pair *p, size_t len, bool ldev, bool tdev, bool writ
 
 	buf_make(p, &l, len, ldev, write ? FI_WRITE : FI_READ);
 	buf_make(p, &t, len, tdev, FI_REMOTE_READ | FI_REMOTE_WRITE);
-	fill(write ? l.bytes : t.bytes, len, (unsigned)len + 1);
+	pt_fill(write ? l.bytes : t.bytes, len, (unsigned)len + 1);
 	if (write)
 		cr_assert_eq(fi_write(p->ep[0], l.addr, len, fi_mr_desc(l.mr), p->addr[1],
 				      (uint64_t)(uintptr_t)t.addr, fi_mr_key(t.mr), &ctx), 0);
@@ -855,7 +839,7 @@ Test(hmem, rma__write_part)
 	pair_open(&p);
 	buf_make(&p, &l, 1000, false, FI_WRITE);
 	buf_make(&p, &t, 8192, true, FI_REMOTE_WRITE);
-	fill(t.bytes, t.len, 5);
+	pt_fill(t.bytes, t.len, 5);
 	memset(l.bytes, 0xab, l.len);
 	cr_assert_eq(fi_write(p.ep[0], l.addr, l.len, fi_mr_desc(l.mr), p.addr[1],
 			      (uint64_t)(uintptr_t)t.addr + 3000, fi_mr_key(t.mr), &ctx), 0);

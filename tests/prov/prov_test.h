@@ -26,6 +26,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_braid.h>
 
 #include "braid_compat.h"
 
@@ -40,6 +41,38 @@
 #define PT_VERSION	BRAID_FI_HDR_VERSION
 /* How long a bounded poll loop may spin before the test gives up. */
 #define PT_POLL_MS	2000
+
+/* A byte pattern of @seed over @n bytes (not periodic in a page): pt_fill writes it. */
+static inline void pt_fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 29 + i * 13 + (i >> 9));
+}
+
+/* Where @p first differs from pt_fill's pattern of @seed (@n: nowhere); no assertion, so a child process may ask. */
+static inline size_t pt_mismatch(const uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (uint8_t)(seed * 29 + i * 13 + (i >> 9)))
+			return i;
+	return n;
+}
+
+static inline bool pt_same(const uint8_t *p, size_t n, unsigned seed)
+{
+	return pt_mismatch(p, n, seed) == n;
+}
+
+/* Counter @name of @ep (fi_braid(7): FI_BRAID_STAT_OPS). */
+static inline uint64_t pt_stat(struct fid_ep *ep, const char *name)
+{
+	struct fi_braid_stat_ops *ops = NULL;
+	uint64_t v = 0;
+
+	cr_assert_eq(fi_open_ops(&ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL), 0);
+	cr_assert_eq(ops->value(&ep->fid, name, &v), 0, "counter %s", name);
+	return v;
+}
 
 static inline long pt_now_ms(void)
 {

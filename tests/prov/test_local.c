@@ -17,30 +17,6 @@
 
 #include "prov_test.h"
 
-static uint64_t stat_of(struct fid_ep *ep, const char *name)
-{
-	struct fi_braid_stat_ops *ops = NULL;
-	uint64_t v = 0;
-
-	cr_assert_eq(fi_open_ops(&ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL), 0);
-	cr_assert_eq(ops->value(&ep->fid, name, &v), 0, "counter %s", name);
-	return v;
-}
-
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 29 + i * 13 + (i >> 9));
-}
-
-static bool same(const uint8_t *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != (uint8_t)(seed * 29 + i * 13 + (i >> 9)))
-			return false;
-	return true;
-}
-
 /* one entry (or error) from @cq, reading @also meanwhile; bounded */
 static ssize_t wait_cq(struct fid_cq *cq, struct fid_cq *also, struct fi_cq_tagged_entry *e,
 		       struct fi_cq_err_entry *err, long ms)
@@ -227,7 +203,7 @@ Test(local_peers, one_process_goes_through_shared_memory, .timeout = 60)
 		for (int dir = 0; dir < 2; dir++) {
 			struct side *tx = dir ? &b : &a, *rx = dir ? &a : &b;
 
-			fill(src, sizes[k], (unsigned)(k * 2 + dir));
+			pt_fill(src, sizes[k], (unsigned)(k * 2 + dir));
 			memset(dst, 0xee, sizes[k] + 1);
 			cr_assert_eq(fi_trecv(rx->ep, dst, sizes[k], NULL, FI_ADDR_UNSPEC, 7, 0, rx), 0);
 			cr_assert_eq(fi_tsend(tx->ep, src, sizes[k], NULL, tx->peer, 7, tx), 0);
@@ -236,20 +212,20 @@ Test(local_peers, one_process_goes_through_shared_memory, .timeout = 60)
 			cr_assert_eq(e.len, sizes[k]);
 			cr_assert_eq(wait_cq(tx->cq, rx->cq, &e, NULL, 10000), 1,
 				     "size %zu dir %d: sent", sizes[k], dir);
-			cr_assert(same(dst, sizes[k], (unsigned)(k * 2 + dir)), "size %zu intact", sizes[k]);
+			cr_assert(pt_same(dst, sizes[k], (unsigned)(k * 2 + dir)), "size %zu intact", sizes[k]);
 			cr_assert_eq(dst[sizes[k]], 0xee, "nothing past the message");
 		}
 	}
-	cr_assert_gt(stat_of(a.ep, "ep.tx_local"), 0);
-	cr_assert_gt(stat_of(b.ep, "ep.rx_local"), 0);
-	cr_assert_eq(stat_of(a.ep, "ep.tx_local"), stat_of(a.ep, "ep.tx_dgrams"),
+	cr_assert_gt(pt_stat(a.ep, "ep.tx_local"), 0);
+	cr_assert_gt(pt_stat(b.ep, "ep.rx_local"), 0);
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local"), pt_stat(a.ep, "ep.tx_dgrams"),
 		     "every datagram a sent went through shared memory");
-	cr_assert_eq(stat_of(b.ep, "ep.tx_local"), stat_of(b.ep, "ep.tx_dgrams"));
-	cr_assert_eq(stat_of(a.ep, "ep.local_peers"), 1);
-	cr_assert_eq(stat_of(a.ep, "ep.local_bad"), 0);
+	cr_assert_eq(pt_stat(b.ep, "ep.tx_local"), pt_stat(b.ep, "ep.tx_dgrams"));
+	cr_assert_eq(pt_stat(a.ep, "ep.local_peers"), 1);
+	cr_assert_eq(pt_stat(a.ep, "ep.local_bad"), 0);
 	/* the large payloads went by reference: b read them from a's memory (one copy) */
-	cr_assert_gt(stat_of(a.ep, "ep.tx_lent"), 0);
-	cr_assert_eq(stat_of(b.ep, "ep.local_dropped"), 0);
+	cr_assert_gt(pt_stat(a.ep, "ep.tx_lent"), 0);
+	cr_assert_eq(pt_stat(b.ep, "ep.local_dropped"), 0);
 	side_close(&a);
 	side_close(&b);
 }
@@ -268,9 +244,9 @@ Test(local_peers, off_by_setting, .timeout = 60)
 	cr_assert_eq(wait_cq(b.cq, a.cq, &e, NULL, 10000), 1);
 	cr_assert_str_eq(buf, "by udp");
 	cr_assert_eq(wait_cq(a.cq, b.cq, &e, NULL, 10000), 1);
-	cr_assert_gt(stat_of(a.ep, "ep.tx_dgrams"), 0);
-	cr_assert_eq(stat_of(a.ep, "ep.tx_local"), 0);
-	cr_assert_eq(stat_of(b.ep, "ep.rx_local"), 0);
+	cr_assert_gt(pt_stat(a.ep, "ep.tx_dgrams"), 0);
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local"), 0);
+	cr_assert_eq(pt_stat(b.ep, "ep.rx_local"), 0);
 	side_close(&a);
 	side_close(&b);
 }
@@ -291,14 +267,14 @@ static int side_exchange(struct side *s, unsigned seed, bool first)
 	for (k = 0; k < MIX_SIZES; k++) {
 		size_t n = mix_sizes[k];
 
-		fill(mix_buf[0], n, seed + (unsigned)k + (first ? 0 : 100));
+		pt_fill(mix_buf[0], n, seed + (unsigned)k + (first ? 0 : 100));
 		if (fi_trecv(s->ep, mix_buf[1], n, NULL, s->peer, (uint64_t)k, 0, NULL) ||
 		    fi_tsend(s->ep, mix_buf[0], n, NULL, s->peer, (uint64_t)k, NULL))
 			return 10 + k;
 		for (got = 0; got < 2; got++)
 			if (side_wait(s, &e, NULL, 20000) != 1)
 				return 20 + k;
-		if (!same(mix_buf[1], n, seed + (unsigned)k + (first ? 100 : 0)))
+		if (!pt_same(mix_buf[1], n, seed + (unsigned)k + (first ? 100 : 0)))
 			return 30 + k;
 	}
 	return 0;
@@ -369,17 +345,17 @@ Test(local_peers, mixed_with_a_udp_peer, .timeout = 60)
 	cr_assert_eq(side_exchange(&b, 2, true), 0, "with the UDP peer");
 	/* both at one instant: a's progress may send an ACK between two reads */
 	for (int i = 0; i < 1000; i++) {
-		tx_local = stat_of(a.ep, "ep.tx_local");
-		tx_dgrams = stat_of(a.ep, "ep.tx_dgrams");
-		if (stat_of(a.ep, "ep.tx_local") == tx_local &&
-		    stat_of(a.ep, "ep.tx_dgrams") == tx_dgrams)
+		tx_local = pt_stat(a.ep, "ep.tx_local");
+		tx_dgrams = pt_stat(a.ep, "ep.tx_dgrams");
+		if (pt_stat(a.ep, "ep.tx_local") == tx_local &&
+		    pt_stat(a.ep, "ep.tx_dgrams") == tx_dgrams)
 			break;
 	}
 	cr_assert_gt(tx_local, 0);
 	cr_assert_eq(tx_local, tx_dgrams, "all of a's datagrams went through shared memory");
-	cr_assert_gt(stat_of(a.ep, "ep.rx_local"), 0);
-	cr_assert_eq(stat_of(b.ep, "ep.tx_local"), 0, "the peer with local peers off: by UDP");
-	cr_assert_eq(stat_of(b.ep, "ep.rx_local"), 0);
+	cr_assert_gt(pt_stat(a.ep, "ep.rx_local"), 0);
+	cr_assert_eq(pt_stat(b.ep, "ep.tx_local"), 0, "the peer with local peers off: by UDP");
+	cr_assert_eq(pt_stat(b.ep, "ep.rx_local"), 0);
 	cr_assert_eq(child_end(&loc, 20000), 0, "the local child");
 	cr_assert_eq(child_end(&far, 20000), 0, "the UDP child");
 	side_close(&a);
@@ -413,19 +389,19 @@ Test(local_peers, one_endpoint_both_ways_at_once, .timeout = 60)
 	for (int k = 0; k < MIX_SIZES; k++) {
 		size_t n = mix_sizes[k];
 
-		fill(mix_buf[0], n, 3 + (unsigned)k);
-		fill(mix_buf[2], n, 4 + (unsigned)k);
+		pt_fill(mix_buf[0], n, 3 + (unsigned)k);
+		pt_fill(mix_buf[2], n, 4 + (unsigned)k);
 		cr_assert_eq(fi_trecv(a.ep, mix_buf[1], n, NULL, a.peer, (uint64_t)k, 0, NULL), 0);
 		cr_assert_eq(fi_trecv(a.ep, mix_buf[3], n, NULL, peer_far, (uint64_t)k, 0, NULL), 0);
 		cr_assert_eq(fi_tsend(a.ep, mix_buf[0], n, NULL, a.peer, (uint64_t)k, NULL), 0);
 		cr_assert_eq(fi_tsend(a.ep, mix_buf[2], n, NULL, peer_far, (uint64_t)k, NULL), 0);
 		for (i = 0; i < 4; i++)
 			cr_assert_eq(side_wait(&a, &e, NULL, 20000), 1, "size %zu: completion %d", n, i);
-		cr_assert(same(mix_buf[1], n, 3 + (unsigned)k + 100), "size %zu from the local peer", n);
-		cr_assert(same(mix_buf[3], n, 4 + (unsigned)k + 100), "size %zu from the UDP peer", n);
+		cr_assert(pt_same(mix_buf[1], n, 3 + (unsigned)k + 100), "size %zu from the local peer", n);
+		cr_assert(pt_same(mix_buf[3], n, 4 + (unsigned)k + 100), "size %zu from the UDP peer", n);
 	}
-	cr_assert_gt(stat_of(a.ep, "ep.tx_local"), 0);
-	cr_assert_lt(stat_of(a.ep, "ep.tx_local"), stat_of(a.ep, "ep.tx_dgrams"),
+	cr_assert_gt(pt_stat(a.ep, "ep.tx_local"), 0);
+	cr_assert_lt(pt_stat(a.ep, "ep.tx_local"), pt_stat(a.ep, "ep.tx_dgrams"),
 		     "some datagrams by UDP");
 	cr_assert_eq(child_end(&loc, 20000), 0);
 	cr_assert_eq(child_end(&far, 20000), 0);
@@ -589,24 +565,24 @@ Test(local_peers, a_full_ring_holds_the_sender_back, .timeout = 60)
 	setenv("FI_BRAID_PROGRESS_US", "0", 1);
 	setenv("FI_BRAID_LEND_MIN", "0", 1);	/* payloads copied into the ring: it fills */
 	pair_open(&a, &b);
-	fill(src, sizeof(src), 9);
+	pt_fill(src, sizeof(src), 9);
 	cr_assert_eq(fi_trecv(b.ep, dst, sizeof(dst), NULL, FI_ADDR_UNSPEC, 3, 0, NULL), 0);
 	cr_assert_eq(fi_tsend(a.ep, src, sizeof(src), NULL, a.peer, 3, NULL), 0);
 	/* both run until the data flows (a large message starts with its first
 	 * window), then only the sender, for 2 ms: less than the 5 ms a full
 	 * ring is waited for */
 	until = pt_now_ms() + 10000;
-	while (stat_of(b.ep, "ep.rx_local") < 4 && pt_now_ms() < until) {
+	while (pt_stat(b.ep, "ep.rx_local") < 4 && pt_now_ms() < until) {
 		(void)fi_cq_read(a.cq, NULL, 0);
 		(void)fi_cq_read(b.cq, NULL, 0);
 	}
 	until = pt_now_ms() + 2;
 	while (pt_now_ms() < until)
 		(void)fi_cq_read(a.cq, NULL, 0);
-	cr_assert_gt(stat_of(a.ep, "ep.local_held"), 0, "the ring filled");
+	cr_assert_gt(pt_stat(a.ep, "ep.local_held"), 0, "the ring filled");
 	cr_assert_eq(wait_cq(b.cq, a.cq, &e, NULL, 20000), 1);
 	cr_assert_eq(wait_cq(a.cq, b.cq, &e, NULL, 20000), 1);
-	cr_assert(same(dst, sizeof(dst), 9), "every byte");
+	cr_assert(pt_same(dst, sizeof(dst), 9), "every byte");
 	/* (not judged: local_dropped, which a host that takes this thread away
 	 * for 5 ms while the ring is full makes non-zero: the datagrams are then
 	 * resent, and every byte still arrives) */
@@ -642,7 +618,7 @@ static int unread_child(struct child *c)
 	if (fi_trecv(s.ep, mix_buf[1], 1 << 20, NULL, s.peer, 1, 0, NULL) ||
 	    side_wait(&s, &e, NULL, 20000) != 1)
 		return 4;
-	if (!same(mix_buf[1], 1 << 20, 77))
+	if (!pt_same(mix_buf[1], 1 << 20, 77))
 		return 5;
 	if (fi_open_ops(&s.ep->fid, FI_BRAID_STAT_OPS, 0, (void **)&ops, NULL) ||
 	    ops->value(&s.ep->fid, "ep.local_dropped", &dropped) || !dropped)
@@ -672,11 +648,11 @@ Test(local_peers, a_receiver_that_may_not_read_the_sender_still_gets_every_byte,
 	cr_assert_eq(prctl(PR_SET_DUMPABLE, 0), 0);
 	cr_assert_eq(side_open(&a), 0);
 	cr_assert_eq(side_meet(&a, c.to_child[1], c.to_parent[0]), 0);
-	fill(mix_buf[0], 1 << 20, 77);
+	pt_fill(mix_buf[0], 1 << 20, 77);
 	cr_assert_eq(fi_tsend(a.ep, mix_buf[0], 1 << 20, NULL, a.peer, 1, NULL), 0);
 	cr_assert_eq(side_wait(&a, &e, NULL, 20000), 1, "delivered");
 	cr_assert(get(c.to_parent[0], &done, 1), "the child checked the message");
-	cr_assert_gt(stat_of(a.ep, "ep.tx_lent"), 0, "the first copies were lent");
+	cr_assert_gt(pt_stat(a.ep, "ep.tx_lent"), 0, "the first copies were lent");
 	cr_assert_eq(child_end(&c, 20000), 0, "the child");
 	side_close(&a);
 }
@@ -758,7 +734,7 @@ Test(local_peers, a_killed_local_peers_address_taken_again_is_reached, .timeout 
 	}
 	cr_assert_str_eq(buf, "second");
 	cr_assert(get(second.to_parent[0], buf, 1));
-	cr_assert_gt(stat_of(a.ep, "ep.tx_local"), 0);
+	cr_assert_gt(pt_stat(a.ep, "ep.tx_local"), 0);
 	cr_assert_eq(child_end(&second, 20000), 0);
 	side_close(&a);
 }
