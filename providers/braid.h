@@ -1123,12 +1123,24 @@ struct braid_hmem_ep {
  * struct braid_rdm_ep - an FI_EP_RDM endpoint (braid_rdm.c, braid_rdm_progress.c,
  * braid_rdm_rma.c): the RD engine's reliable datagrams.
  */
+/* datagrams an RDM endpoint takes from its wire in one burst */
+#define BRAID_RDM_RX_BURST	32
+
 struct braid_rdm_ep {
 	struct braid_ep ep;
 	/** @rd: the reliable-datagram engine (created at fi_enable). */
 	struct braid_rd *rd;
 	/** @rx_bufs: while it progresses, the burst buffers its domain lent it (braid_rxbuf). */
 	uint8_t *rx_bufs;
+	/**
+	 * @rx_pkts, @rx_iovs: a receive burst's packets, each with its buffer in
+	 * @rx_set, kept set up between calls (braid_wire_rx_kept: only those a
+	 * burst used are set up again); @rx_set: the buffers they point into
+	 * (NULL: none set up yet).
+	 */
+	struct braid_pkt rx_pkts[BRAID_RDM_RX_BURST];
+	struct iovec rx_iovs[BRAID_RDM_RX_BURST];
+	uint8_t *rx_set;
 	/**
 	 * @rx_direct: large datagrams are arriving on the home route: peek at each
 	 * and receive its payload straight into place (braid_rdm_progress.c;

@@ -7,7 +7,7 @@
 
 #include "braid.h"
 
-#define RDM_RX_BURST	32
+#define RDM_RX_BURST	BRAID_RDM_RX_BURST
 /* datagrams at least this long are received straight into place when they can be */
 #define RDM_DIRECT_MIN	8192
 /* more small datagrams than this in one look while placing: back to receiving in bursts */
@@ -480,7 +480,7 @@ static void rdm_rxbuf_cool(struct braid_rxbuf *rb)
 	rb->warm = false;
 }
 
-static void rdm_progress_rx(struct braid_ep *ep, uint64_t now);
+static int rdm_progress_rx(struct braid_ep *ep, uint64_t now);
 
 void braid_rdm_progress_locked(struct braid_ep *ep)
 {
@@ -490,18 +490,22 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 
 	if (rb) {
 		uint64_t seen = r->rx_last_ns;
+		int took;
 
 		r->rx_bufs = rb->data;
-		rdm_progress_rx(ep, now);
+		took = rdm_progress_rx(ep, now);
 		r->rx_bufs = NULL;
 		if (r->rx_last_ns != seen)
 			rb->warm = true;
 		else if (rb->warm && !braid_rd_get_stats(r->rd)->flows_active)
 			rdm_rxbuf_cool(rb);
 		rdm_rxbuf_give(ep, rb);
+		/* what arrived was handled by a later clock: read it again (a look that
+		 * found nothing keeps the one clock read of its poll) */
+		if (took)
+			now = braid_now_ns();
 	}
 	/* (no memory for a burst now: nothing is received this time; timers still run) */
-	now = braid_now_ns();
 	ep->progress_ns = now;
 	if (braid_rd_next_deadline(r->rd) <= now)
 		braid_rd_timer(r->rd, now);
@@ -510,12 +514,12 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 	braid_rdm_reap(ep);
 }
 
-static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
+/* Return: datagrams taken. */
+static int rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
-	struct braid_pkt pkts[RDM_RX_BURST];
-	struct iovec iovs[RDM_RX_BURST];
-	int n, i, rounds;
+	struct braid_pkt *pkts = r->rx_pkts;
+	int n, i, rounds, all = 0;
 
 	for (rounds = 0; rounds < 8; rounds++) {
 		bool direct = r->rx_direct;
@@ -525,18 +529,15 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 		int took = direct ? rdm_rx_direct(ep, &now) : 0;
 
 		if (direct && r->rx_direct) {
-			for (i = 0; i < RDM_RX_BURST; i++) {
-				iovs[i].iov_base = r->rx_bufs + (size_t)i * braid_wire_rx_max(ep->wire);
-				iovs[i].iov_len = braid_wire_rx_max(ep->wire);
-				pkts[i].iov = &iovs[i];
-				pkts[i].iovcnt = 1;
-				pkts[i].rx_ns = 0;
-				pkts[i].gso_size = 0;
+			if (r->rx_set != r->rx_bufs) {
+				braid_wire_rx_reset(ep->wire, pkts, r->rx_iovs, r->rx_bufs, RDM_RX_BURST);
+				r->rx_set = r->rx_bufs;
 			}
 			n = ep->wire->ops->rx_routes(ep->wire, pkts, RDM_RX_BURST);
 		} else {
 			/* the DPDK wire lends its frames: the engine reads them in place */
-			n = braid_wire_rx(ep->wire, pkts, iovs, r->rx_bufs, RDM_RX_BURST);
+			n = braid_wire_rx_kept(ep->wire, pkts, r->rx_iovs, r->rx_bufs, &r->rx_set,
+					       RDM_RX_BURST);
 		}
 		/* a fresh clock per burst: a stale one (the host may deschedule us
 		 * mid-progress) would make RTT samples lie, and the CC and every
@@ -546,13 +547,17 @@ static void rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 			r->rx_last_ns = now;
 		}
 		for (i = 0; i < n; i++)
-			rdm_rx_whole(ep, &pkts[i], iovs[i].iov_base, now);
+			rdm_rx_whole(ep, &pkts[i], r->rx_iovs[i].iov_base, now);
 		braid_wire_rx_done(ep->wire, pkts, n);
+		if (n > 0)	/* (the packets a burst used, ready for the next) */
+			braid_wire_rx_reset(ep->wire, pkts, r->rx_iovs, r->rx_bufs, n);
+		all += took + n;
 		if (n < RDM_RX_BURST && took < RDM_RX_BURST) {
 			r->rx_drained_ns = now;	/* read to empty, by about now */
 			break;
 		}
 	}
+	return all;
 }
 
 int braid_rdm_cancel_locked(struct braid_ep *ep, void *context)

@@ -325,21 +325,24 @@ void braid_epset_progress(struct braid_epset *set)
 	int i;
 
 	pthread_mutex_lock(&set->lock);
-	now = set->n ? braid_now_ns() : 0;
-	yield = now ? yield_ns(now) : 0;
-	for (i = 0; i < set->n; i++) {
+	for (i = 0, now = 0; i < set->n; i++) {
 		struct braid_ep *ep = set->eps[i];
 
 		if (braid_ep_trylock(ep))
 			continue;	/* another thread drives it now */
-		ep->app_ns = now;	/* the progress thread stays away (braid_progress.c) */
 		braid_ep_progress(ep);
+		/* the clock its progress read, if it did (one read a poll: RDM's, MSG's) */
+		now = ep->enabled && ep->kind->clocked ? ep->progress_ns : braid_now_ns();
+		/* the progress thread stays away (braid_progress.c): it looks under the
+		 * endpoint's lock, which was held from before @now */
+		ep->app_ns = now;
 		/* (RDM's wire notes its arrivals; the others never yield) */
-		if (!ep->kind->rx_last || ep->kind->rx_last(ep) + yield > now)
-			quiet = false;	/* (its progress may have just received: later than @now) */
+		if (!ep->kind->rx_last || ep->kind->rx_last(ep) + yield_ns(now) > now)
+			quiet = false;
 		braid_ep_unlock(ep);
 	}
 	pthread_mutex_unlock(&set->lock);
+	yield = now ? yield_ns(now) : 0;
 	/*
 	 * Nothing has come for a while: give the core away for a moment. Four
 	 * busy-polling threads on two cores put a sender and its receiver on one

@@ -85,9 +85,10 @@ void braid_wire_cleanup_all(void)
 			braid_wires[i]->cleanup();
 }
 
-int braid_wire_rx(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec *iovs,
-		  uint8_t *bufs, int n)
+void braid_wire_rx_reset(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec *iovs,
+			 uint8_t *bufs, int n)
 {
+	size_t max = braid_wire_rx_max(wire);
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -95,14 +96,33 @@ int braid_wire_rx(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec 
 		pkts[i].iovcnt = 1;
 		pkts[i].rx_ns = 0;	/* the wires that time arrivals set it */
 		pkts[i].gso_size = 0;	/* a coalesced run: the wire sets it */
+		iovs[i].iov_base = bufs + (size_t)i * max;	/* (a lending wire points it at its frame) */
+		iovs[i].iov_len = max;
 	}
+}
+
+static int wire_rx_set(struct braid_wire *wire, struct braid_pkt *pkts, int n)
+{
 	if (wire->ops->rx_lend)
 		return wire->ops->rx_lend(wire, pkts, n);
-	for (i = 0; i < n; i++) {
-		iovs[i].iov_base = bufs + (size_t)i * braid_wire_rx_max(wire);
-		iovs[i].iov_len = braid_wire_rx_max(wire);
-	}
 	return wire->ops->rx_burst(wire, pkts, n);
+}
+
+int braid_wire_rx(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec *iovs,
+		  uint8_t *bufs, int n)
+{
+	braid_wire_rx_reset(wire, pkts, iovs, bufs, n);
+	return wire_rx_set(wire, pkts, n);
+}
+
+int braid_wire_rx_kept(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec *iovs,
+		       uint8_t *bufs, uint8_t **set, int n)
+{
+	if (*set != bufs) {
+		braid_wire_rx_reset(wire, pkts, iovs, bufs, n);
+		*set = bufs;
+	}
+	return wire_rx_set(wire, pkts, n);
 }
 
 void braid_wire_rx_done(struct braid_wire *wire, struct braid_pkt *pkts, int n)

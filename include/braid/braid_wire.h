@@ -339,6 +339,19 @@ static inline size_t braid_wire_rx_max(const struct braid_wire *wire)
  */
 int braid_wire_rx(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec *iovs,
 		  uint8_t *bufs, int n);
+/**
+ * braid_wire_rx_kept() - braid_wire_rx() into packets and iovecs the caller
+ * keeps between calls, so that a burst that finds nothing costs no set-up:
+ * @*set is the @bufs they were last set up for (NULL: none); they are all
+ * set up when it differs. The caller hands the @n it used back to
+ * braid_wire_rx_reset() once their bytes are used (after
+ * braid_wire_rx_done()).
+ */
+int braid_wire_rx_kept(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec *iovs,
+		       uint8_t *bufs, uint8_t **set, int n);
+/** braid_wire_rx_reset() - set up again the first @n of braid_wire_rx_kept()'s packets. */
+void braid_wire_rx_reset(struct braid_wire *wire, struct braid_pkt *pkts, struct iovec *iovs,
+			 uint8_t *bufs, int n);
 /** braid_wire_rx_done() - give back what braid_wire_rx() received (if lent). */
 void braid_wire_rx_done(struct braid_wire *wire, struct braid_pkt *pkts, int n);
 
