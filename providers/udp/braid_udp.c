@@ -854,35 +854,60 @@ static bool udp_socks_ready(struct braid_udp *udp)
 }
 
 /*
- * With local peers: the rings, then the sockets (after a burst the rings
- * filled, the sockets first). While the rings bring datagrams (one in the
- * last UDP_LOCAL_ACTIVE receives) and the sockets have had nothing for
+ * With local peers, while the rings bring datagrams (one in the last
+ * UDP_LOCAL_ACTIVE receives) and the sockets have had nothing for
  * UDP_QUIET_RUN looks, the sockets are looked at every UDP_LOCAL_LOOK
- * receives, with one epoll_wait: a busy-polled receive between local
- * peers costs no system call, and a datagram from another host waits
+ * receives, with one epoll_wait: a busy-polled receive between local peers
+ * costs no system call, and a datagram from another host waits
  * UDP_LOCAL_LOOK receives at most (a few microseconds) when it ends the
- * sockets' quiet.
+ * sockets' quiet. udp_socks_due() says whether this receive looks (false:
+ * it leaves the sockets alone); udp_socks_found() notes what a look found.
  */
+static bool udp_socks_quiet(const struct braid_udp *udp)
+{
+	return udp->shm && udp->sock_empty >= UDP_QUIET_RUN && udp->shm_ago <= UDP_LOCAL_ACTIVE;
+}
+
+static bool udp_socks_due(struct braid_udp *udp)
+{
+	if (!udp_socks_quiet(udp))
+		return true;
+	if (++udp->sock_skip < UDP_LOCAL_LOOK)
+		return false;
+	udp->sock_skip = 0;
+	return udp_socks_ready(udp);
+}
+
+static void udp_socks_found(struct braid_udp *udp, int got)
+{
+	udp->sock_skip = 0;
+	udp->sock_empty = got ? 0 : udp->sock_empty < UDP_QUIET_RUN ? udp->sock_empty + 1 :
+		UDP_QUIET_RUN;
+}
+
+/* the rings gave @got datagrams */
+static void udp_shm_got(struct braid_udp *udp, int got)
+{
+	if (got)
+		udp->shm_ago = 0;
+	else if (udp->shm_ago < UINT32_MAX)
+		udp->shm_ago++;
+}
+
+/* With local peers: the rings, then the sockets (after a burst the rings filled, the sockets first). */
 static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
 	int got = 0, socks;
-	bool quiet;
 
 	if (!udp->shm)
 		return udp_rx(wire, pkts, n, true);
 	if (!udp->shm_owed)
 		got = udp_shm_rx(udp->shm, pkts, n);
-	if (got)
-		udp->shm_ago = 0;
-	else if (udp->shm_ago < UINT32_MAX)
-		udp->shm_ago++;
-	quiet = udp->sock_empty >= UDP_QUIET_RUN && udp->shm_ago <= UDP_LOCAL_ACTIVE;
-	if (got < n && (!quiet || ++udp->sock_skip >= UDP_LOCAL_LOOK)) {
-		udp->sock_skip = 0;
-		socks = quiet && !udp_socks_ready(udp) ? 0 : udp_rx(wire, pkts + got, n - got, true);
-		udp->sock_empty = socks ? 0 : udp->sock_empty < UDP_QUIET_RUN ? udp->sock_empty + 1 :
-			UDP_QUIET_RUN;
+	udp_shm_got(udp, got);
+	if (got < n && udp_socks_due(udp)) {
+		socks = udp_rx(wire, pkts + got, n - got, true);
+		udp_socks_found(udp, socks);
 		got += socks;
 	}
 	if (udp->shm_owed && got < n) {
@@ -898,7 +923,15 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 
 static int udp_rx_routes(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
-	return udp_rx(wire, pkts, n, false);
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	int got;
+
+	if (udp->shm && !udp_socks_due(udp))
+		return 0;
+	got = udp_rx(wire, pkts, n, false);
+	if (udp->shm)
+		udp_socks_found(udp, got);
+	return got;
 }
 
 static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct sockaddr_in *from,
@@ -918,8 +951,11 @@ static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct
 	if (udp->shm) {
 		size_t len = udp_shm_peek(udp->shm, buf, cap, from, rx_ns);
 
+		udp_shm_got(udp, len != 0);
 		if (len)
 			return len;
+		if (!udp_socks_due(udp))
+			return 0;	/* (the quiet sockets, while the rings are active) */
 	}
 	while ((r = recvmsg(udp->fds[0], &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC)) == 0) {
 		/* an empty datagram (a local peer's doorbell): taken, and the next looked at */
@@ -930,6 +966,8 @@ static size_t udp_rx_peek(struct braid_wire *wire, void *buf, size_t cap, struct
 		mh.msg_namelen = sizeof(*from);
 		mh.msg_controllen = sizeof(ctrl);
 	}
+	if (udp->shm)
+		udp_socks_found(udp, r > 0);
 	if (r < 0)
 		return 0;
 	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
