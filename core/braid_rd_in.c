@@ -385,32 +385,44 @@ static bool recv_matches(const struct rd_recv *r, const struct rd_msg *m)
 	return ((r->tag ^ m->tag) & ~r->ignore) == 0;
 }
 
-/* The message's turn to match came (sender order, FI_ORDER_SAS). */
-static inline void msg_match(struct braid_rd *rd, struct rd_msg *m)
+/* The posted receive @m takes (a multi-receive buffer's part), or NULL: none matches. */
+static inline struct rd_recv *msg_find_recv(struct braid_rd *rd, const struct rd_msg *m)
 {
 	struct braid_dlist *q = (m->hflags & BRAID_RD_F_TAGGED) ? &rd->rxq->posted_tagged :
 								  &rd->rxq->posted_msg;
 	struct braid_dlist *it;
 
-	m->matched = true;
-	if (m->rma.op)
-		return;	/* RMA (§4.7): no receive; its turn orders its execution */
 	braid_dlist_foreach(q, it) {
 		struct rd_recv *r = braid_container_of(it, struct rd_recv, node);
 
-		if (recv_matches(r, m)) {
-			struct rd_recv *take = recv_take(rd, r, m);
-
-			if (!take)
-				break;
-			msg_bind(rd, m, take);
-			return;
-		}
+		if (recv_matches(r, m))
+			return recv_take(rd, r, m);
 	}
+	return NULL;
+}
+
+/* @m found no receive: it waits in the unexpected list. */
+static inline void msg_unexpected(struct braid_rd *rd, struct rd_msg *m)
+{
 	m->unexpected = true;
 	braid_dlist_insert_tail(&m->node, &rd->rxq->unexpected);
 	RD_COUNT(rd, m->conn->flow, unexp_msgs, 1);
 	RD_COUNT(rd, m->conn->flow, unexp_bytes, m->len);
+}
+
+/* The message's turn to match came (sender order, FI_ORDER_SAS). */
+static inline void msg_match(struct braid_rd *rd, struct rd_msg *m)
+{
+	struct rd_recv *take;
+
+	m->matched = true;
+	if (m->rma.op)
+		return;	/* RMA (§4.7): no receive; its turn orders its execution */
+	take = msg_find_recv(rd, m);
+	if (take)
+		msg_bind(rd, m, take);
+	else
+		msg_unexpected(rd, m);
 }
 
 /* Free the window slot of a message that needs it no more. */
