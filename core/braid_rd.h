@@ -444,6 +444,54 @@ int braid_rd_open(const struct braid_rd_config *cfg, struct braid_peer_table *pe
 void braid_rd_close(struct braid_rd *rd);
 
 /**
+ * struct braid_rd_local_hdr - a message handed whole to a local peer
+ * (protocol.md §7.4): this header, then @len bytes of payload. In the host's
+ * byte order (one host); from another process: untrusted.
+ */
+struct braid_rd_local_hdr {
+	uint8_t version;	/* BRAID_RD_LOCAL_VERSION */
+	uint8_t flags;		/* BRAID_RD_F_TAGGED, BRAID_RD_F_CQ_DATA; the others 0 */
+	uint16_t pad;		/* 0 */
+	uint32_t len;
+	uint64_t tag;
+	uint64_t data;
+};
+#define BRAID_RD_LOCAL_VERSION	1
+
+/**
+ * braid_rd_local_ready() - may a message to @peer go to it whole now, by a
+ * way of the caller's that delivers in order and loses nothing (a local
+ * peer's ring)? True when nothing of ours to @peer is unsent or
+ * unacknowledged (it would be overtaken: FI_ORDER_SAS) and the completion
+ * ring has room for the send's completion.
+ */
+bool braid_rd_local_ready(struct braid_rd *rd, uint64_t peer);
+
+/**
+ * braid_rd_local_sent() - @req, of @len bytes, was handed whole to its local
+ * peer after braid_rd_local_ready() said it may: it completes now
+ * (transmit complete: the peer holds it).
+ */
+void braid_rd_local_sent(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t len);
+
+/**
+ * braid_rd_local_input() - a message local peer @peer handed whole: @rec
+ * (@len bytes: struct braid_rd_local_hdr and the payload). It is matched
+ * now, in order after everything that peer sent before it.
+ * Return: 0 taken (delivered, or kept as unexpected); -FI_EAGAIN no room to
+ * keep it now (leave it where it is and hand it again later); -FI_EINVAL
+ * bytes that make no sense (drop it).
+ */
+int braid_rd_local_input(struct braid_rd *rd, uint64_t peer, const void *rec, size_t len,
+			 uint64_t now);
+
+/**
+ * braid_rd_local_over() - messages handed whole are kept beyond the staging
+ * pools: local peers should hand no more whole until they are taken.
+ */
+bool braid_rd_local_over(const struct braid_rd *rd);
+
+/**
  * braid_rd_send() - queue a message.
  * Return: 0; -FI_EAGAIN when an operation pool or flow state is exhausted,
  * or completions not taken yet (braid_rd_poll()) hold the places of new

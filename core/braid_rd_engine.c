@@ -122,8 +122,19 @@ void braid_rd_room(const struct braid_rd *rd, size_t *sends, size_t *recvs)
  */
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s)
 {
+	if (s->heap) {
+		/* a message handed whole, kept beyond the pools (protocol.md §7.4) */
+		rd->local_heap--;
+		free(s);
+		return;
+	}
 	braid_pool_release(s->small ? &rd->stages_small : &rd->stages, s);
 	rd_in_room(rd);
+}
+
+bool braid_rd_local_over(const struct braid_rd *rd)
+{
+	return rd->local_heap != 0;
 }
 
 /* A 32-bit random number (cfg.random, or splitmix64 for tests). */

@@ -75,11 +75,14 @@ static struct rd_stage *stage_get(struct braid_rd *rd, size_t len)
 
 	if (s) {
 		s->small = true;
+		s->heap = false;
 		return s;
 	}
 	s = braid_pool_alloc_raw(&rd->stages);	/* filled by the caller */
-	if (s)
+	if (s) {
 		s->small = false;
+		s->heap = false;
+	}
 	return s;
 }
 
@@ -887,6 +890,91 @@ void rd_in_reset(struct braid_rd *rd, struct rd_conn *conn, int err, int prov_er
 	f->need_ack = false;
 	f->ack_now = false;
 	f->ack_deadline = 0;
+}
+
+/* ---- messages local peers hand whole (protocol.md §7.4) ---- */
+
+/*
+ * The payload of an unexpected message handed whole, staged in as many
+ * buffers as it takes (a packet's bytes each). Return: false, none staged,
+ * when the buffers ran out.
+ */
+static bool local_stage(struct braid_rd *rd, struct rd_msg *m, const uint8_t *payload, size_t len)
+{
+	size_t seg = RD_SEG(rd), off;
+
+	for (off = 0; off < len; off += seg) {
+		size_t n = len - off < seg ? len - off : seg;
+		struct rd_stage *s = stage_get(rd, n);
+
+		if (!s) {
+			/* beyond the pools: its sender already counts it sent, and the
+			 * ring must move (the peer's ACKs may wait behind it); the caller
+			 * asks local peers to hand no more whole (braid_rd_local_over) */
+			s = malloc(sizeof(*s) + n);
+			if (!s) {
+				stage_free_all(rd, m);
+				return false;
+			}
+			s->small = false;
+			s->heap = true;
+			rd->local_heap++;
+		}
+		s->off = (uint32_t)off;
+		s->len = (uint32_t)n;
+		memcpy(s->data, payload + off, n);
+		s->next = m->stage;
+		m->stage = s;
+	}
+	return true;
+}
+
+int braid_rd_local_input(struct braid_rd *rd, uint64_t peer, const void *rec, size_t len,
+			 uint64_t now)
+{
+	const uint8_t *payload = (const uint8_t *)rec + sizeof(struct braid_rd_local_hdr);
+	struct braid_rd_local_hdr h;
+	struct rd_recv *take;
+	struct rd_conn *conn;
+	struct rd_msg *m;
+
+	if (len < sizeof(h))
+		return -FI_EINVAL;
+	memcpy(&h, rec, sizeof(h));	/* (its sender may change the bytes meanwhile) */
+	if (h.version != BRAID_RD_LOCAL_VERSION || h.pad ||
+	    (h.flags & ~(BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA)) || h.len != len - sizeof(h) ||
+	    h.len > rd->cfg.max_msg_size)
+		return -FI_EINVAL;
+	conn = rd_conn_get(rd, peer, true, now);
+	if (!conn)
+		return -FI_EAGAIN;
+	m = braid_pool_alloc_head(&rd->msgs, sizeof(*m));
+	if (!m)
+		return -FI_EAGAIN;
+	braid_dlist_init(&m->node);
+	m->rd = rd;
+	m->conn = conn;
+	conn->msgs++;
+	m->peer = conn->key;
+	m->len = m->received = h.len;
+	m->tag = h.tag;
+	m->data = h.data;
+	m->hflags = h.flags;
+	m->matched = true;
+	take = msg_find_recv(rd, m);
+	if (take) {
+		m->recv = take;
+		recv_copy(take, 0, payload, h.len);
+		msg_deliver(rd, m, 0, 0);
+		return 0;
+	}
+	if (!local_stage(rd, m, payload, h.len)) {
+		rd_msg_release(rd, m);
+		return -FI_EAGAIN;
+	}
+	msg_unexpected(rd, m);
+	(void)now;
+	return 0;
 }
 
 /* ---- receive queues (braid_rd.h), and the receives posted to them ---- */

@@ -96,6 +96,8 @@ struct braid_rd {
 	uint64_t chal_rng;
 	/** @refused_n: flows with @refused set. */
 	uint32_t refused_n;
+	/** @local_heap: staging buffers taken from malloc for messages handed whole (§7.4). */
+	uint32_t local_heap;
 	/** @in_route: the route of the packet braid_rd_input_from() is handling, or -1. */
 	int32_t in_route;
 	/**

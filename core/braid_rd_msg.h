@@ -17,6 +17,8 @@ struct rd_stage {
 	uint32_t off, len;
 	/** @small: from stages_small (RD_STAGE_SMALL bytes of data), else from stages (a packet's). */
 	bool small;
+	/** @heap: from malloc: a message handed whole kept beyond the pools (protocol.md §7.4). */
+	bool heap;
 	uint8_t data[];
 };
 

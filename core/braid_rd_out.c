@@ -265,6 +265,40 @@ int braid_rd_send(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t
 	return 0;
 }
 
+/* ---- messages handed whole to local peers (protocol.md §7.4) ---- */
+
+bool braid_rd_local_ready(struct braid_rd *rd, uint64_t peer)
+{
+	/* (no conn, or an idle one: nothing of ours to it is on its way) */
+	struct rd_conn *conn = rd_conn_get(rd, peer, false, 0);
+
+	if (!rd_comp_room(rd) || !braid_dlist_empty(&rd->rma_pend))
+		return false;
+	if (!conn)
+		return true;
+	return braid_dlist_empty(&conn->rma_ops) && (!conn->flow || rd_out_idle(conn->flow, conn));
+}
+
+void braid_rd_local_sent(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t len)
+{
+	struct braid_rd_comp *c = rd_comp_slot(rd);	/* (braid_rd_local_ready: room) */
+	struct rd_conn *conn = rd_conn_get(rd, req->peer, false, 0);
+
+	if (c) {
+		*c = (struct braid_rd_comp){
+			.context = req->context,
+			.flags = BRAID_RD_COMP_SEND |
+				 ((req->flags & BRAID_RD_TAGGED) ? BRAID_RD_COMP_TAGGED : 0) |
+				 ((req->flags & BRAID_RD_NO_COMP) ? BRAID_RD_COMP_SILENT : 0),
+			.len = len,
+			.tag = req->tag,
+			.peer = req->peer,
+		};
+		rd_comp_commit(rd);
+	}
+	RD_COUNT(rd, conn ? conn->flow : NULL, msgs_sent, 1);
+}
+
 /* ---- timers ---- */
 
 /*

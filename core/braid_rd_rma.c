@@ -343,6 +343,7 @@ static bool rma_exec(struct braid_rd *rd, struct rd_msg *m, uint64_t now)
 			return false;
 		res->next = NULL;
 		res->small = false;
+		res->heap = false;
 	}
 	op = rd_out_new_send(rd, conn, BRAID_RD_INTERNAL, NULL);
 	if (!op) {

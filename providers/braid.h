@@ -96,6 +96,11 @@ struct braid_config {
 	int shm, shm_peers;
 	size_t shm_ring;
 	/**
+	 * @shm_eager: messages of up to this many bytes go to a local peer whole,
+	 * with no packets and no acknowledgements (protocol.md §7.4); 0: never.
+	 */
+	size_t shm_eager;
+	/**
 	 * @cuda_lib: the CUDA driver to load (FI_BRAID_CUDA_LIB; NULL:
 	 * libcuda.so.1); @hmem_staging: bytes of pinned host staging per RDM
 	 * endpoint that uses device memory; @hmem_chunk: the bytes staged per
@@ -1138,6 +1143,13 @@ struct braid_rdm_ep {
 	 * burst used are set up again); @rx_set: the buffers they point into
 	 * (NULL: none set up yet).
 	 */
+	/**
+	 * @local_eager: messages of up to this many bytes go whole to local peers
+	 * (braid_cfg.shm_eager; 0: none: no local peers, a keyed endpoint).
+	 */
+	size_t local_eager;
+	/** @rx_msg_ns: while it takes messages local peers handed whole, the clock. */
+	uint64_t rx_msg_ns;
 	struct braid_pkt rx_pkts[BRAID_RDM_RX_BURST];
 	struct iovec rx_iovs[BRAID_RDM_RX_BURST];
 	uint8_t *rx_set;

@@ -22,6 +22,7 @@ struct braid_config braid_cfg = {
 	.shm = 1,
 	.shm_peers = 64,
 	.shm_ring = 1 << 19,
+	.shm_eager = 8192,
 	.hmem_staging = 64 << 20,
 	.hmem_chunk = 256 << 10,
 	.bundle = 1,
@@ -236,6 +237,10 @@ static void braid_init_env(void)
 			"RDM: bytes of each shared-memory ring (rounded up to a power "
 			"of two that holds two datagrams of the MTU); pages are taken "
 			"as a sender fills them. (default: %zu)", braid_cfg.shm_ring);
+	fi_param_define(&braid_prov, "shm_eager", FI_PARAM_SIZE_T,
+			"RDM: messages of up to this many bytes go to a local peer whole "
+			"through its ring, matched on arrival with no packets and no "
+			"acknowledgements; 0: never. (default: %zu)", braid_cfg.shm_eager);
 	fi_param_define(&braid_prov, "cuda_lib", FI_PARAM_STRING,
 			"The CUDA driver library braid loads for device memory "
 			"(FI_HMEM_CUDA): without it, or without a device, FI_HMEM is "
@@ -431,6 +436,8 @@ static void braid_init_env(void)
 	braid_param_int("shm_peers", 1, 256, &braid_cfg.shm_peers);
 	if (!fi_param_get_size_t(&braid_prov, "shm_ring", &sz) && sz <= (1u << 30))
 		braid_cfg.shm_ring = sz;
+	if (!fi_param_get_size_t(&braid_prov, "shm_eager", &sz) && sz <= 65535)
+		braid_cfg.shm_eager = sz;
 	if (!fi_param_get_str(&braid_prov, "cuda_lib", &str) && str && *str)
 		braid_cfg.cuda_lib = str;
 	if (!fi_param_get_size_t(&braid_prov, "hmem_staging", &sz) && sz)

@@ -112,6 +112,13 @@ static int braid_rdm_enable(struct braid_ep *ep)
 	braid_ep_unlock(ep);
 	if (ret)
 		return ret;
+	/* small messages to local peers go whole (protocol.md §7.4), not keyed ones: a
+	 * key's tag is a datagram's, and a job's isolation is checked on datagrams */
+	r->local_eager = ep->wire->local.on && ep->wire->ops->tx_msg && !ep->auth.mode ?
+			 braid_cfg.shm_eager : 0;
+	/* and none to a keyed one, from its first datagram on */
+	if (ep->wire->local.on && ep->wire->ops->rx_msgs)
+		ep->wire->ops->rx_msgs(ep->wire, NULL, NULL, 0, ep->auth.mode != 0);
 	/* RDM receives arrive at any time: the wire fd always wakes a waiting reader */
 	braid_ep_rx_arm(ep, true);
 	return 0;
@@ -203,6 +210,38 @@ void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags)
 }
 
 /*
+ * A message of @len bytes to a local peer, handed whole to its ring
+ * (protocol.md §7.4) when nothing of ours to it is still on its way (the
+ * engine says): it completes now, transmit complete. Under the endpoint's
+ * lock. Return: false: it goes by the engine.
+ */
+static bool rdm_send_local(struct braid_ep *ep, const struct braid_rd_send *req, size_t len)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	struct braid_rd_local_hdr h = {
+		.version = BRAID_RD_LOCAL_VERSION,
+		.flags = ((req->flags & BRAID_RD_TAGGED) ? BRAID_RD_F_TAGGED : 0) |
+			 ((req->flags & BRAID_RD_CQ_DATA) ? BRAID_RD_F_CQ_DATA : 0),
+		.len = (uint32_t)len,
+		.tag = req->tag,
+		.data = (req->flags & BRAID_RD_CQ_DATA) ? req->data : 0,
+	};
+	struct sockaddr_in dst = {
+		.sin_family = AF_INET,
+		.sin_port = htons((uint16_t)req->peer),
+		.sin_addr.s_addr = htonl((uint32_t)(req->peer >> 16)),
+	};
+
+	if (!braid_rd_local_ready(r->rd, req->peer) ||
+	    ep->wire->ops->tx_msg(ep->wire, &dst, &h, sizeof(h), req->iov, (int)req->iov_count) != 1)
+		return false;
+	ep->stats.tx_dgrams++;	/* (a record in the ring, as a datagram there is) */
+	braid_rd_local_sent(r->rd, req, len);
+	braid_rdm_reap(ep);
+	return true;
+}
+
+/*
  * An operation with device buffers (@hr), under the endpoint's lock: its
  * record and staging; what it sends staged (all of it now for an inject or
  * a message of one chunk, else the first chunk now and the rest as the
@@ -281,6 +320,12 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, void **des
 
 	braid_ep_lock(ep);
 	ret = braid_ep_tx_take(ep);
+	if (!ret && r->local_eager && len <= r->local_eager && !dev &&
+	    !(flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE | FI_FENCE)) &&
+	    rdm_send_local(ep, &req, len)) {
+		braid_ep_unlock(ep);
+		return 0;
+	}
 	if (!ret && dev) {
 		struct braid_hmem_req hr = { .in = iov, .in_desc = desc, .in_count = count,
 					     .context = context };
@@ -845,9 +890,11 @@ static void rdm_ep_close(struct braid_ep *ep)
 			   (unsigned long)ep->stats.rx_gro_dgrams,
 			   (unsigned long)ep->stats.rx_gro_runs);
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: datagrams through local peers' "
-			   "shared memory: %lu sent, %lu received (%lu held back, %lu dropped, "
+			   "shared memory: %lu sent, %lu received, of them messages handed whole: "
+			   "%lu sent, %lu received (%lu held back, %lu dropped, "
 			   "%lu doorbells, %lu bad)\n", ntohs(ep->wire->name.sin_port),
 			   (unsigned long)ep->wire->local.tx, (unsigned long)ep->wire->local.rx,
+			   (unsigned long)ep->wire->local.tx_msgs, (unsigned long)ep->wire->local.rx_msgs,
 			   (unsigned long)ep->wire->local.held, (unsigned long)ep->wire->local.dropped,
 			   (unsigned long)ep->wire->local.doorbells, (unsigned long)ep->wire->local.bad);
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "

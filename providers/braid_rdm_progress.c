@@ -514,12 +514,36 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 	braid_rdm_reap(ep);
 }
 
-/* Return: datagrams taken. */
+/* A message a local peer handed whole (protocol.md §7.4), to the engine. */
+static int rdm_local_in(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len)
+{
+	struct braid_ep *ep = ctx;
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	int ret;
+
+	if (ep->auth.mode) {
+		/* a keyed endpoint takes keyed datagrams only: never a message whole (§2.4) */
+		ep->stats.drops[BRAID_DROP_AUTH]++;
+		return 0;
+	}
+	ret = braid_rd_local_input(r->rd, braid_peer_key(ip, port), rec, len, r->rx_msg_ns);
+	if (ret == -FI_EAGAIN)
+		return -1;	/* no record for it now: it stays in its ring */
+	if (ret) {
+		ep->stats.drops[BRAID_DROP_BAD_LEN]++;	/* nonsense: dropped */
+		return 0;
+	}
+	r->rx_last_ns = r->rx_msg_ns;
+	ep->stats.rx_dgrams++;	/* (a record from the ring, as a datagram there is) */
+	return 0;
+}
+
+/* Return: datagrams and messages taken. */
 static int rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_pkt *pkts = r->rx_pkts;
-	int n, i, rounds, all = 0;
+	int n, i, rounds, msgs, all = 0;
 
 	for (rounds = 0; rounds < 8; rounds++) {
 		bool direct = r->rx_direct;
@@ -551,8 +575,16 @@ static int rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 		braid_wire_rx_done(ep->wire, pkts, n);
 		if (n > 0)	/* (the packets a burst used, ready for the next) */
 			braid_wire_rx_reset(ep->wire, pkts, r->rx_iovs, r->rx_bufs, n);
-		all += took + n;
-		if (n < RDM_RX_BURST && took < RDM_RX_BURST) {
+		/* then the messages local peers handed whole, in their rings' order:
+		 * a ring's datagrams behind one come in the next round */
+		msgs = 0;
+		if (ep->wire->local.on && ep->wire->ops->rx_msgs) {
+			r->rx_msg_ns = now;	/* (their clock: rdm_local_in) */
+			msgs = ep->wire->ops->rx_msgs(ep->wire, rdm_local_in, ep, RDM_RX_BURST,
+						      ep->auth.mode || braid_rd_local_over(r->rd));
+		}
+		all += took + n + msgs;
+		if (n < RDM_RX_BURST && took < RDM_RX_BURST && !msgs) {
 			r->rx_drained_ns = now;	/* read to empty, by about now */
 			break;
 		}

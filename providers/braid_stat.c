@@ -41,6 +41,8 @@ static void ep_row(struct braid_ep *ep, uint64_t *v)
 
 		ep->stats.tx_local = l->tx;
 		ep->stats.rx_local = l->rx;
+		ep->stats.tx_local_msgs = l->tx_msgs;
+		ep->stats.rx_local_msgs = l->rx_msgs;
 		ep->stats.local_held = l->held;
 		ep->stats.local_dropped = l->dropped;
 		ep->stats.local_doorbells = l->doorbells;

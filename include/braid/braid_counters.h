@@ -98,7 +98,7 @@ struct braid_ctr_peer_rec {
 	X(unsched_waits, COUNTER, "events", "times data waited for the receiver's first ACK at the unscheduled window (4.10)") \
 	X(grant_joins,	COUNTER, "events",  "times the peer joined the senders sharing this receiver's grant budget (4.10)") \
 	X(grants_tx,	COUNTER, "packets", "ACKs sent whose receive window was the peer's grant, below the buffer's room (4.10)") \
-	X(msgs_sent,	COUNTER, "messages", "messages and RMA requests whose every byte was acknowledged") \
+	X(msgs_sent,	COUNTER, "messages", "messages and RMA requests whose every byte was acknowledged, or handed whole to a local peer") \
 	X(msgs_received, COUNTER, "messages", "messages received whole") \
 	X(unexp_msgs,	COUNTER, "messages", "messages that arrived with no receive posted for them") \
 	X(unexp_bytes,	COUNTER, "bytes",   "the length of those messages") \
@@ -183,6 +183,8 @@ struct braid_ctr_peer_rec {
 	X(rx_trunc,	COUNTER, "datagrams", "DGRAM: datagrams larger than the posted receive (truncated)") \
 	X(tx_local,	COUNTER, "datagrams", "datagrams written into local peers' shared-memory rings, not sent by UDP (also in tx_dgrams)") \
 	X(rx_local,	COUNTER, "datagrams", "datagrams read from its own shared-memory rings (also in rx_dgrams)") \
+	X(tx_local_msgs, COUNTER, "messages", "messages handed whole to local peers' rings: no packets, no ACKs (also in tx_local)") \
+	X(rx_local_msgs, COUNTER, "messages", "messages local peers handed whole, read from its own rings (also in rx_local)") \
 	X(local_held,	COUNTER, "bursts", "sends held back because a local peer's ring was full") \
 	X(local_dropped, COUNTER, "datagrams", "datagrams to local peers dropped (the peer gone, or its ring full for 5 ms), or lent by one and not readable") \
 	X(local_doorbells, COUNTER, "datagrams", "sleeping local peers woken (an empty UDP datagram)") \

@@ -133,6 +133,8 @@ struct braid_wire_local {
 	uint64_t bad;
 	/** @read_lent: lent payloads read from a local sender's memory (one copy). */
 	uint64_t read_lent;
+	/** @tx_msgs, @rx_msgs: message records written to local peers' rings (also in @tx), read from its own (also in @rx). */
+	uint64_t tx_msgs, rx_msgs;
 	/** @peers: local peers it writes to now. */
 	uint64_t peers;
 	/** @on: the endpoint takes datagrams from local peers through shared memory. */
@@ -207,6 +209,30 @@ struct braid_wire_ops {
 	 * has arrived already (do not sleep). Any receive call disarms it.
 	 */
 	bool (*arm)(struct braid_wire *wire);
+	/**
+	 * @tx_msg: optional (NULL: the wire has no local peers). Hand @hdr
+	 * (@hdr_len bytes) and the @iovcnt pieces of @iov, as one message
+	 * record, to the local peer whose home address is @dst, behind every
+	 * datagram sent to it before (one ring: in order, nothing lost while
+	 * both live). Return 1 written; 0 not now (not a local peer, its ring
+	 * full or gone, too long): send it another way.
+	 */
+	int (*tx_msg)(struct braid_wire *wire, const struct sockaddr_in *dst, const void *hdr,
+		      size_t hdr_len, const struct iovec *iov, int iovcnt);
+	/**
+	 * @rx_msgs: with @tx_msg. The message records next in its rings (a
+	 * ring's datagrams behind one wait until it is taken: rx_burst stops
+	 * there), each to @fn with its sender's home address (host order) and
+	 * bytes (in the ring: the sender's process may still write them, and
+	 * they are valid only during the call). @fn returns 0 (taken) or < 0
+	 * (left: that ring is passed over for this call). @refuse: the caller
+	 * kept more than it has room for; its local peers hand it no more
+	 * messages whole (@tx_msg returns 0) until a call without it.
+	 * Return: records taken.
+	 */
+	int (*rx_msgs)(struct braid_wire *wire,
+		       int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
+		       void *ctx, int max, bool refuse);
 	/**
 	 * @iface: optional (NULL: the wire uses the kernel's interfaces). The one
 	 * interface the wire owns itself (a DPDK port): its name, IPv4 address,

@@ -921,6 +921,37 @@ static int udp_rx_burst(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 	return got;
 }
 
+static int udp_tx_msg(struct braid_wire *wire, const struct sockaddr_in *dst, const void *hdr,
+		      size_t hdr_len, const struct iovec *iov, int iovcnt)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	int ret;
+
+	if (!udp->shm)
+		return 0;
+	ret = udp_shm_tx_msg(udp->shm, ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port), hdr,
+			     hdr_len, iov, iovcnt);
+	udp_shm_tx_done(udp->shm);	/* (a sleeping peer is rung) */
+	if (ret)
+		wire->tx_packets++;
+	return ret;
+}
+
+static int udp_rx_msgs(struct braid_wire *wire,
+		       int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
+		       void *ctx, int max, bool refuse)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+	int got;
+
+	if (!udp->shm)
+		return 0;
+	got = udp_shm_rx_msgs(udp->shm, fn, ctx, max, refuse);
+	if (got)
+		udp->shm_ago = 0;
+	return got;
+}
+
 static int udp_rx_routes(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
@@ -1021,4 +1052,6 @@ const struct braid_wire_ops braid_udp_wire_ops = {
 	.rx_home = udp_rx_home,
 	.rx_routes = udp_rx_routes,
 	.arm = udp_arm,
+	.tx_msg = udp_tx_msg,
+	.rx_msgs = udp_rx_msgs,
 };

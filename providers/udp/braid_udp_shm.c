@@ -58,6 +58,7 @@
 #define SHM_MISS_NS	100000000ULL		/* a destination found not local: looked up again after */
 #define SHM_FULL_NS	5000000ULL		/* a ring full this long: sends to it are dropped */
 #define SHM_CHECK_NS	50000000ULL		/* a peer's process looked at, at most this often */
+#define SHM_CHECK_MSG_NS	1000000ULL	/* ... before a message is handed it whole */
 #define SHM_LOCAL_IPS	32
 #define SHM_PEEK_MAX	256			/* the bytes of a peeked datagram kept to compare */
 
@@ -70,6 +71,8 @@ struct shm_hdr {
 	uint32_t port, rx_max;
 	_Atomic uint32_t closed;
 	_Atomic uint32_t nocma;
+	/* the receiver's staging ran over: senders hand it no message whole (§7.4) */
+	_Atomic uint32_t nomsg;
 	alignas(64) _Atomic uint32_t armed;
 	alignas(64) _Atomic uint64_t active[SHM_RINGS_MAX / 64];
 	alignas(64) _Atomic uint64_t owner[SHM_RINGS_MAX];
@@ -84,7 +87,7 @@ struct shm_ring {
 /* the layout docs/protocol.md §7.1 fixes */
 _Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_BYTES, "the header fits its page");
 _Static_assert(offsetof(struct shm_hdr, closed) == 40 && offsetof(struct shm_hdr, nocma) == 44 &&
-	       offsetof(struct shm_hdr, armed) == 64 &&
+	       offsetof(struct shm_hdr, nomsg) == 48 && offsetof(struct shm_hdr, armed) == 64 &&
 	       offsetof(struct shm_hdr, active) == 128 && offsetof(struct shm_hdr, owner) == 192,
 	       "protocol.md §7.1");
 _Static_assert(sizeof(struct shm_ring) == SHM_RING_CTL, "a ring's control lines");
@@ -108,6 +111,13 @@ _Static_assert(sizeof(struct shm_rec) == SHM_REC_HDR, "record header");
  * acknowledged; protocol.md §4.2 "Lent payloads", §7.2).
  */
 #define SHM_REC_LENT	1u
+/*
+ * SHM_REC_MSG: the record is a message handed whole (protocol.md §7.4:
+ * struct braid_rd_local_hdr and its payload), not a datagram: the engine
+ * above matches it with no packets and no acknowledgements. Datagram
+ * readers stop at it (it is taken in order, by udp_shm_rx_msgs()).
+ */
+#define SHM_REC_MSG	2u
 
 struct shm_lent {
 	uint64_t addr;		/* in the sender's address space */
@@ -727,6 +737,84 @@ static int shm_tx_lent(struct braid_udp_shm *s, int slot, struct shm_ring *r, ui
 	return 2;
 }
 
+/*
+ * Local peer @slot (found for @ip:@port), looked at again if it was last
+ * looked at @every ns ago or more: a process killed cannot say it closed,
+ * and another endpoint may have its address by now: what we write must not
+ * vanish for longer. Return: its slot now (the address's new owner's), or
+ * -1: none.
+ */
+static int shm_alive(struct braid_udp_shm *s, int slot, uint32_t ip, uint16_t port, uint64_t every)
+{
+	struct shm_seg *p = &s->peers[slot];
+
+	if (!s->now)
+		s->now = shm_now();	/* once a burst */
+	if (s->now - p->checked_ns < every)
+		return slot;
+	p->checked_ns = s->now;
+	if (!shm_pid_gone(p->hdr->pid))
+		return slot;
+	shm_peer_release(s, p);
+	return shm_find(s, ip, port);
+}
+
+int udp_shm_tx_msg(struct braid_udp_shm *s, uint32_t ip, uint16_t port, const void *hdr,
+		   size_t hdr_len, const struct iovec *iov, int iovcnt)
+{
+	size_t total = hdr_len, pos, need;
+	struct shm_ring *r;
+	struct shm_seg *p;
+	struct shm_rec h;
+	uint64_t tail;
+	uint32_t rb;
+	uint8_t *d;
+	int i, slot;
+
+	if (!shm_ip_local(s, ip))
+		return 0;
+	slot = shm_find(s, ip, port);
+	if (slot < 0)
+		return 0;
+	p = &s->peers[slot];
+	if (atomic_load_explicit(&p->hdr->closed, memory_order_relaxed)) {
+		shm_peer_release(s, p);
+		return 0;	/* gone: the engine's way tells the sender */
+	}
+	/* (what it is handed is not resent: the window for a peer that died is short) */
+	slot = shm_alive(s, slot, ip, port, SHM_CHECK_MSG_NS);
+	if (slot < 0)
+		return 0;
+	p = &s->peers[slot];
+	if (atomic_load_explicit(&p->hdr->nomsg, memory_order_relaxed))
+		return 0;	/* its staging ran over: by the engine, which waits for room */
+	for (i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (total > p->hdr->rx_max || total > s->max_rec || total > UINT16_MAX)
+		return 0;
+	rb = p->hdr->ring_bytes;
+	r = shm_ring_at(p->hdr, (uint32_t)p->ring, rb);
+	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	pos = tail & (rb - 1);
+	need = shm_rec_bytes(total) + (pos + shm_rec_bytes(total) > rb ? rb - pos : 0);
+	if (!shm_room(p, r, tail, need))
+		return 0;	/* (full: the engine's way holds it back) */
+	p->full_since = 0;
+	h = (struct shm_rec){
+		.len = (uint32_t)total, .src_ip = htonl(s->self.ip), .src_port = htons(s->self.port),
+		.src_home = htons(s->self.port), .dst_port = htons(port), .flags = SHM_REC_MSG,
+	};
+	d = shm_rec_place(r, rb, &tail, total);
+	memcpy(d, &h, sizeof(h));
+	memcpy(d + SHM_REC_HDR, hdr, hdr_len);
+	shm_gather(d + SHM_REC_HDR + hdr_len, iov, iovcnt, 0, total - hdr_len);
+	s->st->tx++;
+	s->st->tx_msgs++;
+	atomic_store_explicit(&r->tail, tail, memory_order_release);
+	shm_touch(s, slot);
+	return 1;
+}
+
 bool udp_shm_local(struct braid_udp_shm *s, const struct braid_pkt *pkt)
 {
 	uint32_t ip = ntohl(pkt->addr.sin_addr.s_addr);
@@ -755,20 +843,10 @@ int udp_shm_tx(struct braid_udp_shm *s, struct braid_pkt *pkt, uint16_t src_port
 		s->st->dropped++;
 		return 1;	/* gone: as a datagram to a closed port */
 	}
-	if (!s->now)
-		s->now = shm_now();	/* once a burst */
-	if (s->now - p->checked_ns >= SHM_CHECK_NS) {
-		/* a process killed cannot say it closed, and another endpoint may
-		 * have its address by now: what we write must not vanish for longer */
-		p->checked_ns = s->now;
-		if (shm_pid_gone(p->hdr->pid)) {
-			shm_peer_release(s, p);
-			slot = shm_find(s, ip, ntohs(pkt->addr.sin_port));
-			if (slot < 0)
-				return 0;	/* by UDP, as to any address without a ring */
-			p = &s->peers[slot];
-		}
-	}
+	slot = shm_alive(s, slot, ip, ntohs(pkt->addr.sin_port), SHM_CHECK_NS);
+	if (slot < 0)
+		return 0;	/* by UDP, as to any address without a ring */
+	p = &s->peers[slot];
 	for (i = 0; i < pkt->iovcnt; i++)
 		total += pkt->iov[i].iov_len;
 	if (!total)
@@ -854,6 +932,7 @@ struct shm_dgram {
 	size_t len;		/* the datagram's */
 	struct shm_lent lent;	/* SHM_REC_LENT: the rest, in the sender's memory */
 	uint32_t path;		/* the socket of ours its dst_port names */
+	bool msg;		/* SHM_REC_MSG: a message handed whole, not a datagram */
 };
 
 /* the path (socket) of ours whose port is @dst_port (network order); -1: none of ours */
@@ -906,6 +985,9 @@ static bool shm_next(struct braid_udp_shm *s, uint32_t k, struct shm_dgram *g)
 		g->path = (uint32_t)path;
 		g->bytes = d + pos + SHM_REC_HDR;
 		g->copied = g->len = g->h.len;
+		g->msg = g->h.flags & SHM_REC_MSG;
+		if (g->msg && (g->h.flags != SHM_REC_MSG || path != 0))
+			goto bad;	/* (to the home port only, and nothing else) */
 		if (g->h.flags & SHM_REC_LENT) {
 			if (g->h.len < sizeof(g->lent))
 				goto bad;
@@ -1047,7 +1129,8 @@ int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
 			bits &= bits - 1;
 			if (k >= s->rings)
 				break;
-			while (got < n && shm_next(s, k, &g)) {
+			/* (a message handed whole stops its ring: udp_shm_rx_msgs takes it) */
+			while (got < n && shm_next(s, k, &g) && !g.msg) {
 				shm_from(s, &g, &pkts[got]);
 				if (shm_deliver(s, &g, &pkts[got]))
 					got++;
@@ -1060,8 +1143,8 @@ int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
 	return got;
 }
 
-/* the first of our rings with a datagram; -1: none */
-static int shm_first(struct braid_udp_shm *s, struct shm_dgram *g)
+/* the first of our rings with a datagram (@msgs: or a message record); -1: none */
+static int shm_first(struct braid_udp_shm *s, struct shm_dgram *g, bool msgs)
 {
 	uint32_t words = (s->rings + 63) / 64;
 
@@ -1076,7 +1159,7 @@ static int shm_first(struct braid_udp_shm *s, struct shm_dgram *g)
 			bits &= bits - 1;
 			if (k >= s->rings)
 				break;
-			if (shm_next(s, k, g))
+			if (shm_next(s, k, g) && (msgs || !g->msg))
 				return (int)k;
 		}
 	}
@@ -1094,7 +1177,7 @@ size_t udp_shm_peek(struct braid_udp_shm *s, void *buf, size_t cap, struct socka
 
 	s->peeked = -1;
 	for (;;) {
-		k = shm_first(s, &g);
+		k = shm_first(s, &g, false);
 		if (k < 0)
 			return 0;
 		/* (each datagram's own: one lost before it shows as many bytes) */
@@ -1130,7 +1213,7 @@ int udp_shm_take(struct braid_udp_shm *s, struct braid_pkt *pkt)
 	ssize_t got;
 
 	s->peeked = -1;
-	if (!shm_next(s, k, &g))
+	if (!shm_next(s, k, &g) || g.msg)
 		return 0;
 	shm_from(s, &g, pkt);
 	/* the sender may have written over it since the peek: the bytes the peek
@@ -1171,9 +1254,46 @@ bool udp_shm_arm(struct braid_udp_shm *s)
 	struct shm_dgram g;
 
 	atomic_store(&s->self.hdr->armed, 1);	/* seq_cst: before the rings are read */
-	if (shm_first(s, &g) >= 0) {
+	if (shm_first(s, &g, true) >= 0) {
 		atomic_store_explicit(&s->self.hdr->armed, 0, memory_order_relaxed);
 		return true;
 	}
 	return false;
+}
+
+int udp_shm_rx_msgs(struct braid_udp_shm *s,
+		    int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
+		    void *ctx, int max, bool refuse)
+{
+	uint32_t words = (s->rings + 63) / 64;
+	int got = 0;
+
+	if (atomic_load_explicit(&s->self.hdr->nomsg, memory_order_relaxed) != refuse)
+		atomic_store_explicit(&s->self.hdr->nomsg, refuse, memory_order_relaxed);
+	if (max <= 0)
+		return 0;
+	s->peeked = -1;
+	for (uint32_t w = 0; w < words && got < max; w++) {
+		uint64_t bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
+
+		if (bits && !shm_self_rings(s))
+			break;
+		while (bits && got < max) {
+			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			struct shm_dgram g;
+
+			bits &= bits - 1;
+			if (k >= s->rings)
+				break;
+			while (got < max && shm_next(s, k, &g) && g.msg) {
+				if (fn(ctx, ntohl(g.h.src_ip), ntohs(g.h.src_home), g.bytes, g.len) < 0)
+					break;	/* left where it is: the next call hands it again */
+				shm_advance(s, k, &g);
+				got++;
+			}
+		}
+	}
+	s->st->rx += (uint64_t)got;
+	s->st->rx_msgs += (uint64_t)got;
+	return got;
 }

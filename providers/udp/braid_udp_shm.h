@@ -38,6 +38,25 @@ void udp_shm_close(struct braid_udp_shm *shm);
  */
 int udp_shm_tx(struct braid_udp_shm *shm, struct braid_pkt *pkt, uint16_t src_port);
 
+/**
+ * udp_shm_tx_msg() - a message handed whole (protocol.md §7.4): @hdr and
+ * @iov's bytes as one SHM_REC_MSG record in the ring of the local peer
+ * whose home address is @ip:@port (host order). Return 1 written; 0 not
+ * (not local, gone, its ring full, its staging over, too long).
+ */
+int udp_shm_tx_msg(struct braid_udp_shm *shm, uint32_t ip, uint16_t port, const void *hdr,
+		   size_t hdr_len, const struct iovec *iov, int iovcnt);
+
+/**
+ * udp_shm_rx_msgs() - the message records at the heads of our rings, up to
+ * @max, each to @fn (as the wire's rx_msgs); @refuse: our staging ran over,
+ * senders are asked to hand us no message whole until a call without it.
+ * Return: records taken.
+ */
+int udp_shm_rx_msgs(struct braid_udp_shm *shm,
+		    int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
+		    void *ctx, int max, bool refuse);
+
 /** udp_shm_local() - @pkt's destination is a local peer udp_shm_tx() writes to. */
 bool udp_shm_local(struct braid_udp_shm *shm, const struct braid_pkt *pkt);
 

@@ -487,3 +487,92 @@ Test(rd_rxq, leaving_cancels_the_receive_a_message_in_progress_holds)
 	direct_close(&d);
 	cr_assert_eq(braid_rd_rxq_close(q), 0);
 }
+
+/* ---- messages handed whole (protocol.md §7.4) ---- */
+
+/* a message record: the header and @plen bytes of @payload */
+static size_t mklocal(uint8_t *buf, uint8_t version, uint8_t flags, uint32_t len, uint64_t tag,
+		      const void *payload, size_t plen)
+{
+	struct braid_rd_local_hdr h = { .version = version, .flags = flags, .len = len, .tag = tag,
+					.data = 0x77 };
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), payload, plen);
+	return sizeof(h) + plen;
+}
+
+#define LOCAL_PEER braid_peer_key(PEER_IP, 5555)
+
+Test(rd_local, a_message_handed_whole_is_matched_kept_truncated_or_refused)
+{
+	struct one o;
+	uint8_t rec[256], a[8] = { 0 }, b[4] = { 0 };
+	struct braid_rd_comp c;
+
+	one_open(&o);
+	/* nonsense is refused, and takes nothing */
+	cr_assert_eq(braid_rd_local_input(o.rd, LOCAL_PEER, rec, 10, 1), -FI_EINVAL, "short");
+	cr_assert_eq(braid_rd_local_input(o.rd, LOCAL_PEER, rec, mklocal(rec, 2, 0, 3, 0, "abc", 3),
+					  1), -FI_EINVAL, "version");
+	cr_assert_eq(braid_rd_local_input(o.rd, LOCAL_PEER, rec, mklocal(rec, 1, 0x80, 3, 0, "abc", 3),
+					  1), -FI_EINVAL, "flags");
+	cr_assert_eq(braid_rd_local_input(o.rd, LOCAL_PEER, rec, mklocal(rec, 1, 0, 4, 0, "abc", 3),
+					  1), -FI_EINVAL, "a length that is not the record's");
+	((struct braid_rd_local_hdr *)rec)->pad = 1;
+	cr_assert_eq(braid_rd_local_input(o.rd, LOCAL_PEER, rec, sizeof(struct braid_rd_local_hdr) + 3,
+					  1), -FI_EINVAL, "pad");
+	cr_assert_eq(braid_rd_poll(o.rd, &c, 1), 0);
+	/* a tagged one with no receive waits; then an untagged one is matched at once */
+	cr_assert_eq(braid_rd_local_input(o.rd, LOCAL_PEER, rec,
+					  mklocal(rec, 1, BRAID_RD_F_TAGGED | BRAID_RD_F_CQ_DATA, 5,
+						  0x42, "hello", 5), 1), 0);
+	post(&o, a, sizeof(a), (void *)1, 0, 0, 0);
+	cr_assert_eq(braid_rd_poll(o.rd, &c, 1), 0, "an untagged receive does not take it");
+	cr_assert_eq(braid_rd_local_input(o.rd, LOCAL_PEER, rec, mklocal(rec, 1, 0, 3, 0, "abc", 3),
+					  2), 0);
+	cr_assert_eq(braid_rd_poll(o.rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)1);
+	cr_assert_eq(c.len, 3);
+	cr_assert_eq(c.peer, LOCAL_PEER, "its sender, for FI_SOURCE");
+	cr_assert_eq(memcmp(a, "abc", 3), 0);
+	/* the kept one, into a receive too short: truncated, tag and data as sent */
+	post(&o, b, sizeof(b), (void *)2, BRAID_RD_TAGGED, 0x42, 0);
+	cr_assert_eq(braid_rd_poll(o.rd, &c, 1), 1);
+	cr_assert_eq(c.context, (void *)2);
+	cr_assert_eq(c.err, FI_ETRUNC);
+	cr_assert_eq(c.olen, 1);
+	cr_assert_eq(c.tag, 0x42);
+	cr_assert_eq(c.data, 0x77);
+	cr_assert(c.flags & BRAID_RD_COMP_CQ_DATA);
+	cr_assert_eq(memcmp(b, "hell", 4), 0);
+	cr_assert_not(braid_rd_local_over(o.rd));
+	one_close(&o);
+}
+
+Test(rd_local, a_send_may_go_whole_only_with_nothing_on_its_way)
+{
+	struct one o;
+	uint8_t msg[3000] = { 0 };
+	struct iovec iov = { msg, sizeof(msg) };
+	struct braid_rd_send s = { .iov = &iov, .iov_count = 1, .peer = LOCAL_PEER,
+				   .context = (void *)9, .flags = BRAID_RD_TAGGED, .tag = 5 };
+	struct braid_rd_out out[8];
+	struct braid_rd_comp c;
+
+	one_open(&o);
+	cr_assert(braid_rd_local_ready(o.rd, LOCAL_PEER), "no state for the peer: nothing on its way");
+	braid_rd_local_sent(o.rd, &s, 3);
+	cr_assert_eq(braid_rd_poll(o.rd, &c, 1), 1, "complete at once");
+	cr_assert_eq(c.context, (void *)9);
+	cr_assert(c.flags & BRAID_RD_COMP_SEND);
+	cr_assert(c.flags & BRAID_RD_COMP_TAGGED);
+	cr_assert_eq(c.len, 3);
+	/* a message by the engine, its packets out and not acknowledged */
+	cr_assert_eq(braid_rd_send(o.rd, &s, 1), 0);
+	cr_assert_not(braid_rd_local_ready(o.rd, LOCAL_PEER), "queued: it would be overtaken");
+	cr_assert_gt(braid_rd_output(o.rd, 2, out, 8), 0);
+	cr_assert_not(braid_rd_local_ready(o.rd, LOCAL_PEER), "in flight: it would be overtaken");
+	cr_assert(braid_rd_local_ready(o.rd, braid_peer_key(PEER_IP, 5556)), "another peer: yes");
+	one_close(&o);
+}

@@ -738,3 +738,169 @@ Test(local_peers, a_killed_local_peers_address_taken_again_is_reached, .timeout 
 	cr_assert_eq(child_end(&second, 20000), 0);
 	side_close(&a);
 }
+
+/* ---- messages handed whole (fi_braid(7), LOCAL PEERS; protocol.md §7.4) ---- */
+
+#define WHOLE_N		8
+#define WHOLE_BIG	(256 << 10)
+static uint8_t whole_src[WHOLE_N][WHOLE_BIG], whole_dst[WHOLE_N][WHOLE_BIG];
+
+/* @n completions of @s's CQ (reading @also meanwhile), each a success; the last in *@e */
+static void wait_n(struct side *s, struct side *also, int n, struct fi_cq_tagged_entry *e)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(wait_cq(s->cq, also ? also->cq : NULL, e, NULL, 20000), 1,
+			     "completion %d of %d", i, n);
+}
+
+/*
+ * Small messages go whole only when nothing sent before is on its way:
+ * behind a large one (packets not acknowledged yet) they go by the engine,
+ * and the receiver, its receives all of one tag, matches every message in
+ * the order it was sent. Once all is acknowledged, small ones go whole
+ * again; one that asks for delivery complete never does.
+ */
+Test(local_peers, small_messages_go_whole_and_keep_their_order_behind_large_ones, .timeout = 60)
+{
+	static const size_t sizes[WHOLE_N] = { 8, WHOLE_BIG, 16, 0, 4096, 65536, 8192, 1 };
+	struct fi_cq_tagged_entry e;
+	struct side a, b;
+	int i;
+
+	pair_open(&a, &b);
+	for (i = 0; i < WHOLE_N; i++) {
+		pt_fill(whole_src[i], sizes[i], 500 + (unsigned)i);
+		memset(whole_dst[i], 0xee, WHOLE_BIG);
+		cr_assert_eq(fi_trecv(b.ep, whole_dst[i], WHOLE_BIG, NULL, FI_ADDR_UNSPEC, 3, 0,
+				      (void *)(uintptr_t)(i + 1)), 0);
+	}
+	/* all sent before either side reads a CQ: nothing is acknowledged meanwhile */
+	for (i = 0; i < WHOLE_N; i++)
+		cr_assert_eq(fi_tsend(a.ep, whole_src[i], sizes[i], NULL, a.peer, 3, NULL), 0);
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local_msgs"), 1, "the first alone went whole");
+	for (i = 0; i < WHOLE_N; i++) {
+		cr_assert_eq(wait_cq(b.cq, a.cq, &e, NULL, 20000), 1, "receive %d", i);
+		cr_assert_eq(e.op_context, (void *)(uintptr_t)(i + 1), "in order");
+		cr_assert_eq(e.len, sizes[i], "message %d", i);
+		cr_assert(pt_same(whole_dst[i], sizes[i], 500 + (unsigned)i), "message %d intact", i);
+	}
+	wait_n(&a, &b, WHOLE_N, &e);
+	cr_assert_eq(pt_stat(b.ep, "ep.rx_local_msgs"), 1);
+
+	/* all acknowledged: small ones go whole again */
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(fi_trecv(b.ep, whole_dst[i], WHOLE_BIG, NULL, FI_ADDR_UNSPEC, 4, 0, NULL),
+			     0);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(fi_tsend(a.ep, whole_src[i + 2], sizes[i + 2], NULL, a.peer, 4, NULL), 0);
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local_msgs"), 4);
+	/* delivery complete: by the engine, which answers when it is placed */
+	{
+		struct iovec iov = { whole_src[0], 8 };
+		struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = a.peer,
+					   .tag = 4 };
+
+		cr_assert_eq(fi_tsendmsg(a.ep, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION), 0);
+	}
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local_msgs"), 4, "not the delivery-complete one");
+	wait_n(&b, &a, 4, &e);
+	wait_n(&a, &b, 4, &e);
+	cr_assert(pt_same(whole_dst[3], 8, 500), "the delivery-complete one intact");
+	side_close(&a);
+	side_close(&b);
+}
+
+/*
+ * Messages handed whole before any receive is posted wait as unexpected
+ * ones; receives posted later by tag, in another order, take them intact,
+ * one too short truncated (FI_ETRUNC, the rest counted in olen).
+ */
+Test(local_peers, messages_handed_whole_wait_unexpected_and_truncate, .timeout = 60)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct side a, b;
+	int i;
+
+	pair_open(&a, &b);
+	for (i = 0; i < 16; i++) {
+		pt_fill(whole_src[i % WHOLE_N] + (i / WHOLE_N) * 8192, (size_t)i * 256,
+			700 + (unsigned)i);
+		cr_assert_eq(fi_tsend(a.ep, whole_src[i % WHOLE_N] + (i / WHOLE_N) * 8192,
+				      (size_t)i * 256, NULL, a.peer, (uint64_t)i, NULL), 0);
+	}
+	wait_n(&a, NULL, 16, &e);	/* (complete with no call of b's) */
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local_msgs"), 16);
+	for (i = 15; i >= 0; i--) {
+		size_t cap = i == 9 ? 100 : 4096;
+
+		memset(whole_dst[0], 0xee, 4097);
+		cr_assert_eq(fi_trecv(b.ep, whole_dst[0], cap, NULL, FI_ADDR_UNSPEC, (uint64_t)i, 0,
+				      NULL), 0);
+		if (i == 9) {
+			cr_assert_eq(wait_cq(b.cq, NULL, &e, &err, 20000), -FI_EAVAIL);
+			cr_assert_eq(err.err, FI_ETRUNC);
+			cr_assert_eq(err.olen, 9 * 256 - 100);
+			cr_assert_eq(err.len, 100);
+			cr_assert_eq(pt_mismatch(whole_dst[0], 100, 709), 100, "the first bytes");
+			cr_assert_eq(whole_dst[0][100], 0xee, "nothing past the buffer");
+			continue;
+		}
+		cr_assert_eq(wait_cq(b.cq, NULL, &e, NULL, 20000), 1, "tag %d", i);
+		cr_assert_eq(e.tag, (uint64_t)i);
+		cr_assert_eq(e.len, (size_t)i * 256);
+		cr_assert(pt_same(whole_dst[0], (size_t)i * 256, 700 + (unsigned)i), "tag %d intact", i);
+	}
+	cr_assert_eq(pt_stat(b.ep, "ep.rx_local_msgs"), 16);
+	side_close(&a);
+	side_close(&b);
+}
+
+/*
+ * A receiver whose staging for unexpected bytes runs out still keeps what
+ * was handed to it, and turns its local peers to the engine (which waits
+ * for room) until its application takes the messages: every message
+ * arrives, in order; then small ones go whole again.
+ */
+Test(local_peers, a_receiver_out_of_staging_turns_its_peers_to_the_engine, .timeout = 60)
+{
+	struct fi_cq_tagged_entry e;
+	struct side a, b;
+	int i;
+
+	setenv("FI_BRAID_UNEXP_BYTES", "65536", 1);
+	pair_open(&a, &b);
+	for (i = 0; i < 64; i++) {
+		pt_fill(whole_src[0] + (size_t)i * 4096, 4096, 900 + (unsigned)i);
+		cr_assert_eq(fi_send(a.ep, whole_src[0] + (size_t)i * 4096, 4096, NULL, a.peer, NULL),
+			     0);
+	}
+	wait_n(&a, NULL, 64, &e);
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local_msgs"), 64);
+	/* b takes them (beyond its staging), then says so to its peers */
+	cr_assert_eq(fi_cq_read(b.cq, &e, 1), -FI_EAGAIN);
+	cr_assert_eq(fi_cq_read(b.cq, &e, 1), -FI_EAGAIN);
+	cr_assert_eq(pt_stat(b.ep, "ep.rx_local_msgs"), 64);
+	for (i = 64; i < 80; i++) {
+		pt_fill(whole_src[1] + (size_t)(i - 64) * 4096, 4096, 900 + (unsigned)i);
+		cr_assert_eq(fi_send(a.ep, whole_src[1] + (size_t)(i - 64) * 4096, 4096, NULL, a.peer,
+				     NULL), 0);
+	}
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local_msgs"), 64, "the rest by the engine");
+	for (i = 0; i < 80; i++) {
+		cr_assert_eq(fi_recv(b.ep, whole_dst[0], 4096, NULL, FI_ADDR_UNSPEC, NULL), 0);
+		cr_assert_eq(wait_cq(b.cq, a.cq, &e, NULL, 20000), 1, "message %d", i);
+		cr_assert_eq(e.len, 4096);
+		cr_assert(pt_same(whole_dst[0], 4096, 900 + (unsigned)i), "message %d, in order", i);
+	}
+	wait_n(&a, &b, 16, &e);
+	/* taken: b's next look lets its peers hand it messages whole again */
+	cr_assert_eq(fi_cq_read(b.cq, &e, 1), -FI_EAGAIN);
+	cr_assert_eq(fi_recv(b.ep, whole_dst[0], 4096, NULL, FI_ADDR_UNSPEC, NULL), 0);
+	cr_assert_eq(fi_send(a.ep, whole_src[0], 4096, NULL, a.peer, NULL), 0);
+	cr_assert_eq(pt_stat(a.ep, "ep.tx_local_msgs"), 65);
+	wait_n(&b, &a, 1, &e);
+	wait_n(&a, &b, 1, &e);
+	side_close(&a);
+	side_close(&b);
+}

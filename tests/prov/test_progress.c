@@ -104,7 +104,9 @@ Test(progress, auto_data_progress_is_offered_and_a_receiver_left_alone_acknowled
  * FI_BRAID_PROGRESS_US=0: no thread. FI_PROGRESS_AUTO is not offered (no
  * entry; an entry asking for it does not open), and progress is the
  * application's alone: a receiver that never calls in is silent to its
- * peer, whose send fails FI_EHOSTUNREACH at the peer timeout.
+ * peer, whose send fails FI_EHOSTUNREACH at the peer timeout. (A message
+ * that goes by the engine: one handed whole to a local peer is in the
+ * peer's memory at once, and completes: the next test.)
  */
 Test(progress, without_the_thread_auto_is_refused_and_a_receiver_left_alone_is_unreachable,
      .timeout = 60)
@@ -117,6 +119,7 @@ Test(progress, without_the_thread_auto_is_refused_and_a_receiver_left_alone_is_u
 
 	setenv("FI_BRAID_PROGRESS_US", "0", 1);
 	setenv("FI_BRAID_PEER_TIMEOUT_MS", "500", 1);
+	setenv("FI_BRAID_SHM_EAGER", "0", 1);
 	cr_assert_eq(rdm_getinfo(PT_VERSION, FI_PROGRESS_AUTO, 0, &info), -FI_ENODATA);
 	cr_assert_eq(rdm_getinfo(PT_VERSION, FI_PROGRESS_MANUAL, 0, &info), 0);
 	cr_assert_eq(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
@@ -129,6 +132,41 @@ Test(progress, without_the_thread_auto_is_refused_and_a_receiver_left_alone_is_u
 	cr_assert_eq(a_send_done(&p, &err), -FI_EAVAIL, "the send fails");
 	cr_assert_eq(err.err, FI_EHOSTUNREACH, "err %d", err.err);
 	cr_assert_eq(err.op_context, buf);
+	pt_pair_close(&p);
+}
+
+/*
+ * The same without the thread, the message small enough to be handed whole
+ * to its local peer (fi_braid(7), LOCAL PEERS): the send completes at once
+ * (transmit complete: the message is in the receiver's ring), with no
+ * call of the receiver's, and the receiver's first read, much later than
+ * the peer timeout, delivers it.
+ */
+Test(progress, without_the_thread_a_message_handed_whole_waits_in_the_ring, .timeout = 60)
+{
+	struct fi_cq_err_entry err;
+	struct fi_cq_data_entry e;
+	struct fi_info *info;
+	struct pt_pair p;
+	char buf[32];
+	long until;
+	ssize_t ret;
+
+	setenv("FI_BRAID_PROGRESS_US", "0", 1);
+	setenv("FI_BRAID_PEER_TIMEOUT_MS", "500", 1);
+	cr_assert_eq(rdm_getinfo(PT_VERSION, FI_PROGRESS_MANUAL, 0, &info), 0);
+	rdm_pair_open(&p, info, FI_WAIT_NONE, FI_WAIT_NONE, false);
+	cr_assert_eq(fi_recv(p.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, buf), 0);
+	cr_assert_eq(fi_send(p.a.ep, "whole", 6, NULL, p.a.peer, buf), 0);
+	cr_assert_eq(a_send_done(&p, &err), 1, "the send completed without the receiver's calls");
+	/* a's reads past the peer timeout: nothing of it is waiting on b */
+	until = pt_now_ms() + 1000;
+	while (pt_now_ms() < until)
+		cr_assert_eq(fi_cq_read(p.a.tx_cq, &e, 1), -FI_EAGAIN);
+	ret = fi_cq_read(p.b.rx_cq, &e, 1);
+	cr_assert_eq(ret, 1, "b's first read: %zd", ret);
+	cr_assert_eq(e.op_context, buf);
+	cr_assert_str_eq(buf, "whole");
 	pt_pair_close(&p);
 }
 
