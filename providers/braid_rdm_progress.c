@@ -480,7 +480,7 @@ static void rdm_rxbuf_cool(struct braid_rxbuf *rb)
 	rb->warm = false;
 }
 
-static int rdm_progress_rx(struct braid_ep *ep, uint64_t now);
+static int rdm_progress_rx(struct braid_ep *ep, uint64_t now, bool *wrote);
 
 void braid_rdm_progress_locked(struct braid_ep *ep)
 {
@@ -489,13 +489,14 @@ void braid_rdm_progress_locked(struct braid_ep *ep)
 	uint64_t now = braid_now_ns();
 
 	if (rb) {
-		uint64_t seen = r->rx_last_ns;
+		bool wrote = false;
 		int took;
 
 		r->rx_bufs = rb->data;
-		took = rdm_progress_rx(ep, now);
+		took = rdm_progress_rx(ep, now, &wrote);
 		r->rx_bufs = NULL;
-		if (r->rx_last_ns != seen)
+		/* (messages handed whole are read in their ring: the buffers stay cold) */
+		if (wrote)
 			rb->warm = true;
 		else if (rb->warm && !braid_rd_get_stats(r->rd)->flows_active)
 			rdm_rxbuf_cool(rb);
@@ -538,8 +539,8 @@ static int rdm_local_in(void *ctx, uint32_t ip, uint16_t port, const void *rec, 
 	return 0;
 }
 
-/* Return: datagrams and messages taken. */
-static int rdm_progress_rx(struct braid_ep *ep, uint64_t now)
+/* Return: datagrams and messages taken; *@wrote: datagrams were, into the burst's buffers. */
+static int rdm_progress_rx(struct braid_ep *ep, uint64_t now, bool *wrote)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_pkt *pkts = r->rx_pkts;
@@ -584,6 +585,8 @@ static int rdm_progress_rx(struct braid_ep *ep, uint64_t now)
 						      ep->auth.mode || braid_rd_local_over(r->rd));
 		}
 		all += took + n + msgs;
+		if (took + n)
+			*wrote = true;
 		if (n < RDM_RX_BURST && took < RDM_RX_BURST && !msgs) {
 			r->rx_drained_ns = now;	/* read to empty, by about now */
 			break;
