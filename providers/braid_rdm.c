@@ -118,7 +118,7 @@ static int braid_rdm_enable(struct braid_ep *ep)
 			 braid_cfg.shm_eager : 0;
 	/* and none to a keyed one, from its first datagram on */
 	if (ep->wire->local.on && ep->wire->ops->rx_msgs)
-		ep->wire->ops->rx_msgs(ep->wire, NULL, NULL, 0, ep->auth.mode != 0);
+		ep->wire->ops->rx_msgs(ep->wire, NULL, NULL, 0, ep->auth.mode != 0, NULL);
 	/* RDM receives arrive at any time: the wire fd always wakes a waiting reader */
 	braid_ep_rx_arm(ep, true);
 	return 0;

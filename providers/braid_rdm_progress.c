@@ -545,6 +545,7 @@ static int rdm_progress_rx(struct braid_ep *ep, uint64_t now, bool *wrote)
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_pkt *pkts = r->rx_pkts;
 	int n, i, rounds, msgs, all = 0;
+	bool more;
 
 	for (rounds = 0; rounds < 8; rounds++) {
 		bool direct = r->rx_direct;
@@ -579,15 +580,18 @@ static int rdm_progress_rx(struct braid_ep *ep, uint64_t now, bool *wrote)
 		/* then the messages local peers handed whole, in their rings' order:
 		 * a ring's datagrams behind one come in the next round */
 		msgs = 0;
+		more = false;
 		if (ep->wire->local.on && ep->wire->ops->rx_msgs) {
 			r->rx_msg_ns = now;	/* (their clock: rdm_local_in) */
 			msgs = ep->wire->ops->rx_msgs(ep->wire, rdm_local_in, ep, RDM_RX_BURST,
-						      ep->auth.mode || braid_rd_local_over(r->rd));
+						      ep->auth.mode || braid_rd_local_over(r->rd),
+						      &more);
 		}
 		all += took + n + msgs;
 		if (took + n)
 			*wrote = true;
-		if (n < RDM_RX_BURST && took < RDM_RX_BURST && !msgs) {
+		/* (another round for the datagrams behind the messages, or for more of them) */
+		if (n < RDM_RX_BURST && took < RDM_RX_BURST && !more && msgs < RDM_RX_BURST) {
 			r->rx_drained_ns = now;	/* read to empty, by about now */
 			break;
 		}

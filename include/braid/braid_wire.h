@@ -227,12 +227,13 @@ struct braid_wire_ops {
 	 * they are valid only during the call). @fn returns 0 (taken) or < 0
 	 * (left: that ring is passed over for this call). @refuse: the caller
 	 * kept more than it has room for; its local peers hand it no more
-	 * messages whole (@tx_msg returns 0) until a call without it.
-	 * Return: records taken.
+	 * messages whole (@tx_msg returns 0) until a call without it. *@more
+	 * (if not NULL): a datagram is next in a ring it took from (rx_burst
+	 * has it now). Return: records taken.
 	 */
 	int (*rx_msgs)(struct braid_wire *wire,
 		       int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
-		       void *ctx, int max, bool refuse);
+		       void *ctx, int max, bool refuse, bool *more);
 	/**
 	 * @iface: optional (NULL: the wire uses the kernel's interfaces). The one
 	 * interface the wire owns itself (a DPDK port): its name, IPv4 address,

@@ -939,14 +939,14 @@ static int udp_tx_msg(struct braid_wire *wire, const struct sockaddr_in *dst, co
 
 static int udp_rx_msgs(struct braid_wire *wire,
 		       int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
-		       void *ctx, int max, bool refuse)
+		       void *ctx, int max, bool refuse, bool *more)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
 	int got;
 
 	if (!udp->shm)
 		return 0;
-	got = udp_shm_rx_msgs(udp->shm, fn, ctx, max, refuse);
+	got = udp_shm_rx_msgs(udp->shm, fn, ctx, max, refuse, more);
 	if (got)
 		udp->shm_ago = 0;
 	return got;

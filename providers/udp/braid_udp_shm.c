@@ -1263,7 +1263,7 @@ bool udp_shm_arm(struct braid_udp_shm *s)
 
 int udp_shm_rx_msgs(struct braid_udp_shm *s,
 		    int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
-		    void *ctx, int max, bool refuse)
+		    void *ctx, int max, bool refuse, bool *more)
 {
 	uint32_t words = (s->rings + 63) / 64;
 	int got = 0;
@@ -1285,12 +1285,18 @@ int udp_shm_rx_msgs(struct braid_udp_shm *s,
 			bits &= bits - 1;
 			if (k >= s->rings)
 				break;
-			while (got < max && shm_next(s, k, &g) && g.msg) {
+			int took = 0;
+			bool next;
+
+			while ((next = got < max && shm_next(s, k, &g)) && g.msg) {
 				if (fn(ctx, ntohl(g.h.src_ip), ntohs(g.h.src_home), g.bytes, g.len) < 0)
 					break;	/* left where it is: the next call hands it again */
 				shm_advance(s, k, &g);
 				got++;
+				took++;
 			}
+			if (more && took && next && !g.msg)
+				*more = true;	/* (datagrams behind what was taken) */
 		}
 	}
 	s->st->rx += (uint64_t)got;

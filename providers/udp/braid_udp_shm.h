@@ -50,12 +50,13 @@ int udp_shm_tx_msg(struct braid_udp_shm *shm, uint32_t ip, uint16_t port, const 
 /**
  * udp_shm_rx_msgs() - the message records at the heads of our rings, up to
  * @max, each to @fn (as the wire's rx_msgs); @refuse: our staging ran over,
- * senders are asked to hand us no message whole until a call without it.
+ * senders are asked to hand us no message whole until a call without it;
+ * *@more (if not NULL): a datagram is next in a ring we took from.
  * Return: records taken.
  */
 int udp_shm_rx_msgs(struct braid_udp_shm *shm,
 		    int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
-		    void *ctx, int max, bool refuse);
+		    void *ctx, int max, bool refuse, bool *more);
 
 /** udp_shm_local() - @pkt's destination is a local peer udp_shm_tx() writes to. */
 bool udp_shm_local(struct braid_udp_shm *shm, const struct braid_pkt *pkt);
