@@ -181,6 +181,7 @@ enum fcm_act { FCM_NONE, FCM_ACCEPT, FCM_REJECT, FCM_SHUTDOWN, FCM_ESTABLISHED, 
 #define FSHM_RING_HEAD		64
 #define FSHM_OFF_RING_BYTES	20	/* header fields (protocol.md §7.1) */
 #define FSHM_OFF_NOCMA		44
+#define FSHM_OFF_NOMSG		48
 #define FSHM_OFF_ACTIVE		128
 #define FSHM_OFF_OWNER		192
 #define FSHM_REC_HDR		16	/* a record: u32 len, u32 src_ip, u16 src_port, src_home, dst_port, flags */

@@ -342,6 +342,33 @@ static int do_peek_home(uint16_t cap, uint8_t sel, int k, uint64_t at, const uin
 	return got;
 }
 
+/* rx_msgs' callback: reads every byte it is shown; leaves the record when the selector says */
+static int msg_seen(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len)
+{
+	uint8_t *sel = ctx;
+
+	FUZZ_CHECK(len <= UINT16_MAX);
+	(void)ip;
+	(void)port;
+	fuzz_read(rec, len);
+	*sel = (uint8_t)(*sel >> 1 | *sel << 7);
+	return (*sel & 1) ? -1 : 0;
+}
+
+/* the message records at the rings' heads (protocol.md §7.4), some left, some taken */
+static int do_msgs(uint8_t sel)
+{
+	bool more = false, refuse = sel & 0x80;
+	int got, max = 1 + (sel & 7);
+
+	/* (the heads: the step's checks after it) */
+	got = ops->rx_msgs(wire, msg_seen, &sel, max, refuse, &more);
+	FUZZ_CHECK(got >= 0 && got <= max);
+	/* what the receiver tells its senders is what it was asked to */
+	FUZZ_CHECK(!!atomic_load((_Atomic uint32_t *)(seg + FSHM_OFF_NOMSG)) == refuse);
+	return got;
+}
+
 /* one step of an input: a record (fuzz_common.h, fuzz_shm) */
 static void step(void *state, uint8_t ctl, uint8_t *rec, size_t n)
 {
@@ -392,6 +419,7 @@ static void step(void *state, uint8_t ctl, uint8_t *rec, size_t n)
 	switch (call) {
 	case FSHM_CALL_BURST:
 		do_burst(npk, sel);
+		do_msgs(npk);
 		break;
 	case FSHM_CALL_PEEK:
 		do_peek_home(cap, sel, k, 0, NULL, 0, 0, own);
