@@ -300,6 +300,7 @@ void braid_rd_close(struct braid_rd *rd)
 	}
 	if (rd->rxq)
 		braid_rd_rxq_leave(rd);	/* its messages leave a shared queue, which stays */
+	rd_in_close(rd);
 	braid_dlist_remove(&rd->rxq_node);
 	braid_map_destruct(&rd->conns);
 	braid_pool_destruct(&rd->sends);

@@ -1056,6 +1056,7 @@ static void rd_in_detach(struct braid_rd *rd)
 			continue;
 		braid_dlist_remove(&m->node);
 		m->unexpected = false;
+		stage_free_all(rd, m);	/* (those from malloc, §7.4, do not go with the pools) */
 	}
 	braid_dlist_foreach(&rd->active, it) {
 		struct rd_flow *f = braid_container_of(it, struct rd_flow, active_node);
@@ -1078,6 +1079,22 @@ static void rd_in_detach(struct braid_rd *rd)
 			m->recv = NULL;
 			m->discard = true;
 		}
+	}
+}
+
+void rd_in_close(struct braid_rd *rd)
+{
+	struct braid_dlist *it;
+
+	/* the staging of messages handed whole kept from malloc (§7.4): the rest goes
+	 * with the pools */
+	if (!rd->local_heap)
+		return;
+	braid_dlist_foreach(&rd->rxq->unexpected, it) {
+		struct rd_msg *m = braid_container_of(it, struct rd_msg, node);
+
+		if (m->rd == rd)
+			stage_free_all(rd, m);
 	}
 }
 

@@ -269,6 +269,8 @@ static inline size_t rd_comp_room(const struct braid_rd *rd)
 }
 void rd_sends_finish(struct braid_rd *rd, int err, int prov_errno);
 void rd_stage_put(struct braid_rd *rd, struct rd_stage *s);
+/* At close: what the receive side holds outside the engine's pools (braid_rd_in.c). */
+void rd_in_close(struct braid_rd *rd);
 int rd_drop(struct braid_rd *rd, enum braid_drop_reason r);
 int rd_drop_at(struct braid_rd *rd, struct rd_flow *f, enum braid_drop_reason r);
 uint32_t rd_random(struct braid_rd *rd);

@@ -576,3 +576,51 @@ Test(rd_local, a_send_may_go_whole_only_with_nothing_on_its_way)
 	cr_assert(braid_rd_local_ready(o.rd, braid_peer_key(PEER_IP, 5556)), "another peer: yes");
 	one_close(&o);
 }
+
+/*
+ * Beyond the staging pools a message handed whole is still kept (its
+ * sender counts it sent; the ring behind it must move), and the engine
+ * says so until it is taken; closing with such messages kept frees them.
+ */
+Test(rd_local, messages_kept_beyond_the_pools_are_said_and_then_taken_in_order)
+{
+	struct braid_rd_config c = cfg();
+	struct braid_peer_table *t;
+	struct braid_rd *rd;
+	uint8_t rec[512], payload[300], dst[3][300];
+	struct iovec iov;
+	struct braid_rd_comp comp;
+
+	c.local_ip = 0x7f000001u;
+	c.local_port = 4000;
+	c.stage_pkts = 1;
+	cr_assert_eq(braid_peer_table_open(&t, 16, NULL), 0);
+	cr_assert_eq(braid_rd_open(&c, t, &rd), 0);
+	for (int i = 0; i < 3; i++) {
+		memset(payload, 'a' + i, sizeof(payload));
+		cr_assert_eq(braid_rd_local_input(rd, LOCAL_PEER, rec,
+						  mklocal(rec, 1, 0, sizeof(payload), 0, payload,
+							  sizeof(payload)), 1), 0, "message %d kept", i);
+	}
+	cr_assert(braid_rd_local_over(rd), "two of them beyond the one packet stage");
+	for (int i = 0; i < 3; i++) {
+		struct braid_rd_recv r = { .iov = &iov, .iov_count = 1, .context = dst[i] };
+
+		iov = (struct iovec){ dst[i], sizeof(dst[i]) };
+		cr_assert_eq(braid_rd_post_recv(rd, &r, 2), 0);
+		cr_assert_eq(braid_rd_poll(rd, &comp, 1), 1);
+		cr_assert_eq(comp.context, dst[i]);
+		cr_assert_eq(comp.len, sizeof(payload));
+		for (size_t k = 0; k < sizeof(payload); k++)
+			cr_assert_eq(dst[i][k], 'a' + i, "message %d, in order, intact", i);
+	}
+	cr_assert_not(braid_rd_local_over(rd), "all taken");
+	/* two more kept beyond the pools, and the engine closed with them */
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(braid_rd_local_input(rd, LOCAL_PEER, rec,
+						  mklocal(rec, 1, 0, sizeof(payload), 0, payload,
+							  sizeof(payload)), 3), 0);
+	cr_assert(braid_rd_local_over(rd));
+	braid_rd_close(rd);
+	braid_peer_table_close(t);
+}
