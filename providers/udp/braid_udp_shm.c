@@ -1281,13 +1281,12 @@ int udp_shm_rx_msgs(struct braid_udp_shm *s,
 		while (bits && got < max) {
 			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
 			struct shm_dgram g;
+			int took = 0;
+			bool next;
 
 			bits &= bits - 1;
 			if (k >= s->rings)
 				break;
-			int took = 0;
-			bool next;
-
 			while ((next = got < max && shm_next(s, k, &g)) && g.msg) {
 				if (fn(ctx, ntohl(g.h.src_ip), ntohs(g.h.src_home), g.bytes, g.len) < 0)
 					break;	/* left where it is: the next call hands it again */

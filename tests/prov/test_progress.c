@@ -87,6 +87,9 @@ Test(progress, auto_data_progress_is_offered_and_a_receiver_left_alone_acknowled
 	char buf[32];
 
 	setenv("FI_BRAID_PROGRESS_US", "1000", 1);	/* the default, whatever the environment says */
+	/* by the engine, acknowledged: a message handed whole to the local peer
+	 * would complete at a before b's thread took it (fi_braid(7), LOCAL PEERS) */
+	setenv("FI_BRAID_SHM_EAGER", "0", 1);
 	cr_assert_eq(rdm_getinfo(PT_VERSION, FI_PROGRESS_AUTO, 0, &info), 0);
 	cr_assert_eq(info->domain_attr->data_progress, FI_PROGRESS_AUTO);
 	rdm_pair_open(&p, info, FI_WAIT_NONE, FI_WAIT_NONE, false);
@@ -297,6 +300,7 @@ Test(progress, a_thread_in_cq_sread_on_a_send_is_woken_by_the_receivers_ack, .ti
 	int ctx;
 
 	setenv("FI_BRAID_PROGRESS_US", "0", 1);
+	setenv("FI_BRAID_SHM_EAGER", "0", 1);	/* (handed whole, it would complete at once) */
 	cr_assert_eq(rdm_getinfo(PT_VERSION, 0, 0, &info), 0);
 	rdm_pair_open(&p, info, FI_WAIT_FD, FI_WAIT_NONE, false);
 	cr_assert_eq(fi_recv(p.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, buf), 0);
