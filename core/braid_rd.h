@@ -467,6 +467,10 @@ struct braid_rd_local_hdr {
  */
 bool braid_rd_local_ready(struct braid_rd *rd, uint64_t peer);
 
+/** braid_rd_local_hdr_of() - the header of @req, of @len bytes, handed whole (§7.4). */
+void braid_rd_local_hdr_of(const struct braid_rd_send *req, uint64_t len,
+			   struct braid_rd_local_hdr *h);
+
 /**
  * braid_rd_local_sent() - @req, of @len bytes, was handed whole to its local
  * peer after braid_rd_local_ready() said it may: it completes now

@@ -973,7 +973,6 @@ int braid_rd_local_input(struct braid_rd *rd, uint64_t peer, const void *rec, si
 		return -FI_EAGAIN;
 	}
 	msg_unexpected(rd, m);
-	(void)now;
 	return 0;
 }
 

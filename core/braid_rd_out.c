@@ -279,6 +279,19 @@ bool braid_rd_local_ready(struct braid_rd *rd, uint64_t peer)
 	return braid_dlist_empty(&conn->rma_ops) && (!conn->flow || rd_out_idle(conn->flow, conn));
 }
 
+void braid_rd_local_hdr_of(const struct braid_rd_send *req, uint64_t len,
+			   struct braid_rd_local_hdr *h)
+{
+	*h = (struct braid_rd_local_hdr){
+		.version = BRAID_RD_LOCAL_VERSION,
+		.flags = ((req->flags & BRAID_RD_TAGGED) ? BRAID_RD_F_TAGGED : 0) |
+			 ((req->flags & BRAID_RD_CQ_DATA) ? BRAID_RD_F_CQ_DATA : 0),
+		.len = (uint32_t)len,
+		.tag = req->tag,
+		.data = (req->flags & BRAID_RD_CQ_DATA) ? req->data : 0,
+	};
+}
+
 void braid_rd_local_sent(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t len)
 {
 	struct braid_rd_comp *c = rd_comp_slot(rd);	/* (braid_rd_local_ready: room) */

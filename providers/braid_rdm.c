@@ -218,20 +218,14 @@ void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags)
 static bool rdm_send_local(struct braid_ep *ep, const struct braid_rd_send *req, size_t len)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
-	struct braid_rd_local_hdr h = {
-		.version = BRAID_RD_LOCAL_VERSION,
-		.flags = ((req->flags & BRAID_RD_TAGGED) ? BRAID_RD_F_TAGGED : 0) |
-			 ((req->flags & BRAID_RD_CQ_DATA) ? BRAID_RD_F_CQ_DATA : 0),
-		.len = (uint32_t)len,
-		.tag = req->tag,
-		.data = (req->flags & BRAID_RD_CQ_DATA) ? req->data : 0,
-	};
+	struct braid_rd_local_hdr h;
 	struct sockaddr_in dst = {
 		.sin_family = AF_INET,
 		.sin_port = htons((uint16_t)req->peer),
 		.sin_addr.s_addr = htonl((uint32_t)(req->peer >> 16)),
 	};
 
+	braid_rd_local_hdr_of(req, len, &h);
 	if (!braid_rd_local_ready(r->rd, req->peer) ||
 	    ep->wire->ops->tx_msg(ep->wire, &dst, &h, sizeof(h), req->iov, (int)req->iov_count) != 1)
 		return false;
