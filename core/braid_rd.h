@@ -729,6 +729,9 @@ void braid_rd_arrived(struct braid_rd *rd, uint64_t when);
  */
 int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max);
 
+/** braid_rd_comps_waiting() - completions are there for braid_rd_poll to take. */
+bool braid_rd_comps_waiting(const struct braid_rd *rd);
+
 /**
  * braid_rd_flush_acks() - make every held-back (delayed) ACK due now, so the
  * next braid_rd_output() sends them (before the caller stops polling, e.g.

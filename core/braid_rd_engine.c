@@ -87,6 +87,11 @@ int braid_rd_poll(struct braid_rd *rd, struct braid_rd_comp *comps, int max)
 	return n;
 }
 
+bool braid_rd_comps_waiting(const struct braid_rd *rd)
+{
+	return rd->comp_count != 0;
+}
+
 const struct braid_rd_stats *braid_rd_get_stats(const struct braid_rd *rd)
 {
 	return &rd->stats;

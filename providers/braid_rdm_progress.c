@@ -209,7 +209,8 @@ static void rdm_reap_comps(struct braid_ep *ep, bool all)
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rd_comp c;
 
-	while ((all || (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq))) &&
+	while (braid_rd_comps_waiting(r->rd) &&
+	       (all || (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq))) &&
 	       braid_rd_poll(r->rd, &c, 1) == 1) {
 		/* a transmit operation ended: room in its shared transmit context */
 		if (!(c.flags & (BRAID_RD_COMP_RECV | BRAID_RD_COMP_REMOTE)))
@@ -482,31 +483,46 @@ static void rdm_rxbuf_cool(struct braid_rxbuf *rb)
 
 static int rdm_progress_rx(struct braid_ep *ep, uint64_t now, bool *wrote);
 
+/*
+ * What has arrived, into the engine, in one burst's buffers. Nothing to
+ * receive (the wire's idle look: the local peers' rings empty, no socket due
+ * a look) takes no buffers. Return: the clock after it.
+ */
+static uint64_t rdm_progress_in(struct braid_ep *ep, uint64_t now)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	struct braid_rxbuf *rb;
+	bool wrote = false;
+	int took;
+
+	if (!r->rx_direct && ep->wire->ops->rx_idle &&
+	    ep->wire->ops->rx_idle(ep->wire, ep->auth.mode || braid_rd_local_over(r->rd))) {
+		r->rx_drained_ns = now;
+		return now;
+	}
+	rb = rdm_rxbuf_take(ep);
+	if (!rb)
+		return now;	/* (no memory for a burst now: nothing is received this time) */
+	r->rx_bufs = rb->data;
+	took = rdm_progress_rx(ep, now, &wrote);
+	r->rx_bufs = NULL;
+	/* (messages handed whole are read in their ring: the buffers stay cold) */
+	if (wrote)
+		rb->warm = true;
+	else if (rb->warm && !braid_rd_get_stats(r->rd)->flows_active)
+		rdm_rxbuf_cool(rb);
+	rdm_rxbuf_give(ep, rb);
+	/* what arrived was handled by a later clock: read it again (a look that
+	 * found nothing keeps the one clock read of its poll) */
+	return took ? braid_now_ns() : now;
+}
+
 void braid_rdm_progress_locked(struct braid_ep *ep)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
-	struct braid_rxbuf *rb = rdm_rxbuf_take(ep);
-	uint64_t now = braid_now_ns();
+	uint64_t now = rdm_progress_in(ep, braid_now_ns());
 
-	if (rb) {
-		bool wrote = false;
-		int took;
-
-		r->rx_bufs = rb->data;
-		took = rdm_progress_rx(ep, now, &wrote);
-		r->rx_bufs = NULL;
-		/* (messages handed whole are read in their ring: the buffers stay cold) */
-		if (wrote)
-			rb->warm = true;
-		else if (rb->warm && !braid_rd_get_stats(r->rd)->flows_active)
-			rdm_rxbuf_cool(rb);
-		rdm_rxbuf_give(ep, rb);
-		/* what arrived was handled by a later clock: read it again (a look that
-		 * found nothing keeps the one clock read of its poll) */
-		if (took)
-			now = braid_now_ns();
-	}
-	/* (no memory for a burst now: nothing is received this time; timers still run) */
+	/* (timers run whatever came) */
 	ep->progress_ns = now;
 	if (braid_rd_next_deadline(r->rd) <= now)
 		braid_rd_timer(r->rd, now);

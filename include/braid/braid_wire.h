@@ -235,6 +235,14 @@ struct braid_wire_ops {
 		       int (*fn)(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len),
 		       void *ctx, int max, bool refuse, bool *more);
 	/**
+	 * @rx_idle: optional (NULL: never). True when a receive now would find
+	 * nothing and look at no socket: rx_burst and rx_msgs would both return 0
+	 * without a system call. It then stands for both calls (what they note
+	 * of an empty look is noted, @refuse as rx_msgs takes it), and the
+	 * caller may skip them. False: make them.
+	 */
+	bool (*rx_idle)(struct braid_wire *wire, bool refuse);
+	/**
 	 * @iface: optional (NULL: the wire uses the kernel's interfaces). The one
 	 * interface the wire owns itself (a DPDK port): its name, IPv4 address,
 	 * netmask and datagram payload limit. Starts the wire's port if it has

@@ -952,6 +952,22 @@ static int udp_rx_msgs(struct braid_wire *wire,
 	return got;
 }
 
+/*
+ * Nothing in the rings, and the sockets quiet and not due a look this time
+ * (udp_socks_due): what rx_burst and rx_msgs would do, with nothing found.
+ */
+static bool udp_rx_idle(struct braid_wire *wire, bool refuse)
+{
+	struct braid_udp *udp = (struct braid_udp *)wire;
+
+	if (!udp->shm || udp->shm_owed || !udp_socks_quiet(udp) ||
+	    udp->sock_skip + 1 >= UDP_LOCAL_LOOK || !udp_shm_idle(udp->shm, refuse))
+		return false;
+	udp->sock_skip++;	/* (this receive left the sockets alone) */
+	udp_shm_got(udp, 0);
+	return true;
+}
+
 static int udp_rx_routes(struct braid_wire *wire, struct braid_pkt *pkts, int n)
 {
 	struct braid_udp *udp = (struct braid_udp *)wire;
@@ -1054,4 +1070,5 @@ const struct braid_wire_ops braid_udp_wire_ops = {
 	.arm = udp_arm,
 	.tx_msg = udp_tx_msg,
 	.rx_msgs = udp_rx_msgs,
+	.rx_idle = udp_rx_idle,
 };

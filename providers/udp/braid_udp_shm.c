@@ -180,6 +180,10 @@ struct braid_udp_shm {
 	bool touched_over;
 	uint64_t head[SHM_RINGS_MAX];	/* our rings' heads (ours alone) */
 	uint32_t rr;			/* the ring receives start at */
+	/* what the last udp_shm_rx that looked at every ring saw: the rings with a
+	 * message whole at their head (udp_shm_rx_msgs looks at those alone) */
+	uint64_t msg_at[SHM_RINGS_MAX / 64];
+	bool msg_at_valid;
 	int peeked;			/* the ring of a peek not yet taken, or -1 */
 	uint8_t peek_bytes[SHM_PEEK_MAX];
 	size_t peek_len, peek_cap;
@@ -212,6 +216,14 @@ static inline struct shm_ring *shm_ring_at(struct shm_hdr *h, uint32_t k, uint32
 static inline uint8_t *shm_ring_data(struct shm_ring *r)
 {
 	return (uint8_t *)r + SHM_RING_CTL;
+}
+
+/* nothing in our ring @k (a look, no more: shm_next reads what is there) */
+static inline bool shm_ring_empty(const struct braid_udp_shm *s, uint32_t k)
+{
+	struct shm_ring *r = shm_ring_at(s->self.hdr, k, s->ring_bytes);
+
+	return atomic_load_explicit(&r->tail, memory_order_relaxed) == s->head[k];
 }
 
 static size_t shm_seg_bytes(uint32_t rings, uint32_t ring_bytes)
@@ -1109,38 +1121,78 @@ static bool shm_deliver(struct braid_udp_shm *s, const struct shm_dgram *g, stru
 
 int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
 {
-	uint32_t w, words = (s->rings + 63) / 64, start = s->rr;
+	uint32_t w, j, words = (s->rings + 63) / 64, start = s->rr;
 	int got = 0;
 
 	s->peeked = -1;
+	s->msg_at_valid = false;
 	if (atomic_load_explicit(&s->self.hdr->armed, memory_order_relaxed))
 		atomic_store_explicit(&s->self.hdr->armed, 0, memory_order_relaxed);
-	for (uint32_t j = 0; j < words && got < n; j++) {
+	for (j = 0; j < words && got < n; j++) {
 		uint64_t bits;
 
 		w = (start / 64 + j) % words;
+		s->msg_at[w] = 0;
 		bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
 		if (bits && !shm_self_rings(s))
-			break;
+			return got;
 		while (bits && got < n) {
 			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
 			struct shm_dgram g;
+			bool next;
 
 			bits &= bits - 1;
-			if (k >= s->rings)
+			if (k >= s->rings) {
+				bits = 0;	/* (no such ring) */
 				break;
+			}
+			if (shm_ring_empty(s, k))
+				continue;
 			/* (a message handed whole stops its ring: udp_shm_rx_msgs takes it) */
-			while (got < n && shm_next(s, k, &g) && !g.msg) {
+			while ((next = got < n && shm_next(s, k, &g)) && !g.msg) {
 				shm_from(s, &g, &pkts[got]);
 				if (shm_deliver(s, &g, &pkts[got]))
 					got++;
 				shm_advance(s, k, &g);
 			}
+			if (next)
+				s->msg_at[w] |= 1ULL << (k % 64);
 			s->rr = k + 1 < s->rings ? k + 1 : 0;
 		}
+		if (bits)
+			break;	/* (the burst is full: the rest of this word was not looked at) */
 	}
+	/* every ring looked at: udp_shm_rx_msgs needs look only where a message was */
+	s->msg_at_valid = j == words && got < n;
 	s->st->rx += (uint64_t)got;
 	return got;
+}
+
+bool udp_shm_idle(struct braid_udp_shm *s, bool refuse)
+{
+	uint32_t words = (s->rings + 63) / 64;
+
+	for (uint32_t w = 0; w < words; w++) {
+		uint64_t bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
+
+		if (bits && s->self.bytes != s->seg_bytes)
+			return false;	/* (udp_shm_rx maps them) */
+		while (bits) {
+			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
+
+			bits &= bits - 1;
+			if (k < s->rings && !shm_ring_empty(s, k))
+				return false;
+		}
+	}
+	/* what an empty udp_shm_rx and udp_shm_rx_msgs leave */
+	s->peeked = -1;
+	s->msg_at_valid = false;
+	if (atomic_load_explicit(&s->self.hdr->armed, memory_order_relaxed))
+		atomic_store_explicit(&s->self.hdr->armed, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&s->self.hdr->nomsg, memory_order_relaxed) != refuse)
+		atomic_store_explicit(&s->self.hdr->nomsg, refuse, memory_order_relaxed);
+	return true;
 }
 
 /* the first of our rings with a datagram (@msgs: or a message record); -1: none */
@@ -1159,7 +1211,7 @@ static int shm_first(struct braid_udp_shm *s, struct shm_dgram *g, bool msgs)
 			bits &= bits - 1;
 			if (k >= s->rings)
 				break;
-			if (shm_next(s, k, g) && (msgs || !g->msg))
+			if (!shm_ring_empty(s, k) && shm_next(s, k, g) && (msgs || !g->msg))
 				return (int)k;
 		}
 	}
@@ -1267,16 +1319,20 @@ int udp_shm_rx_msgs(struct braid_udp_shm *s,
 {
 	uint32_t words = (s->rings + 63) / 64;
 	int got = 0;
+	bool valid;
 
 	if (atomic_load_explicit(&s->self.hdr->nomsg, memory_order_relaxed) != refuse)
 		atomic_store_explicit(&s->self.hdr->nomsg, refuse, memory_order_relaxed);
 	if (max <= 0)
 		return 0;
 	s->peeked = -1;
+	valid = s->msg_at_valid;
+	s->msg_at_valid = false;
 	for (uint32_t w = 0; w < words && got < max; w++) {
-		uint64_t bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
+		uint64_t bits = valid ? s->msg_at[w] :
+			atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
 
-		if (bits && !shm_self_rings(s))
+		if (!valid && bits && !shm_self_rings(s))
 			break;
 		while (bits && got < max) {
 			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
@@ -1287,6 +1343,8 @@ int udp_shm_rx_msgs(struct braid_udp_shm *s,
 			bits &= bits - 1;
 			if (k >= s->rings)
 				break;
+			if (shm_ring_empty(s, k))
+				continue;
 			while ((next = got < max && shm_next(s, k, &g)) && g.msg) {
 				if (fn(ctx, ntohl(g.h.src_ip), ntohs(g.h.src_home), g.bytes, g.len) < 0)
 					break;	/* left where it is: the next call hands it again */

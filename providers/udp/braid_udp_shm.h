@@ -68,6 +68,13 @@ void udp_shm_tx_done(struct braid_udp_shm *shm);
 int udp_shm_rx(struct braid_udp_shm *shm, struct braid_pkt *pkts, int n);
 
 /**
+ * udp_shm_idle() - every ring empty: udp_shm_rx and udp_shm_rx_msgs would take
+ * nothing (@refuse: as udp_shm_rx_msgs takes it). False when something is
+ * there, or the rings are not mapped yet.
+ */
+bool udp_shm_idle(struct braid_udp_shm *shm, bool refuse);
+
+/**
  * udp_shm_peek() - the next datagram in the rings, left there: as the wire's
  * rx_peek. Return its length, 0 when the rings are empty.
  */

@@ -676,3 +676,75 @@ Test(udp_local, a_dead_owners_segment_is_swept_at_the_next_process_first_endpoin
 	unlink(live_path);
 	ops->close(w);
 }
+
+static int took_msgs;
+
+static int take_msg(void *ctx, uint32_t ip, uint16_t port, const void *rec, size_t len)
+{
+	(void)ctx;
+	(void)ip;
+	(void)port;
+	cr_assert_eq(len, 4);
+	cr_assert_eq(memcmp(rec, "whol", 4), 0);
+	took_msgs++;
+	return 0;
+}
+
+/* a message handed whole from a to b (the wire does not read what it carries) */
+static int tx_whole(struct braid_wire *a, struct braid_wire *b)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(home(b)),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct iovec iov = { (void *)"ol", 2 };
+
+	return ops->tx_msg(a, &dst, "wh", 2, &iov, 1);
+}
+
+Test(udp_local, an_idle_look_stands_for_an_empty_receive_and_leaves_no_datagram_waiting)
+{
+	struct braid_wire *a = local_wire(2, 0), *b = local_wire(2, 0);
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(home(b)),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct braid_pkt pkts[8];
+	int fd, i, looks, got;
+
+	cr_assert_not_null(ops->rx_idle, "the UDP wire has the idle look");
+	/* sockets never yet found quiet: every receive looks at them */
+	cr_assert_eq(ops->rx_idle(b, false), false);
+	/* the local peer active, the sockets empty a few looks running: quiet */
+	goes_through(a, b, "ring");
+	for (i = 0; i < 16; i++)
+		cr_assert_eq(rx(b, pkts), 0);
+	cr_assert_eq(ops->rx_idle(b, false), true);
+	/* a datagram in a ring, or a message whole: not idle, until taken */
+	cr_assert_eq(tx(a, home(b), 0, "next", 4, 0), 1);
+	cr_assert_eq(ops->rx_idle(b, false), false);
+	cr_assert_eq(rx(b, pkts), 1);
+	cr_assert_eq(tx_whole(a, b), 1);
+	cr_assert_eq(ops->rx_idle(b, false), false);
+	cr_assert_eq(rx(b, pkts), 0, "a message whole stops its ring's datagrams");
+	took_msgs = 0;
+	cr_assert_eq(ops->rx_msgs(b, take_msg, NULL, 8, false, NULL), 1);
+	cr_assert_eq(took_msgs, 1);
+	cr_assert_eq(ops->rx_idle(b, false), true);
+	/* a receiver that refuses in its idle look is handed nothing whole, and takes again after */
+	cr_assert_eq(ops->rx_idle(b, true), true);
+	cr_assert_eq(tx_whole(a, b), 0, "refused: by the engine");
+	cr_assert_eq(ops->rx_idle(b, false), true);
+	cr_assert_eq(tx_whole(a, b), 1);
+	cr_assert_eq(ops->rx_msgs(b, take_msg, NULL, 8, false, NULL), 1);
+	/* a datagram from outside the rings (another host's, by the socket) is not left
+	 * behind idle looks: within one look of the sockets' period a receive finds it */
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(sendto(fd, "sock", 4, 0, (struct sockaddr *)&to, sizeof(to)), 4);
+	for (looks = 0, got = 0; looks < 200 && !got; looks++)
+		if (!ops->rx_idle(b, false))
+			got = rx(b, pkts);
+	cr_assert_eq(got, 1, "the socket's datagram came within 200 looks (%d)", looks);
+	cr_assert_eq(memcmp(rbuf[0], "sock", 4), 0);
+	cr_assert_leq(looks, 65, "a look at the sockets every 64th receive at most: %d", looks);
+	close(fd);
+	ops->close(a);
+	ops->close(b);
+}

@@ -361,6 +361,13 @@ static int do_msgs(uint8_t sel)
 	bool more = false, refuse = sel & 0x80;
 	int got, max = 1 + (sel & 7);
 
+	/* an idle look says so only with every ring empty (and stands for this call then) */
+	if (ops->rx_idle(wire, refuse)) {
+		for (int k = 0; k < FSHM_RINGS; k++)
+			FUZZ_CHECK(atomic_load(ring_word(k, 0)) ==
+				   atomic_load(ring_word(k, FSHM_RING_HEAD)));
+		FUZZ_CHECK(!!atomic_load((_Atomic uint32_t *)(seg + FSHM_OFF_NOMSG)) == refuse);
+	}
 	/* (the heads: the step's checks after it) */
 	got = ops->rx_msgs(wire, msg_seen, &sel, max, refuse, &more);
 	FUZZ_CHECK(got >= 0 && got <= max);
