@@ -474,9 +474,13 @@ void braid_rd_local_hdr_of(const struct braid_rd_send *req, uint64_t len,
 /**
  * braid_rd_local_sent() - @req, of @len bytes, was handed whole to its local
  * peer after braid_rd_local_ready() said it may: it completes now
- * (transmit complete: the peer holds it).
+ * (transmit complete: the peer holds it). With @comp, its completion is
+ * written there for the caller to report (it may do so only while
+ * braid_rd_comps_waiting() is false: completions keep their order); without,
+ * it goes into the completion ring for braid_rd_poll().
  */
-void braid_rd_local_sent(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t len);
+void braid_rd_local_sent(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t len,
+			 struct braid_rd_comp *comp);
 
 /**
  * braid_rd_local_input() - a message local peer @peer handed whole: @rec

@@ -292,9 +292,11 @@ void braid_rd_local_hdr_of(const struct braid_rd_send *req, uint64_t len,
 	};
 }
 
-void braid_rd_local_sent(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t len)
+void braid_rd_local_sent(struct braid_rd *rd, const struct braid_rd_send *req, uint64_t len,
+			 struct braid_rd_comp *comp)
 {
-	struct braid_rd_comp *c = rd_comp_slot(rd);	/* (braid_rd_local_ready: room) */
+	/* (braid_rd_local_ready: the ring has room) */
+	struct braid_rd_comp *c = comp ? comp : rd_comp_slot(rd);
 	struct rd_conn *conn = rd_conn_get(rd, req->peer, false, 0);
 
 	if (c) {
@@ -307,7 +309,8 @@ void braid_rd_local_sent(struct braid_rd *rd, const struct braid_rd_send *req, u
 			.tag = req->tag,
 			.peer = req->peer,
 		};
-		rd_comp_commit(rd);
+		if (!comp)
+			rd_comp_commit(rd);
 	}
 	RD_COUNT(rd, conn ? conn->flow : NULL, msgs_sent, 1);
 }

@@ -231,6 +231,12 @@ void braid_rdm_reap(struct braid_ep *ep)
 	rdm_reap_comps(ep, false);
 }
 
+void braid_rdm_report_sent(struct braid_ep *ep, const struct braid_rd_comp *c)
+{
+	braid_ep_tx_give(ep, 1);	/* (as rdm_reap_comps: a transmit operation ended) */
+	rdm_report(ep, c);
+}
+
 void braid_rdm_srx_leave_locked(struct braid_ep *ep)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);

@@ -562,12 +562,23 @@ Test(rd_local, a_send_may_go_whole_only_with_nothing_on_its_way)
 
 	one_open(&o);
 	cr_assert(braid_rd_local_ready(o.rd, LOCAL_PEER), "no state for the peer: nothing on its way");
-	braid_rd_local_sent(o.rd, &s, 3);
+	braid_rd_local_sent(o.rd, &s, 3, NULL);
 	cr_assert_eq(braid_rd_poll(o.rd, &c, 1), 1, "complete at once");
 	cr_assert_eq(c.context, (void *)9);
 	cr_assert(c.flags & BRAID_RD_COMP_SEND);
 	cr_assert(c.flags & BRAID_RD_COMP_TAGGED);
 	cr_assert_eq(c.len, 3);
+	/* or its completion handed to the caller, the ring left alone */
+	memset(&c, 0, sizeof(c));
+	s.flags |= BRAID_RD_NO_COMP;
+	braid_rd_local_sent(o.rd, &s, 4, &c);
+	cr_assert_not(braid_rd_comps_waiting(o.rd));
+	cr_assert_eq(c.context, (void *)9);
+	cr_assert_eq(c.flags, BRAID_RD_COMP_SEND | BRAID_RD_COMP_TAGGED | BRAID_RD_COMP_SILENT);
+	cr_assert_eq(c.len, 4);
+	cr_assert_eq(c.tag, 5);
+	cr_assert_eq(c.peer, LOCAL_PEER);
+	s.flags &= ~BRAID_RD_NO_COMP;
 	/* a message by the engine, its packets out and not acknowledged */
 	cr_assert_eq(braid_rd_send(o.rd, &s, 1), 0);
 	cr_assert_not(braid_rd_local_ready(o.rd, LOCAL_PEER), "queued: it would be overtaken");
