@@ -631,6 +631,12 @@ struct braid_av {
 	uint64_t shm_removed;
 	/** @shm_bad: the segment was found corrupt (said once in the log). */
 	bool shm_bad;
+	/**
+	 * @gen: bumped at every removal (under @lock): an address looked up
+	 * before may since name another peer, or none (braid_rdm.c keeps the
+	 * last one a send looked up while it does not move).
+	 */
+	_Atomic uint64_t gen;
 };
 
 /** struct braid_av_shm - a named AV's segment as one process has it open (braid_av_shm.c). */
@@ -1150,6 +1156,14 @@ struct braid_rdm_ep {
 	size_t local_eager;
 	/** @rx_msg_ns: while it takes messages local peers handed whole, the clock. */
 	uint64_t rx_msg_ns;
+	/**
+	 * @last_addr, @last_key, @last_gen, @last_av: the address its last send
+	 * looked up, the engine's key of it, and its AV's @gen then (under the
+	 * endpoint's lock; @last_av NULL: none kept).
+	 */
+	fi_addr_t last_addr;
+	uint64_t last_key, last_gen;
+	const struct braid_av *last_av;
 	struct braid_pkt rx_pkts[BRAID_RDM_RX_BURST];
 	struct iovec rx_iovs[BRAID_RDM_RX_BURST];
 	uint8_t *rx_set;

@@ -276,6 +276,7 @@ static void av_del_locked(struct braid_av *av, uint32_t a)
 	uint32_t next = av->same_next[a], prev = av->same_prev[a];
 
 	av->valid[a] = 0;
+	atomic_fetch_add_explicit(&av->gen, 1, memory_order_release);
 	if (a == head) {
 		braid_map_remove(&av->rev, key);
 		if (next != AV_NONE) {

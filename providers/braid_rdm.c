@@ -192,6 +192,34 @@ int braid_rdm_peer(struct braid_ep *ep, fi_addr_t addr, uint64_t *key)
 	return rdm_av_key(ep->av, addr, key);
 }
 
+/*
+ * The same for a send, under the endpoint's lock: the last address looked up
+ * is kept while its AV removes nothing (a named AV's removals come from
+ * other processes too: it is looked up every time).
+ */
+static int rdm_peer_locked(struct braid_ep *ep, fi_addr_t addr, uint64_t *key)
+{
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	const struct braid_av *av = ep->av;
+	bool keep = av && !av->shm;
+	uint64_t gen = keep ? atomic_load_explicit(&av->gen, memory_order_acquire) : 0;
+	int ret;
+
+	if (keep && r->last_av == av && r->last_addr == addr && r->last_gen == gen) {
+		*key = r->last_key;
+		return 0;
+	}
+	ret = rdm_av_key(ep->av, addr, key);
+	if (!ret && keep) {
+		/* (the generation read before the look-up: a removal since makes it stale) */
+		r->last_av = av;
+		r->last_addr = addr;
+		r->last_key = *key;
+		r->last_gen = gen;
+	}
+	return ret;
+}
+
 void braid_rdm_posted_locked(struct braid_ep *ep, int ret, uint64_t flags)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
@@ -306,8 +334,6 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, void **des
 		len += iov[i].iov_len;
 	if ((flags & FI_INJECT) && len > ep->info->tx_attr->inject_size)
 		return -FI_EMSGSIZE;
-	if (braid_rdm_peer(ep, dest, &req.peer))
-		return -FI_EINVAL;
 	if (tagged)
 		req.flags |= BRAID_RD_TAGGED;
 	if (flags & FI_REMOTE_CQ_DATA)
@@ -322,6 +348,10 @@ static ssize_t rdm_send(struct braid_ep *ep, const struct iovec *iov, void **des
 		req.flags |= BRAID_RD_NO_COMP;
 
 	braid_ep_lock(ep);
+	if (rdm_peer_locked(ep, dest, &req.peer)) {
+		braid_ep_unlock(ep);
+		return -FI_EINVAL;
+	}
 	ret = braid_ep_tx_take(ep);
 	if (!ret && r->local_eager && len <= r->local_eager && !dev &&
 	    !(flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE | FI_FENCE)) &&

@@ -834,6 +834,38 @@ Test(fi_av_remove, source_follows_the_live_entries)
 	rdm_close(&r);
 }
 
+/* A send keeps the last address it looked up; a removal from its AV ends that. */
+Test(fi_av_remove, a_send_after_a_removal_looks_its_address_up_again)
+{
+	uint8_t buf[16];
+	struct fi_cq_tagged_entry e;
+	fi_addr_t again, gone;
+	struct rdm r;
+
+	rdm_open(&r, false);
+	for (int k = 0; k < 2; k++) {	/* (the second send finds it kept) */
+		cr_assert_eq(fi_recv(r.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
+		cr_assert_eq(fi_send(r.a.ep, "kept", 5, NULL, r.a.peer, NULL), 0);
+		cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 5000), 1);
+		cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 5000), 1);
+	}
+	gone = r.a.peer;
+	cr_assert_eq(fi_av_remove(r.a.av, &gone, 1, 0), 0);
+	cr_assert_eq(fi_send(r.a.ep, "gone", 5, NULL, gone, NULL), -FI_EINVAL,
+		     "a removed address is no peer, whatever the endpoint kept");
+	cr_assert_eq(fi_tsend(r.a.ep, "gone", 5, NULL, gone, 1, NULL), -FI_EINVAL);
+	/* inserted again, under a new fi_addr: sends reach b */
+	cr_assert_eq(fi_av_insert(r.a.av, &r.b.name, 1, &again, 0, NULL), 1);
+	cr_assert_neq(again, gone);
+	cr_assert_eq(fi_recv(r.b.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	cr_assert_eq(fi_send(r.a.ep, "back", 5, NULL, again, NULL), 0);
+	cr_assert_eq(rdm_wait(&r, r.b.rx_cq, &e, NULL, NULL, 5000), 1);
+	cr_assert_eq(memcmp(buf, "back", 5), 0);
+	cr_assert_eq(rdm_wait(&r, r.a.tx_cq, &e, NULL, NULL, 5000), 1);
+	cr_assert_eq(fi_send(r.a.ep, "gone", 5, NULL, gone, NULL), -FI_EINVAL);
+	rdm_close(&r);
+}
+
 /* Read every entry @cq has now: successes into @ok, errors into @errs. */
 static void cq_count(struct fid_cq *cq, size_t *ok, size_t *errs)
 {
