@@ -1135,7 +1135,7 @@ int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
 		s->msg_at[w] = 0;
 		bits = atomic_load_explicit(&s->self.hdr->active[w], memory_order_acquire);
 		if (bits && !shm_self_rings(s))
-			return got;
+			break;
 		while (bits && got < n) {
 			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(bits);
 			struct shm_dgram g;
