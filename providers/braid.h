@@ -1144,12 +1144,6 @@ struct braid_rdm_ep {
 	/** @rx_bufs: while it progresses, the burst buffers its domain lent it (braid_rxbuf). */
 	uint8_t *rx_bufs;
 	/**
-	 * @rx_pkts, @rx_iovs: a receive burst's packets, each with its buffer in
-	 * @rx_set, kept set up between calls (braid_wire_rx_kept: only those a
-	 * burst used are set up again); @rx_set: the buffers they point into
-	 * (NULL: none set up yet).
-	 */
-	/**
 	 * @local_eager: messages of up to this many bytes go whole to local peers
 	 * (braid_cfg.shm_eager; 0: none: no local peers, a keyed endpoint).
 	 */
@@ -1164,6 +1158,12 @@ struct braid_rdm_ep {
 	fi_addr_t last_addr;
 	uint64_t last_key, last_gen;
 	const struct braid_av *last_av;
+	/**
+	 * @rx_pkts, @rx_iovs: a receive burst's packets, each with its buffer in
+	 * @rx_set, kept set up between calls (braid_wire_rx_kept: only those a
+	 * burst used are set up again); @rx_set: the buffers they point into
+	 * (NULL: none set up yet).
+	 */
 	struct braid_pkt rx_pkts[BRAID_RDM_RX_BURST];
 	struct iovec rx_iovs[BRAID_RDM_RX_BURST];
 	uint8_t *rx_set;
