@@ -1633,8 +1633,9 @@ void braid_rdm_srx_leave_locked(struct braid_ep *ep);
 #define BRAID_RDM_OUT_BURST	64
 void braid_rdm_flush(struct braid_ep *ep, uint64_t now);
 void braid_rdm_reap(struct braid_ep *ep);
-/* a send's completion the engine handed over (braid_rd_local_sent): to its CQ and counter */
-void braid_rdm_report_sent(struct braid_ep *ep, const struct braid_rd_comp *c);
+/* @req (@len bytes) was handed whole to a local peer: the engine counts it and its
+ * completion goes to the CQ now, or behind the engine's own (braid_rd_local_sent) */
+void braid_rdm_sent_whole(struct braid_ep *ep, const struct braid_rd_send *req, size_t len);
 /* braid_progress.c: the process clock (CLOCK_MONOTONIC, ns) */
 uint64_t braid_now_ns(void);
 

@@ -258,17 +258,7 @@ static bool rdm_send_local(struct braid_ep *ep, const struct braid_rd_send *req,
 	    ep->wire->ops->tx_msg(ep->wire, &dst, &h, sizeof(h), req->iov, (int)req->iov_count) != 1)
 		return false;
 	ep->stats.tx_dgrams++;	/* (a record in the ring, as a datagram there is) */
-	if (braid_rd_comps_waiting(r->rd) || !braid_cq_room(ep->tx_cq) || !braid_cq_room(ep->rx_cq)) {
-		/* behind the engine's completions, in their order, and never
-		 * overrunning a CQ (braid_rdm_reap) */
-		braid_rd_local_sent(r->rd, req, len, NULL);
-		braid_rdm_reap(ep);
-	} else {
-		struct braid_rd_comp c;
-
-		braid_rd_local_sent(r->rd, req, len, &c);
-		braid_rdm_report_sent(ep, &c);
-	}
+	braid_rdm_sent_whole(ep, req, len);
 	return true;
 }
 

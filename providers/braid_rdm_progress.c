@@ -204,13 +204,18 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
  * Move engine completions to the CQs while they have room (never overrun),
  * or (@all) every one, what does not fit going to a CQ's overflow.
  */
+/* both CQs can take an entry (a completion never overruns one) */
+static bool rdm_cqs_room(struct braid_ep *ep)
+{
+	return braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq);
+}
+
 static void rdm_reap_comps(struct braid_ep *ep, bool all)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
 	struct braid_rd_comp c;
 
-	while (braid_rd_comps_waiting(r->rd) &&
-	       (all || (braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq))) &&
+	while (braid_rd_comps_waiting(r->rd) && (all || rdm_cqs_room(ep)) &&
 	       braid_rd_poll(r->rd, &c, 1) == 1) {
 		/* a transmit operation ended: room in its shared transmit context */
 		if (!(c.flags & (BRAID_RD_COMP_RECV | BRAID_RD_COMP_REMOTE)))
@@ -231,10 +236,20 @@ void braid_rdm_reap(struct braid_ep *ep)
 	rdm_reap_comps(ep, false);
 }
 
-void braid_rdm_report_sent(struct braid_ep *ep, const struct braid_rd_comp *c)
+void braid_rdm_sent_whole(struct braid_ep *ep, const struct braid_rd_send *req, size_t len)
 {
+	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);
+	struct braid_rd_comp c;
+
+	if (braid_rd_comps_waiting(r->rd) || !rdm_cqs_room(ep)) {
+		/* behind the engine's completions, in their order */
+		braid_rd_local_sent(r->rd, req, len, NULL);
+		rdm_reap_comps(ep, false);
+		return;
+	}
+	braid_rd_local_sent(r->rd, req, len, &c);
 	braid_ep_tx_give(ep, 1);	/* (as rdm_reap_comps: a transmit operation ended) */
-	rdm_report(ep, c);
+	rdm_report(ep, &c);
 }
 
 void braid_rdm_srx_leave_locked(struct braid_ep *ep)

@@ -1119,15 +1119,28 @@ static bool shm_deliver(struct braid_udp_shm *s, const struct shm_dgram *g, stru
 	return true;
 }
 
+/* a receive starts: no peek stands, no scan is known, and we are not asleep */
+static void shm_rx_begin(struct braid_udp_shm *s)
+{
+	s->peeked = -1;
+	s->msg_at_valid = false;
+	if (atomic_load_explicit(&s->self.hdr->armed, memory_order_relaxed))
+		atomic_store_explicit(&s->self.hdr->armed, 0, memory_order_relaxed);
+}
+
+/* tell our senders whether we take messages whole (§7.4), when it changed */
+static void shm_say_nomsg(struct braid_udp_shm *s, bool refuse)
+{
+	if (atomic_load_explicit(&s->self.hdr->nomsg, memory_order_relaxed) != refuse)
+		atomic_store_explicit(&s->self.hdr->nomsg, refuse, memory_order_relaxed);
+}
+
 int udp_shm_rx(struct braid_udp_shm *s, struct braid_pkt *pkts, int n)
 {
 	uint32_t w, j, words = (s->rings + 63) / 64, start = s->rr;
 	int got = 0;
 
-	s->peeked = -1;
-	s->msg_at_valid = false;
-	if (atomic_load_explicit(&s->self.hdr->armed, memory_order_relaxed))
-		atomic_store_explicit(&s->self.hdr->armed, 0, memory_order_relaxed);
+	shm_rx_begin(s);
 	for (j = 0; j < words && got < n; j++) {
 		uint64_t bits;
 
@@ -1186,12 +1199,8 @@ bool udp_shm_idle(struct braid_udp_shm *s, bool refuse)
 		}
 	}
 	/* what an empty udp_shm_rx and udp_shm_rx_msgs leave */
-	s->peeked = -1;
-	s->msg_at_valid = false;
-	if (atomic_load_explicit(&s->self.hdr->armed, memory_order_relaxed))
-		atomic_store_explicit(&s->self.hdr->armed, 0, memory_order_relaxed);
-	if (atomic_load_explicit(&s->self.hdr->nomsg, memory_order_relaxed) != refuse)
-		atomic_store_explicit(&s->self.hdr->nomsg, refuse, memory_order_relaxed);
+	shm_rx_begin(s);
+	shm_say_nomsg(s, refuse);
 	return true;
 }
 
@@ -1321,8 +1330,7 @@ int udp_shm_rx_msgs(struct braid_udp_shm *s,
 	int got = 0;
 	bool valid;
 
-	if (atomic_load_explicit(&s->self.hdr->nomsg, memory_order_relaxed) != refuse)
-		atomic_store_explicit(&s->self.hdr->nomsg, refuse, memory_order_relaxed);
+	shm_say_nomsg(s, refuse);
 	if (max <= 0)
 		return 0;
 	s->peeked = -1;
