@@ -860,7 +860,8 @@ static bool udp_socks_ready(struct braid_udp *udp)
  * receives, with one epoll_wait: a busy-polled receive between local peers
  * costs no system call, and a datagram from another host waits
  * UDP_LOCAL_LOOK receives at most (a few microseconds) when it ends the
- * sockets' quiet. udp_socks_due() says whether this receive looks (false:
+ * sockets' quiet: a due look that finds the wait set ready ends the quiet,
+ * whichever receive (rx_burst, rx_peek, rx_routes) it fell to. udp_socks_due() says whether this receive looks (false:
  * it leaves the sockets alone); udp_socks_found() notes what a look found.
  */
 static bool udp_socks_quiet(const struct braid_udp *udp)
@@ -875,7 +876,12 @@ static bool udp_socks_due(struct braid_udp *udp)
 	if (++udp->sock_skip < UDP_LOCAL_LOOK)
 		return false;
 	udp->sock_skip = 0;
-	return udp_socks_ready(udp);
+	if (!udp_socks_ready(udp))
+		return false;
+	/* something waits: the quiet ends until looks find nothing again (the look
+	 * due may be rx_routes', which reads the path sockets, not the home one) */
+	udp->sock_empty = 0;
+	return true;
 }
 
 static void udp_socks_found(struct braid_udp *udp, int got)

@@ -748,3 +748,49 @@ Test(udp_local, an_idle_look_stands_for_an_empty_receive_and_leaves_no_datagram_
 	ops->close(a);
 	ops->close(b);
 }
+
+/*
+ * While large datagrams come, the engine reads the home socket by peek and the
+ * path sockets by rx_routes, once each a receive: a datagram from another host
+ * on the home socket is found within the sockets' period whichever of the two
+ * the period's look falls to (a look at the path sockets that finds the wait
+ * set ready ends the quiet, so the next peek reads the home socket).
+ */
+Test(udp_local, a_datagram_on_the_home_socket_is_found_while_receives_peek_and_read_routes)
+{
+	struct braid_wire *a = local_wire(2, 0), *b = local_wire(2, 0);
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(home(b)),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) }, from;
+	struct braid_pkt pkts[8];
+	char buf[64];
+	uint64_t rx_ns;
+	size_t len;
+	int fd, i, rounds, phase;
+
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	cr_assert_geq(fd, 0);
+	/* both phases of the period: one more receive (an idle look) shifts it by one */
+	for (phase = 0; phase < 2; phase++) {
+		goes_through(a, b, "ring");
+		for (i = 0; i < 16; i++)
+			cr_assert_eq(rx(b, pkts), 0);
+		for (i = 0; i <= phase; i++)
+			cr_assert_eq(ops->rx_idle(b, false), true, "the sockets are quiet");
+		cr_assert_eq(sendto(fd, "sock", 4, 0, (struct sockaddr *)&to, sizeof(to)), 4);
+		for (rounds = 0, len = 0; rounds < 200 && !len; rounds++) {
+			len = ops->rx_peek(b, buf, sizeof(buf), &from, &rx_ns);
+			if (!len)
+				cr_assert_eq(ops->rx_routes(b, pkts, 8), 0);
+		}
+		cr_assert_eq(len, 4, "phase %d: the home socket's datagram was peeked within "
+			     "200 receives (%d)", phase, rounds);
+		cr_assert_eq(memcmp(buf, "sock", 4), 0);
+		cr_assert_leq(rounds, 65, "phase %d: found within the sockets' period: %d receives",
+			      phase, rounds);
+		cr_assert_eq(ops->rx_home(b, pkts, 1), 1);
+		cr_assert_eq(memcmp(rbuf[0], "sock", 4), 0);
+	}
+	close(fd);
+	ops->close(a);
+	ops->close(b);
+}
