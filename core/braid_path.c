@@ -56,7 +56,7 @@ static float mean_loss(const struct braid_pathset *ps)
  */
 static bool path_sick(const struct braid_path *p, float mean, uint32_t best_srtt)
 {
-	if ((p->loss > 3 * mean && p->loss > mean + 0.10f) || p->consec_losses >= 3 ||
+	if ((p->loss > 3 * mean && p->loss > mean + 0.10f) || p->consec_losses >= BRAID_PATH_SICK_RUN ||
 	    p->ecn > 0.5f || (p->trial && p->sent))
 		return true;
 	return best_srtt && p->srtt_ns > 2 * best_srtt + 20000;

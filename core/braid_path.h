@@ -117,6 +117,22 @@ static inline void braid_path_acked(struct braid_path *p, bool ecn)
 	p->ecn += ((ecn ? 1.0f : 0.0f) - p->ecn) / 16.0f;
 }
 
+/* losses in a row that make a path sick: the chooser skips it but for probes */
+#define BRAID_PATH_SICK_RUN	3
+
+/**
+ * braid_path_suspect() - a packet sent on the path went missing while its copy,
+ * sent later on another path, arrived (the probe-answered rule, protocol.md
+ * §4.5): the path is sick at once, as after BRAID_PATH_SICK_RUN losses in a row,
+ * until something it carries is acknowledged; one more loss re-draws it
+ * (braid_path_lost()).
+ */
+static inline void braid_path_suspect(struct braid_path *p)
+{
+	if (p->consec_losses < BRAID_PATH_SICK_RUN)
+		p->consec_losses = BRAID_PATH_SICK_RUN;
+}
+
 /**
  * braid_path_lost() - a packet sent on the path was declared lost. If the
  * path is clearly worse than the others (four losses in a row, or a loss

@@ -599,6 +599,10 @@ uint64_t rd_out_deadline(const struct braid_rd *rd, const struct rd_flow *f)
 static void pkt_requeue(struct braid_rd *rd, struct rd_flow *f, struct rd_txpkt *p, uint8_t why)
 {
 	p->why = why;
+	/* a probe's resend: the transmission it replaces, for the probe-answered rule (§4.5) */
+	p->probed_path = why == RD_LOSS_TLP || why == RD_LOSS_RTO ? p->path : RD_NO_PATH;
+	p->probed_entropy = f->paths.p[p->path].entropy;
+	p->probed_us = rd_usec(p->tx_time);
 	if (why != RD_LOSS_REFUSED)
 		RD_COUNT_PATH(rd, f, p->path, lost_pkts, 1);
 	braid_dlist_remove(&p->link);
@@ -815,6 +819,7 @@ static RD_HOT_INLINE void pkt_acked(struct braid_rd *rd, struct rd_flow *f, stru
 			pr->has_rack = true;
 			pr->rack_seq = p->tx_seq;
 			pr->rack_rtt = now - p->tx_time;
+			pr->rack_tx = p->tx_time;
 		}
 	}
 	braid_dlist_remove(&p->link);
@@ -972,16 +977,19 @@ static uint64_t sample_base(const struct braid_rd *rd, struct rd_flow *f,
  * and the microsecond echo still gives the flow a sample (so a flow whose
  * every packet was resent too early, on a path far slower than the first
  * guess, still learns its RTT). *@base: the base RTT the sample is judged
- * against (sample_base()), 0 when unknown.
+ * against (sample_base()), 0 when unknown. *@probed: when the echo names a
+ * probe's resend, the transmission it replaced (struct rd_txpkt @probed_path;
+ * probed->path RD_NO_PATH otherwise).
  */
 static uint64_t ack_rtt_sample(struct braid_rd *rd, struct rd_flow *f, const struct rd_conn *conn,
 			       const struct braid_rd_ack_view *a, bool ecn, uint64_t now,
-			       uint64_t *base)
+			       uint64_t *base, struct rd_probed *probed)
 {
 	struct rd_txpkt *p;
 	uint32_t us;
 
 	*base = 0;
+	probed->path = RD_NO_PATH;
 	if (!braid_seq_ge(a->echo_psn, f->snd_una) || !braid_seq_lt(a->echo_psn, conn->snd_nxt))
 		return 0;
 	p = tx_slot(rd, f, a->echo_psn);
@@ -998,10 +1006,45 @@ static uint64_t ack_rtt_sample(struct braid_rd *rd, struct rd_flow *f, const str
 		f->paths.p[p->path].unheard = 0;
 		if (ecn)
 			braid_path_acked(&f->paths.p[p->path], true);
+		if (p->retx && p->probed_path != RD_NO_PATH) {
+			*probed = (struct rd_probed){ .path = p->probed_path,
+						      .entropy = p->probed_entropy,
+						      .us = p->probed_us };
+			p->probed_path = RD_NO_PATH;
+		}
 		return rtt;
 	}
 	us = rd_usec(now) - a->echo_time;
 	return us && us < 60u * 1000 * 1000 ? (uint64_t)us * 1000 : 0;
+}
+
+/*
+ * The probe-answered rule (protocol.md §4.5): an ACK echoed a probe's resend (a
+ * tail loss probe, or a resend after an RTO, on another path), so it reached the
+ * receiver while the transmission it replaced, on @pb's path, had not. With a
+ * window of a few packets a probe is how most losses into a dead path are
+ * found, and it takes the lost packet off its path, where the silence rule
+ * would have judged it. Unless the path has delivered something sent as late,
+ * it is sick at once (braid_path_suspect()): the chooser gives its turns to
+ * the others, but for probes, until something it carries is acknowledged, and
+ * one more loss on it moves the slot to a fresh route. A path that was only
+ * queueing longer than the probe took loses a few turns; a dead one takes no
+ * more of the flow's packets into the hole.
+ */
+static void probe_answered(struct braid_rd *rd, struct rd_flow *f, const struct rd_probed *pb,
+			   uint64_t now)
+{
+	const struct rd_pathrack *pr;
+	uint64_t tx = now - (uint64_t)(uint32_t)(rd_usec(now) - pb->us) * 1000;
+
+	if (!rd->cfg.path_health || pb->path >= f->paths.n || f->paths.n < 2 ||
+	    f->paths.p[pb->path].entropy != pb->entropy)
+		return;		/* re-drawn since: the route it judged is gone */
+	pr = &f->prack[pb->path];
+	if (pr->has_rack && pr->rack_tx >= tx)
+		return;		/* it delivered something sent as late: one packet lost */
+	braid_path_suspect(&f->paths.p[pb->path]);
+	RD_COUNT(rd, f, probe_suspects, 1);
 }
 
 /* The flow's smoothed RTT, variation and minimum take sample @rtt (RFC 6298). */
@@ -1106,6 +1149,7 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 {
 	struct rd_flow *f = conn->flow;
 	bool ecn = a->flags & BRAID_RD_ACK_F_ECN_CE;
+	struct rd_probed probed;
 	uint64_t rtt, base;
 	uint32_t n;
 
@@ -1116,7 +1160,7 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 	f->granted = true;
 	f->unsched_held = false;
 	ack_reorder(rd, f, a->dups, now);
-	rtt = ack_rtt_sample(rd, f, conn, a, ecn, now, &base);
+	rtt = ack_rtt_sample(rd, f, conn, a, ecn, now, &base, &probed);
 	if (rtt)
 		flow_rtt(f, rtt);
 	n = ack_cum(rd, f, a->cum_psn, now);
@@ -1127,6 +1171,8 @@ void rd_out_ack_input(struct braid_rd *rd, struct rd_conn *conn, const struct br
 		f->ack_batch = (uint16_t)((f->ack_batch * 7 + nb) / 8);
 	}
 	advance_una(rd, f);
+	if (probed.path != RD_NO_PATH)
+		probe_answered(rd, f, &probed, now);
 	if (!a->rwnd)
 		ack_zero_window(rd, f, conn, a->echo_psn, now);
 	/* any ACK shows the peer alive, even one that refuses data for lack of
@@ -1468,6 +1514,8 @@ static int out_retransmits(struct braid_rd *rd, struct rd_flow *f, struct rd_bun
 
 			p->path = bundle_place(rd, f, b, out, n, rec, want, want < 0 ? p->path : -1);
 			p->retx++;
+			if (p->path == p->probed_path)
+				p->probed_path = RD_NO_PATH;	/* (the same path: it tells nothing) */
 		}
 		p->state = RD_PKT_INFLIGHT;
 		braid_dlist_insert_tail(&p->link, &f->txorder);
@@ -1533,6 +1581,7 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 		p->off = (uint32_t)op->next_off;
 		p->len = seg;
 		p->retx = 0;
+		p->probed_path = RD_NO_PATH;
 		p->state = RD_PKT_INFLIGHT;
 		p->path = new_packet_path(rd, f, b, &g, out, n, op, seg);
 		braid_dlist_insert_tail(&p->link, &f->txorder);

@@ -95,6 +95,8 @@ struct rd_txpkt {
 	struct rd_send *op;
 	uint32_t psn;
 	uint32_t off, len;
+	/** @probed_us: when the transmission a probe replaced was sent (rd_usec; @probed_path). */
+	uint32_t probed_us;
 	uint64_t tx_time;
 	/** @tx_seq: transmit order within the flow (ties of tx_time broken by it). */
 	uint32_t tx_seq;
@@ -105,16 +107,33 @@ struct rd_txpkt {
 	uint8_t why;
 	/** @unsent: returned by braid_rd_unsent(): goes again as it was, not as a retransmission. */
 	bool unsent;
+	/**
+	 * @probed_path, @probed_entropy: a probe's resend (a tail loss probe or a
+	 * resend after an RTO, on another path) records the path slot, and its route
+	 * then, of the transmission it replaced, for the probe-answered rule
+	 * (protocol.md §4.5); RD_NO_PATH: none (a first transmission, or a resend
+	 * for another cause). A slot re-drawn since is not judged.
+	 */
+	uint16_t probed_path, probed_entropy;
+};
+
+#define RD_NO_PATH	UINT16_MAX
+
+/** What an ACK that echoed a probe's resend tells of the transmission it replaced. */
+struct rd_probed {
+	uint16_t path, entropy;
+	uint32_t us;
 };
 
 /** Per-path loss detection state of a flow (RACK per path, protocol.md §4.5). */
 struct rd_pathrack {
 	/** @inflight: this path's in-flight packets, transmit order. */
 	struct braid_dlist inflight;
-	/** @rack_seq, @rack_rtt: the latest-sent packet acknowledged on this path, and its RTT. */
+	/** @rack_seq, @rack_rtt, @rack_tx: the latest-sent packet acknowledged on this path,
+	 * its RTT and when it was sent. */
 	uint32_t rack_seq;
 	bool has_rack;
-	uint64_t rack_rtt;
+	uint64_t rack_rtt, rack_tx;
 	/** @ctr: the path slot's counters (they outlive re-draws: a slot is a row). */
 	struct braid_rd_path_ctr ctr;
 };

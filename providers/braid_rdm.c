@@ -922,12 +922,13 @@ static void rdm_ep_close(struct braid_ep *ep)
 			   (unsigned long)ep->wire->local.doorbells, (unsigned long)ep->wire->local.bad);
 		BRAID_INFO(FI_LOG_EP_CTRL, "RDM endpoint on port %u: loss recovery: %lu RTOs (%lu spurious), "
 			   "%lu tail probes, %lu time-based losses (%lu on one path), %lu path "
-			   "re-draws, %lu path deaths, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
+			   "re-draws, %lu path deaths, %lu paths suspect by a probe, %lu rendezvous probes, %lu peers failed; %lu ACKs sent, %lu received; drops: "
 			   "%lu duplicate, %lu out of window, %lu no buffer, %lu stale; ECN: %lu data packets "
 			   "arrived CE, %lu ACKs echoed CE\n",
 			   ntohs(ep->wire->name.sin_port), (unsigned long)st->rto_fires, (unsigned long)st->rto_spurious,
 			   (unsigned long)st->tlp_probes, (unsigned long)st->rack_losses,
-			   (unsigned long)st->rack_path_losses, (unsigned long)st->path_redraws, (unsigned long)st->path_deaths, (unsigned long)st->rdv_probes,
+			   (unsigned long)st->rack_path_losses, (unsigned long)st->path_redraws, (unsigned long)st->path_deaths,
+			   (unsigned long)st->probe_suspects, (unsigned long)st->rdv_probes,
 			   (unsigned long)st->peers_failed, (unsigned long)st->tx_acks,
 			   (unsigned long)st->rx_acks,
 			   (unsigned long)st->drops[BRAID_DROP_DUPLICATE],

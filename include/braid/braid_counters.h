@@ -92,6 +92,7 @@ struct braid_ctr_peer_rec {
 	X(tlp_probes,	COUNTER, "events",  "tail loss probes") \
 	X(rto_fires,	COUNTER, "events",  "retransmission timeouts") \
 	X(rto_spurious,	COUNTER, "events",  "timeouts the next ACK proved spurious") \
+	X(probe_suspects, COUNTER, "events", "paths made sick because a probe's resend on another path arrived before the packet it replaced (4.5)") \
 	X(rx_ce,	COUNTER, "packets", "data packets received marked ECN CE") \
 	X(ecn_echoes,	COUNTER, "packets", "ACKs received echoing a CE mark") \
 	X(fc_stalls,	COUNTER, "events",  "times data waited for the receiver's window (flow control, grants included)") \

@@ -217,6 +217,113 @@ Test(rd_out_timer, an_idle_path_with_a_stale_rtt_does_not_stretch_the_rto)
 	direct_close(&d);
 }
 
+/*
+ * A flow with a window of a few packets finds most losses into a dead path by a
+ * probe, which takes the lost packet off its path. When the probe's ACK echoes
+ * the probe (the original never arrived), the path the original went by is sick
+ * at once (protocol.md §4.5, the probe-answered rule): the next packets go by
+ * the other paths. When the ACK echoes the original (late, not lost: it and
+ * its copy were read together), nothing is judged.
+ */
+static void probe_answered_run(bool original_late)
+{
+	static uint8_t bufs[18][100];
+	struct direct d;
+	struct cap data, acks, retx, more;
+	const struct braid_rd_stats *st;
+	struct rd_conn *conn;
+	uint16_t lost_path;
+	int k, probe, sent = 0, on_lost = 0;
+
+	open_pair_bundling(&d, 2, bufs, false);	/* a datagram each: one path each */
+	st = braid_rd_get_stats(d.rd[0]);
+	conn = rd_conn_get(d.rd[0], d.key[1], false, d.now);
+	cr_assert(conn && conn->flow);
+	capture(&d, 0, &data);
+	cr_assert_eq(data.n, 2);
+	lost_path = data.path[1];
+	cr_assert_neq(data.path[0], lost_path, "sprayed: the two packets go by two paths");
+	/* the first arrives and is acknowledged: an RTT, and the path heard from both ways */
+	d.now += 10 * US;
+	deliver(&d, 1, &data, 0);
+	d.now += 20 * US;
+	braid_rd_timer(d.rd[1], d.now);
+	capture(&d, 1, &acks);
+	cr_assert_geq(acks.n, 1);
+	d.now += 10 * US;
+	for (k = 0; k < acks.n; k++)
+		deliver(&d, 0, &acks, k);
+	/* the second never comes: the tail probe resends it by the path heard from */
+	while (!st->retx_pkts) {
+		d.now = braid_rd_next_deadline(d.rd[0]);
+		braid_rd_timer(d.rd[0], d.now);
+		capture(&d, 0, &retx);
+	}
+	cr_assert_eq(st->tlp_probes, 1);
+	for (probe = -1, k = 0; k < retx.n; k++) {
+		struct braid_rd_data_view v;
+
+		if (!braid_rd_data_decode(retx.data[k], retx.len[k], &v)) {
+			cr_assert_eq(probe, -1, "one packet resent");
+			probe = k;
+		}
+	}
+	cr_assert_geq(probe, 0, "the probe went out");
+	cr_assert_eq(psn_of(&retx, probe), psn_of(&data, 1));
+	cr_assert_neq(retx.path[probe], lost_path, "the probe goes by another path");
+	d.now += 10 * US;
+	if (original_late)
+		deliver(&d, 1, &data, 1);	/* one receive pass: the original, then its copy */
+	deliver(&d, 1, &retx, probe);
+	capture(&d, 1, &acks);
+	cr_assert_geq(acks.n, 1);
+	d.now += 10 * US;
+	for (k = 0; k < acks.n; k++)
+		deliver(&d, 0, &acks, k);
+	cr_assert_eq(st->acked_pkts, 2);
+	cr_assert_eq(st->probe_suspects, original_late ? 0 : 1,
+		     "%s: %lu paths suspect", original_late ? "the original came late" :
+		     "the original never came", (unsigned long)st->probe_suspects);
+	cr_assert_eq(braid_path_is_sick(&conn->flow->paths, lost_path), !original_late);
+	/* sixteen more, two turns of the eight paths: the sick one gets at most a probe */
+	for (k = 2; k < 18; k++) {
+		struct iovec iov = { bufs[k], 100 };
+		struct braid_rd_recv r = { .iov = &iov, .iov_count = 1,
+					   .context = (void *)(uintptr_t)(k + 1) };
+		struct braid_rd_send sd = { .iov = &iov, .iov_count = 1, .peer = d.key[1],
+					    .context = (void *)(uintptr_t)(k + 1) };
+
+		cr_assert_eq(braid_rd_post_recv(d.rd[1], &r, d.now), 0);
+		cr_assert_eq(braid_rd_send(d.rd[0], &sd, d.now), 0);
+	}
+	capture(&d, 0, &more);
+	for (k = 0; k < more.n; k++) {
+		struct braid_rd_data_view v;
+
+		if (!braid_rd_data_decode(more.data[k], more.len[k], &v)) {
+			sent++;
+			on_lost += more.path[k] == lost_path;
+		}
+	}
+	cr_assert_eq(sent, 16);
+	if (original_late)
+		cr_assert_eq(on_lost, 2, "a path that was only late keeps its turns (%d of 16)", on_lost);
+	else
+		cr_assert_leq(on_lost, 1, "the path the packet went missing on is skipped but for a "
+			      "probe (%d of 16)", on_lost);
+	direct_close(&d);
+}
+
+Test(rd_out_ack_input, a_probe_answered_first_makes_the_lost_packets_path_sick)
+{
+	probe_answered_run(false);
+}
+
+Test(rd_out_ack_input, a_probe_whose_original_came_too_judges_nothing)
+{
+	probe_answered_run(true);
+}
+
 Test(rd_out_timer, rto_resends_tail_and_backs_off)
 {
 	static uint8_t bufs[1][100];
