@@ -42,6 +42,20 @@ static void deliver(struct direct *d, int to, struct cap *c, int k)
 	braid_rd_input(d->rd[to], c->data[k], c->len[k], 0x7f020001u + (uint32_t)!to, false, d->now);
 }
 
+/* The receiver's ACK timer runs 20 us on, and what it owes goes back to the sender 10 us later. */
+static void acks_back(struct direct *d)
+{
+	struct cap acks;
+
+	d->now += 20 * US;
+	braid_rd_timer(d->rd[1], d->now);
+	capture(d, 1, &acks);
+	cr_assert_geq(acks.n, 1, "the receiver acknowledges");
+	d->now += 10 * US;
+	for (int k = 0; k < acks.n; k++)
+		deliver(d, 0, &acks, k);
+}
+
 static uint32_t psn_of(struct cap *c, int k)
 {
 	struct braid_rd_data_view v;
@@ -162,7 +176,7 @@ Test(rd_out_timer, an_idle_path_with_a_stale_rtt_does_not_stretch_the_rto)
 {
 	static uint8_t bufs[4][100];
 	struct direct d;
-	struct cap data, acks, retx;
+	struct cap data, retx;
 	const struct braid_rd_stats *st;
 	struct rd_conn *conn;
 	struct rd_flow *f;
@@ -181,13 +195,7 @@ Test(rd_out_timer, an_idle_path_with_a_stale_rtt_does_not_stretch_the_rto)
 	d.now += 10 * US;
 	for (k = 1; k < 4; k++)
 		deliver(&d, 1, &data, k);
-	d.now += 20 * US;
-	braid_rd_timer(d.rd[1], d.now);
-	capture(&d, 1, &acks);
-	cr_assert_geq(acks.n, 1);
-	d.now += 10 * US;
-	for (k = 0; k < acks.n; k++)
-		deliver(&d, 0, &acks, k);
+	acks_back(&d);
 	cr_assert_eq(st->acked_pkts, 3);
 	/* nothing more arrives: the first is found lost by time (RACK or the tail probe) */
 	while (!st->retx_pkts && st->rto_fires == 0) {
@@ -246,13 +254,7 @@ static void probe_answered_run(bool original_late)
 	/* the first arrives and is acknowledged: an RTT, and the path heard from both ways */
 	d.now += 10 * US;
 	deliver(&d, 1, &data, 0);
-	d.now += 20 * US;
-	braid_rd_timer(d.rd[1], d.now);
-	capture(&d, 1, &acks);
-	cr_assert_geq(acks.n, 1);
-	d.now += 10 * US;
-	for (k = 0; k < acks.n; k++)
-		deliver(&d, 0, &acks, k);
+	acks_back(&d);
 	/* the second never comes: the tail probe resends it by the path heard from */
 	while (!st->retx_pkts) {
 		d.now = braid_rd_next_deadline(d.rd[0]);
