@@ -1039,7 +1039,7 @@ static void probe_answered(struct braid_rd *rd, struct rd_flow *f, const struct 
 
 	if (!rd->cfg.path_health || pb->path >= f->paths.n || f->paths.n < 2 ||
 	    f->paths.p[pb->path].entropy != pb->entropy)
-		return;		/* re-drawn since: the route it judged is gone */
+		return;		/* no path health, one path, or re-drawn since (its route is gone) */
 	pr = &f->prack[pb->path];
 	if (pr->has_rack && pr->rack_tx >= tx)
 		return;		/* it delivered something sent as late: one packet lost */
