@@ -200,16 +200,16 @@ static void rdm_report(struct braid_ep *ep, const struct braid_rd_comp *c)
 		braid_cntr_inc(cntr);
 }
 
-/*
- * Move engine completions to the CQs while they have room (never overrun),
- * or (@all) every one, what does not fit going to a CQ's overflow.
- */
 /* both CQs can take an entry (a completion never overruns one) */
 static bool rdm_cqs_room(struct braid_ep *ep)
 {
 	return braid_cq_room(ep->tx_cq) && braid_cq_room(ep->rx_cq);
 }
 
+/*
+ * Move engine completions to the CQs while they have room (never overrun),
+ * or (@all) every one, what does not fit going to a CQ's overflow.
+ */
 static void rdm_reap_comps(struct braid_ep *ep, bool all)
 {
 	struct braid_rdm_ep *r = braid_rdm_ep_of(ep);

@@ -861,8 +861,9 @@ static bool udp_socks_ready(struct braid_udp *udp)
  * costs no system call, and a datagram from another host waits
  * UDP_LOCAL_LOOK receives at most (a few microseconds) when it ends the
  * sockets' quiet: a due look that finds the wait set ready ends the quiet,
- * whichever receive (rx_burst, rx_peek, rx_routes) it fell to. udp_socks_due() says whether this receive looks (false:
- * it leaves the sockets alone); udp_socks_found() notes what a look found.
+ * whichever receive (rx_burst, rx_peek, rx_routes) it fell to.
+ * udp_socks_due() says whether this receive looks (false: it leaves the
+ * sockets alone); udp_socks_found() notes what a look found.
  */
 static bool udp_socks_quiet(const struct braid_udp *udp)
 {
