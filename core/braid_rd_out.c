@@ -455,14 +455,21 @@ void rd_out_cts_input(struct braid_rd *rd, struct rd_conn *conn, uint32_t msg_id
 	}
 }
 
-/* Tail loss probe timeout: two RTTs after the last transmission (RACK-TLP, RFC 8985). */
+/*
+ * Tail loss probe timeout: two RTTs after the last transmission (RACK-TLP,
+ * RFC 8985), or srtt + 4 rttvar where the RTT varies more (QUIC's PTO, RFC
+ * 9002 §6.2.1): a host's scheduling or a shared link's queue that delays
+ * ACKs by more than an RTT would otherwise fire probes whose originals
+ * arrive (protocol.md §4.5).
+ */
 static uint64_t flow_pto(const struct braid_rd *rd, const struct rd_flow *f)
 {
-	uint64_t pto;
+	uint64_t pto, var;
 
 	if (!f->srtt || f->tlp_out || braid_dlist_empty(&f->txorder))
 		return UINT64_MAX;
-	pto = 2 * f->srtt + rd_ack_delay(rd, f);
+	var = f->srtt + 4 * f->rttvar;
+	pto = (var > 2 * f->srtt ? var : 2 * f->srtt) + rd_ack_delay(rd, f);
 	if (pto < rd->cfg.tlp_min_ns)
 		pto = rd->cfg.tlp_min_ns;
 	return f->last_tx + pto;
@@ -1441,10 +1448,30 @@ static inline uint16_t bundle_place(struct braid_rd *rd, struct rd_flow *f, stru
 	return (uint16_t)b->path;
 }
 
-/* the run of full-size packets being filled for one GSO write */
+/* the run of full-size packets being filled for one GSO write, @cap long at most */
 struct gso_run {
-	int first, count, path;
+	int first, count, path, cap;
 };
+
+/* a GSO run carries at most this share of the congestion window (1/2) */
+#define RD_GSO_CWND_SHARE	2
+
+/*
+ * How long a GSO run of flow @f may be: the wire's limit, and at most half
+ * the congestion window (at least one packet), so that a window is still
+ * sprayed over two paths or more, and a window of three packets or fewer
+ * packet by packet: a run is one route, and where flows share a fabric's
+ * links at windows of a few packets, a window sent down one route at a time
+ * queues on one link while others idle (protocol.md §4.8, runs).
+ */
+static inline int gso_cap(const struct braid_rd *rd, const struct rd_flow *f)
+{
+	uint32_t c = rd->cfg.cc->cwnd(&f->cc) / RD_GSO_CWND_SHARE;
+
+	if (c < 1)
+		c = 1;
+	return c < rd->cfg.gso_segs ? (int)c : (int)rd->cfg.gso_segs;
+}
 
 /*
  * How many data packets may go now (send_allowance()), counting a
@@ -1540,7 +1567,7 @@ static inline uint16_t new_packet_path(struct braid_rd *rd, struct rd_flow *f, s
 {
 	if (rd->cfg.gso_segs > 1 && RD_HDR_LEN(op) + seg == rd->cfg.mtu) {
 		bundle_close(rd, f, out, b);
-		if (g->first >= 0 && g->first + g->count == n && g->count < (int)rd->cfg.gso_segs) {
+		if (g->first >= 0 && g->first + g->count == n && g->count < g->cap) {
 			g->count++;
 		} else {
 			g->first = n;
@@ -1557,7 +1584,7 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 			struct braid_rd_out *out, int n, int max, uint32_t allow, uint64_t now)
 {
 	struct rd_conn *conn = f->conn;
-	struct gso_run g = { -1, 0, -1 };
+	struct gso_run g = { -1, 0, -1, rd->cfg.gso_segs > 1 ? gso_cap(rd, f) : 1 };
 
 	while (n < max && allow && !braid_dlist_empty(&conn->sendq) &&
 	       conn->snd_nxt - f->snd_una < rd->cfg.window) {

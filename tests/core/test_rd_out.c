@@ -326,6 +326,49 @@ Test(rd_out_ack_input, a_probe_whose_original_came_too_judges_nothing)
 	probe_answered_run(true);
 }
 
+/*
+ * The tail loss probe waits two RTTs, or srtt + 4 rttvar where the RTT varies
+ * more (protocol.md §4.5): ACKs that a host's scheduling or a shared link's
+ * queue delays by more than an RTT do not fire probes whose originals arrive.
+ */
+Test(rd_out_timer, the_tail_probe_waits_srtt_plus_four_rttvar_when_the_rtt_varies)
+{
+	static uint8_t bufs[2][100];
+	struct direct d;
+	struct cap data, retx;
+	const struct braid_rd_stats *st;
+	struct rd_conn *conn;
+	uint64_t sent;
+
+	open_pair_bundling(&d, 2, bufs, false);	/* a datagram each: one path each */
+	st = braid_rd_get_stats(d.rd[0]);
+	conn = rd_conn_get(d.rd[0], d.key[1], false, d.now);
+	cr_assert(conn && conn->flow);
+	capture(&d, 0, &data);
+	cr_assert_eq(data.n, 2);
+	sent = d.now;
+	/* the first arrives and is acknowledged; the second never comes */
+	d.now += 10 * US;
+	deliver(&d, 1, &data, 0);
+	acks_back(&d);
+	cr_assert_eq(st->acked_pkts, 1);
+	/* an RTT of 200 us that varies by 150: srtt + 4 rttvar = 800 us > 2 srtt */
+	conn->flow->srtt = 200 * US;
+	conn->flow->rttvar = 150 * US;
+	while (!st->retx_pkts && d.now - sent < 100000 * US) {
+		d.now = braid_rd_next_deadline(d.rd[0]);
+		braid_rd_timer(d.rd[0], d.now);
+		capture(&d, 0, &retx);
+	}
+	cr_assert_eq(st->tlp_probes, 1, "the lost packet is found by the tail probe");
+	cr_assert_eq(st->rto_fires, 0);
+	cr_assert_geq(d.now - sent, 800 * US, "not before srtt + 4 rttvar (fired %lu us on)",
+		      (unsigned long)((d.now - sent) / US));
+	cr_assert_lt(d.now - sent, 900 * US, "but then (fired %lu us on)",
+		     (unsigned long)((d.now - sent) / US));
+	direct_close(&d);
+}
+
 Test(rd_out_timer, rto_resends_tail_and_backs_off)
 {
 	static uint8_t bufs[1][100];
@@ -583,4 +626,58 @@ Test(braid_rd_output, gso_runs_of_full_packets)
 	cr_assert_eq(braid_rd_poll(d.rd[0], &comp, 1), 1, "and its send completes");
 	cr_assert_eq(comp.err, 0);
 	direct_close(&d);
+}
+
+/*
+ * A GSO run is one route: it carries at most half the congestion window, so
+ * that a window of a few packets is still sprayed over two paths or more
+ * (protocol.md §4.8, runs). With a window of 8, runs of four; with 3, every
+ * full packet alone, each by its own path.
+ */
+static void gso_window_run(uint32_t cwnd, int want_pkts, int want_run)
+{
+	static uint8_t src[20000];
+	struct braid_rd_config c;
+	struct braid_rd_out out[64];
+	struct iovec iov = { src, sizeof(src) };
+	struct braid_rd_send s = { .iov = &iov, .iov_count = 1 };
+	struct direct d;
+	bool used[8] = { false };
+	int n, i, run = 1, longest = 1, paths = 0;
+
+	braid_rd_config_default(&c);
+	c.mtu = 1000;
+	c.paths = 8;
+	c.gso_segs = 44;
+	c.init_cwnd = cwnd;
+	c.unsched_pkts = 0;	/* (the unscheduled window, §4.10, is not tested here) */
+	cr_assert_eq(direct_open(&d, &c), 0);
+	d.now = 1000 * US;
+	s.peer = d.key[1];
+	cr_assert_eq(braid_rd_send(d.rd[0], &s, d.now), 0);
+	n = braid_rd_output(d.rd[0], d.now, out, 64);
+	cr_assert_eq(n, want_pkts, "the window: %d packets", n);
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(out[i].hdr_len + out[i].payload_len, c.mtu, "full packets");
+		run = out[i].gso_cont ? run + 1 : 1;
+		if (out[i].gso_cont)
+			cr_assert_eq(out[i].path, out[i - 1].path, "a run goes by one path");
+		longest = run > longest ? run : longest;
+		paths += !used[out[i].path];
+		used[out[i].path] = true;
+	}
+	cr_assert_eq(longest, want_run, "runs of %d at most (the longest: %d)", want_run, longest);
+	cr_assert_geq(paths, want_pkts / want_run, "sprayed over %d paths", paths);
+	braid_rd_unsent(d.rd[0], out, n);
+	direct_close(&d);
+}
+
+Test(braid_rd_output, a_gso_run_carries_at_most_half_the_window)
+{
+	gso_window_run(8, 8, 4);
+}
+
+Test(braid_rd_output, a_window_of_three_goes_by_three_paths)
+{
+	gso_window_run(3, 3, 1);
 }
