@@ -1584,7 +1584,7 @@ static int out_new_data(struct braid_rd *rd, struct rd_flow *f, struct rd_bundle
 			struct braid_rd_out *out, int n, int max, uint32_t allow, uint64_t now)
 {
 	struct rd_conn *conn = f->conn;
-	struct gso_run g = { -1, 0, -1, rd->cfg.gso_segs > 1 ? gso_cap(rd, f) : 1 };
+	struct gso_run g = { -1, 0, -1, gso_cap(rd, f) };
 
 	while (n < max && allow && !braid_dlist_empty(&conn->sendq) &&
 	       conn->snd_nxt - f->snd_una < rd->cfg.window) {

@@ -93,6 +93,19 @@ static void open_pair(struct direct *d, int nmsg, uint8_t (*bufs)[100])
 	open_pair_bundling(d, nmsg, bufs, true);
 }
 
+/* A pair whose @nmsg messages go a datagram each (one path each), and the sender's flow. */
+static struct rd_conn *open_pair_flow(struct direct *d, int nmsg, uint8_t (*bufs)[100],
+				      const struct braid_rd_stats **st)
+{
+	struct rd_conn *conn;
+
+	open_pair_bundling(d, nmsg, bufs, false);
+	*st = braid_rd_get_stats(d->rd[0]);
+	conn = rd_conn_get(d->rd[0], d->key[1], false, d->now);
+	cr_assert(conn && conn->flow);
+	return conn;
+}
+
 Test(rd_out_ack_input, sack_then_time_based_loss_resends_only_the_hole)
 {
 	static uint8_t bufs[10][100];
@@ -184,10 +197,7 @@ Test(rd_out_timer, an_idle_path_with_a_stale_rtt_does_not_stretch_the_rto)
 	uint32_t x;
 	int k;
 
-	open_pair_bundling(&d, 4, bufs, false);	/* a datagram each: one path each */
-	st = braid_rd_get_stats(d.rd[0]);
-	conn = rd_conn_get(d.rd[0], d.key[1], false, d.now);
-	cr_assert(conn && conn->flow);
+	conn = open_pair_flow(&d, 4, bufs, &st);
 	f = conn->flow;
 	capture(&d, 0, &data);
 	cr_assert_eq(data.n, 4);
@@ -243,10 +253,7 @@ static void probe_answered_run(bool original_late)
 	uint16_t lost_path;
 	int k, probe, sent = 0, on_lost = 0;
 
-	open_pair_bundling(&d, 2, bufs, false);	/* a datagram each: one path each */
-	st = braid_rd_get_stats(d.rd[0]);
-	conn = rd_conn_get(d.rd[0], d.key[1], false, d.now);
-	cr_assert(conn && conn->flow);
+	conn = open_pair_flow(&d, 2, bufs, &st);
 	capture(&d, 0, &data);
 	cr_assert_eq(data.n, 2);
 	lost_path = data.path[1];
@@ -340,10 +347,7 @@ Test(rd_out_timer, the_tail_probe_waits_srtt_plus_four_rttvar_when_the_rtt_varie
 	struct rd_conn *conn;
 	uint64_t sent;
 
-	open_pair_bundling(&d, 2, bufs, false);	/* a datagram each: one path each */
-	st = braid_rd_get_stats(d.rd[0]);
-	conn = rd_conn_get(d.rd[0], d.key[1], false, d.now);
-	cr_assert(conn && conn->flow);
+	conn = open_pair_flow(&d, 2, bufs, &st);
 	capture(&d, 0, &data);
 	cr_assert_eq(data.n, 2);
 	sent = d.now;
